@@ -1,0 +1,143 @@
+"""The `fablab` command. The only place where errors become messages and exit codes."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.catalog import builtins, load_fabric
+from harness.errors import HarnessError, TopologyError
+from harness.plan import make_plan, summary
+from harness.render import artifacts, write_artifacts
+from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = []
+    for name, builder in sorted(builtins().items()):
+        plan = make_plan(load_fabric(name))
+        s = summary(plan)
+        doc = (sys.modules[builder.__module__].__doc__ or "").strip().splitlines()[0]
+        rows.append({"name": name, "backend": s["backend"], "gpu_nodes": s["nodes"].get("gpu", 0),
+                     "gpus": s["gpus"], "switches": sum(s["bom"]["switches"].values()), "about": doc})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title="built-in topologies")
+    for col in ("name", "backend", "gpu nodes", "GPUs", "switches", "about"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["backend"], str(r["gpu_nodes"]), str(r["gpus"]), str(r["switches"]), r["about"])
+    out.print(table)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    plan = make_plan(load_fabric(args.topology))
+    s = summary(plan)
+    if args.json:
+        print(json.dumps(s, indent=2))
+        return 0
+    out.print(f"[bold]{s['name']}[/bold]: {s['gpus']} GPUs, {s['backend']} backend")
+    t = Table(title="nodes per role")
+    t.add_column("role")
+    t.add_column("count", justify="right")
+    for role, k in s["nodes"].items():
+        t.add_row(role, str(k))
+    out.print(t)
+    t = Table(title="links per plane")
+    t.add_column("plane")
+    t.add_column("links", justify="right")
+    for plane, k in s["links"].items():
+        t.add_row(plane, str(k))
+    out.print(t)
+    t = Table(title="leaves: oversubscription (down:up) and ASN")
+    for col in ("leaf", "oversubscription", "ASN"):
+        t.add_column(col)
+    for leaf, ratio in s["oversubscription"].items():
+        t.add_row(leaf, "no uplinks" if ratio is None else f"{ratio:g}:1", str(s["asn"][leaf]))
+    out.print(t)
+    t = Table(title="bill of materials")
+    t.add_column("item")
+    t.add_column("count", justify="right")
+    for section in ("switches", "ports_used", "cables", "optics"):
+        for item, k in s["bom"][section].items():
+            label = {"switches": "switch", "ports_used": "switch ports", "cables": "cable",
+                     "optics": "transceivers"}[section]
+            t.add_row(f"{label} {item}", str(k))
+    out.print(t)
+    r = s["ranges"]
+    out.print(f"ranges: BE {r['be']} (rails {', '.join(r['be_rails'])}), FE {r['fe']}, mgmt {r['mgmt']}")
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    plan = make_plan(load_fabric(args.topology))
+    files = artifacts(plan, lab=args.name, sonic_image=args.sonic_image, host_image=args.host_image)
+    written = write_artifacts(files, Path(args.output))
+    if args.json:
+        print(json.dumps({"lab": args.name or plan.name, "output": str(args.output),
+                          "files": [str(p) for p in written]}, indent=2))
+    else:
+        switches = len(plan.switches)
+        out.print(f"rendered {plan.name}: {len(written)} files in {args.output} "
+                  f"({switches} switches × config_db.json + frr.conf, clab file, cabling.csv, topology.svg)")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fablab", description="Declare, render, boot and prove AI data-center fabrics.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("list", help="list the built-in topologies")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_list)
+
+    s = sub.add_parser("show", help="nodes, links, oversubscription and BOM of a topology")
+    s.add_argument("topology", help="built-in name or path to a .py file")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("render", help="write the clab file, config_db.json, frr.conf, cabling and diagram")
+    s.add_argument("topology", help="built-in name or path to a .py file")
+    s.add_argument("-o", "--output", required=True, help="output directory")
+    s.add_argument("--name", help="lab name (default: the cluster's name)")
+    s.add_argument("--sonic-image", default=SONIC_IMAGE)
+    s.add_argument("--host-image", default=HOST_IMAGE)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_render)
+    for register in _EXTRA:
+        register(sub)
+    return p
+
+
+# Later command groups (runtime, checks) add themselves here, keeping this module small.
+_EXTRA: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TopologyError as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        return 2
+    except HarnessError as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        return 1
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

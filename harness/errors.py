@@ -1,0 +1,46 @@
+"""The exception tree. The library raises these; only the CLI turns them into messages."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a declaration: where, what, and how to fix it."""
+
+    field: str
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.field}: {self.message}"
+        return f"{text} (hint: {self.hint})" if self.hint else text
+
+
+class HarnessError(Exception):
+    """Base of every error fablab raises on purpose."""
+
+
+class TopologyError(HarnessError):
+    """A declaration is invalid. Carries every problem found, not just the first."""
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...], source: str = "") -> None:
+        self.problems = tuple(problems)
+        self.source = source
+        head = f"{source}: " if source else ""
+        count = len(self.problems)
+        lines = [f"{head}{count} problem{'s' if count != 1 else ''} in the declaration:"]
+        lines += [f"  - {p}" for p in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class RenderError(HarnessError):
+    """An artifact could not be produced from a valid plan."""
+
+
+class RuntimeError_(HarnessError):
+    """Booting, driving or tearing down a lab failed."""
+
+
+class PrerequisiteError(RuntimeError_):
+    """Something the runtime needs is missing on this machine (root, a package, a kernel feature)."""

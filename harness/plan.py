@@ -1,0 +1,395 @@
+"""The deterministic plan of a fabric: addresses, ASNs, port maps, cabling and counts.
+
+Layout of each data plane's range (say BE 10.0.0.0/16):
+  block 0           switch loopbacks (/32 each)
+  block 1 + r       rail r's host links on the BE (/31 each: leaf even, host odd)
+  block 1 (FE)      every FE host link
+Blocks are a power of two, at least a /24, large enough for the plane's host links; the
+address of a host link follows the node's index, so it reads back to the node.
+The mgmt plane is flat: node k gets the (k+2)-th address (the first is left for the
+containerlab management bridge).
+"""
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+
+from harness.errors import Problem, TopologyError
+from harness.model import ECMP_HASHES, MGMT_NIC, Fabric, Link, Plane, Role, oversubscription, switch_mgmt_port
+
+SWITCH_ROLES_ORDER = (Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
+
+
+@dataclass(frozen=True)
+class Port:
+    """One used port of a switch."""
+
+    name: str  # SONiC name, e.g. Ethernet8 (also the kernel name in the netns runtime)
+    clab: str  # containerlab endpoint name of sonic-vs, e.g. eth3
+    index: int
+    peer: str
+    peer_port: str
+    plane: Plane
+    speed: int
+    mtu: int
+    address: IPv4Interface | None  # set on host-facing ports; fabric ports are unnumbered
+    rail: int | None = None
+
+    @property
+    def unnumbered(self) -> bool:
+        return self.address is None
+
+
+@dataclass(frozen=True)
+class SwitchPlan:
+    name: str
+    role: Role
+    plane: Plane
+    asn: int
+    loopback: IPv4Interface
+    mgmt: IPv4Interface
+    ports: tuple[Port, ...]
+    mtu: int
+    lossless: bool
+    hash_policy: int
+    plane_range: IPv4Network
+    oversubscription: float | None
+    group: int | None = None
+    rail: int | None = None
+
+    @property
+    def router_id(self) -> IPv4Address:
+        return self.loopback.ip
+
+    @property
+    def fabric_ports(self) -> tuple[Port, ...]:
+        return tuple(p for p in self.ports if p.unnumbered)
+
+    @property
+    def host_ports(self) -> tuple[Port, ...]:
+        return tuple(p for p in self.ports if not p.unnumbered)
+
+
+@dataclass(frozen=True)
+class Nic:
+    """One interface of a host, with the routes that must leave through it."""
+
+    name: str
+    plane: Plane
+    address: IPv4Interface
+    gateway: IPv4Address | None
+    routes: tuple[IPv4Network, ...]
+    mtu: int
+    peer: str
+    peer_port: str
+    rail: int | None = None
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    name: str
+    role: Role
+    nics: tuple[Nic, ...]
+    group: int | None = None
+
+    def nic(self, name: str) -> Nic:
+        for n in self.nics:
+            if n.name == name:
+                return n
+        raise KeyError(f"{self.name} has no NIC {name!r}")
+
+    @property
+    def mgmt(self) -> Nic:
+        return self.nic(MGMT_NIC)
+
+
+@dataclass(frozen=True)
+class CableRow:
+    a_node: str
+    a_port: str
+    b_node: str
+    b_port: str
+    plane: Plane
+    rail: int | None
+    speed: int
+    media: str
+
+
+@dataclass(frozen=True)
+class Bom:
+    """What to buy: switches per role, cables per media, optics per speed."""
+
+    switches: tuple[tuple[str, int], ...]
+    ports_used: tuple[tuple[str, int], ...]  # "400G" -> ports in use on switches
+    cables: tuple[tuple[str, int], ...]
+    optics: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    fabric: Fabric
+    switches: tuple[SwitchPlan, ...]
+    hosts: tuple[HostPlan, ...]
+    oob: tuple[Port, ...]  # the OOB switch's ports
+    cables: tuple[CableRow, ...]
+    mgmt_network: IPv4Network
+    be_rail_blocks: tuple[IPv4Network, ...]
+    fe_block: IPv4Network
+    bom: Bom
+
+    @property
+    def name(self) -> str:
+        return self.fabric.name
+
+    def switch(self, name: str) -> SwitchPlan:
+        for s in self.switches:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def host(self, name: str) -> HostPlan:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+
+def port_name(index: int) -> str:
+    return f"Ethernet{4 * index}"
+
+
+def clab_port_name(index: int) -> str:
+    return f"eth{index + 1}"
+
+
+def media_of(link: Link, fabric: Fabric) -> str:
+    if link.plane is Plane.MGMT:
+        return "rj45"
+    a_is_host = not fabric.node(link.a).is_switch
+    if link.plane is Plane.FE and a_is_host:
+        return "dac"
+    return "optic"
+
+
+def _block_size(host_links: int) -> int:
+    size = 256
+    while size < 2 * host_links:
+        size *= 2
+    return size
+
+
+def _blocks(network: IPv4Network, size: int, count: int, field: str) -> list[IPv4Network]:
+    prefix = 32 - (size.bit_length() - 1)
+    if prefix < network.prefixlen:
+        raise TopologyError([Problem(field, f"{network} is smaller than one /{prefix} block",
+                                     "use a larger range, e.g. a /16")])
+    blocks = list(network.subnets(new_prefix=prefix))
+    if len(blocks) < count:
+        raise TopologyError([Problem(field, f"{network} holds {len(blocks)} /{prefix} blocks, "
+                                            f"{count} are needed (loopbacks + host links)",
+                                     "use a larger range")])
+    return blocks[:count]
+
+
+def make_plan(fabric: Fabric) -> Plan:
+    """Number every port and address every interface. Same fabric, same plan."""
+    c = fabric.cluster
+    be_net = IPv4Network(c.addressing.be)
+    fe_net = IPv4Network(c.addressing.fe)
+    mgmt_net = IPv4Network(c.addressing.mgmt)
+    rails = c.backend.rails
+    gpu_nodes = fabric.nodes_with(Role.GPU)
+    fe_host_links = [lk for lk in fabric.links_in(Plane.FE) if not fabric.node(lk.a).is_switch]
+
+    be_blocks = _blocks(be_net, _block_size(len(gpu_nodes)), 1 + rails, "addressing.be")
+    fe_blocks = _blocks(fe_net, _block_size(len(fe_host_links)), 2, "addressing.fe")
+    rail_blocks = tuple(be_blocks[1:])
+    fe_block = fe_blocks[1]
+
+    problems: list[Problem] = []
+    mgmt_hosts = mgmt_net.num_addresses - 2
+    if len(fabric.nodes) - 1 + 1 > mgmt_hosts:  # +1: the clab bridge takes the first address
+        problems.append(Problem("addressing.mgmt", f"{mgmt_net} has {mgmt_hosts} host addresses, "
+                                                   f"{len(fabric.nodes)} are needed", "use a larger range"))
+    routed = [n for n in fabric.switches if n.role.is_routed]
+    for plane, block in ((Plane.BE, be_blocks[0]), (Plane.FE, fe_blocks[0])):
+        k = sum(1 for n in routed if n.role.plane is plane)
+        if k > block.num_addresses - 2:
+            problems.append(Problem(f"addressing.{plane.value}", f"{k} switches do not fit the loopback block {block}",
+                                    "use a larger range"))
+    if problems:
+        raise TopologyError(problems, source=fabric.name)
+
+    # Host-link addresses: (host, host port) -> (leaf side, host side)
+    gpu_index = {n.name: i for i, n in enumerate(gpu_nodes)}
+    link_addr: dict[tuple[str, str], tuple[IPv4Interface, IPv4Interface]] = {}
+    for lk in fabric.links_in(Plane.BE):
+        if lk.a in gpu_index and lk.rail is not None and not lk.declared:
+            base = rail_blocks[lk.rail].network_address + 2 * gpu_index[lk.a]
+            link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
+    for i, lk in enumerate(fe_host_links):
+        base = fe_block.network_address + 2 * i
+        link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
+
+    mgmt_addr = {n.name: IPv4Interface(f"{mgmt_net.network_address + k + 2}/{mgmt_net.prefixlen}")
+                 for k, n in enumerate(fabric.nodes)}
+
+    # Switch ports: downlinks (links where the switch is the upper end) first, then uplinks,
+    # each in declaration order, so host-facing ports start at Ethernet0.
+    ports_of: dict[str, list[tuple[Link, bool]]] = defaultdict(list)
+    for lk in fabric.links:
+        ports_of[lk.b].append((lk, True))
+    for lk in fabric.links:
+        if lk.a_port != switch_mgmt_port():
+            ports_of[lk.a].append((lk, False))
+
+    assigned: dict[tuple[int, bool], str] = {}  # (id(link), is_b_end) -> port name
+    numbered: dict[str, list[tuple[int, Link, bool]]] = {}
+    for sw, items in ports_of.items():
+        if not fabric.node(sw).is_switch:
+            continue
+        fixed = {(lk.b_port if is_b else lk.a_port) for lk, is_b in items} - {None}
+        rows = []
+        index = 0
+        for lk, is_b in items:
+            own = lk.b_port if is_b else lk.a_port
+            if own is None:
+                while port_name(index) in fixed:
+                    index += 1
+                own = port_name(index)
+                index += 1
+            assigned[(id(lk), is_b)] = own
+            rows.append((_port_index(own), lk, is_b))
+        numbered[sw] = rows
+
+    def end_port(lk: Link, is_b: bool) -> str:
+        fixed = lk.b_port if is_b else lk.a_port
+        return fixed if fixed is not None else assigned[(id(lk), is_b)]
+
+    mtu_of = {Plane.BE: c.backend.mtu, Plane.FE: c.frontend.mtu, Plane.MGMT: 1500}
+    asn_of = _asns(fabric)
+    loopbacks = _loopbacks(fabric, be_blocks[0], fe_blocks[0])
+
+    switches: list[SwitchPlan] = []
+    for node in sorted(routed, key=lambda n: SWITCH_ROLES_ORDER.index(n.role)):
+        ports = []
+        for index, lk, is_b in sorted(numbered.get(node.name, []), key=lambda r: r[0]):
+            peer = lk.a if is_b else lk.b
+            addr = link_addr.get((lk.a, lk.a_port)) if is_b else None
+            ports.append(Port(
+                name=end_port(lk, is_b), clab=clab_port_name(index), index=index, peer=peer,
+                peer_port=end_port(lk, not is_b), plane=lk.plane, speed=lk.speed, mtu=mtu_of[lk.plane],
+                address=addr[0] if addr else None, rail=lk.rail))
+        plane = node.role.plane
+        cfg = c.backend if plane is Plane.BE else c.frontend
+        switches.append(SwitchPlan(
+            name=node.name, role=node.role, plane=plane, asn=asn_of[node.name],
+            loopback=loopbacks[node.name], mgmt=mgmt_addr[node.name], ports=tuple(ports),
+            mtu=cfg.mtu, lossless=plane is Plane.BE, hash_policy=ECMP_HASHES[cfg.ecmp_hash],
+            plane_range=be_net if plane is Plane.BE else fe_net,
+            oversubscription=oversubscription(fabric, node.name) if node.role in (Role.BE_LEAF, Role.FE_LEAF) else None,
+            group=node.group, rail=node.rail))
+
+    hosts: list[HostPlan] = []
+    for node in fabric.hosts:
+        nics = []
+        for lk in fabric.links:
+            if lk.a != node.name or lk.a_port is None:
+                continue
+            if lk.plane is Plane.MGMT:
+                nics.append(Nic(lk.a_port, Plane.MGMT, mgmt_addr[node.name], None, (), 1500,
+                                lk.b, end_port(lk, True)))
+                continue
+            pair = link_addr.get((lk.a, lk.a_port))
+            if pair is None:
+                continue  # a declared extra cable on a host: cabled, not addressed
+            leaf_side, host_side = pair
+            if lk.plane is Plane.BE:
+                routes = (rail_blocks[lk.rail],)
+            else:
+                routes = (fe_net,)
+            nics.append(Nic(lk.a_port, lk.plane, host_side, leaf_side.ip, routes, mtu_of[lk.plane],
+                            lk.b, end_port(lk, True), rail=lk.rail))
+        hosts.append(HostPlan(node.name, node.role, tuple(nics), group=node.group))
+
+    oob_ports = []
+    for index, lk, is_b in sorted(numbered.get("oob1", []), key=lambda r: r[0]):
+        oob_ports.append(Port(name=end_port(lk, True), clab=clab_port_name(index), index=index, peer=lk.a,
+                              peer_port=end_port(lk, False), plane=Plane.MGMT, speed=lk.speed, mtu=1500,
+                              address=None))
+
+    cables = tuple(
+        CableRow(lk.a, end_port(lk, False), lk.b, end_port(lk, True), lk.plane, lk.rail, lk.speed,
+                 media_of(lk, fabric))
+        for lk in fabric.links)
+    return Plan(fabric, tuple(switches), tuple(hosts), tuple(oob_ports), cables, mgmt_net,
+                rail_blocks, fe_block, _bom(fabric, cables))
+
+
+def _port_index(name: str) -> int:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return int(digits) // 4 if name.startswith("Ethernet") and digits else 10_000
+
+
+def _asns(fabric: Fabric) -> dict[str, int]:
+    """RFC 7938: one ASN shared by a spine tier, a unique ASN per leaf."""
+    a = fabric.cluster.addressing
+    out: dict[str, int] = {}
+    for spine_role, leaf_role, base in ((Role.BE_SPINE, Role.BE_LEAF, a.be_asn),
+                                        (Role.FE_SPINE, Role.FE_LEAF, a.fe_asn)):
+        for n in fabric.nodes_with(spine_role):
+            out[n.name] = base
+        for i, n in enumerate(fabric.nodes_with(leaf_role), start=1):
+            out[n.name] = base + i
+    return out
+
+
+def _loopbacks(fabric: Fabric, be_block: IPv4Network, fe_block: IPv4Network) -> dict[str, IPv4Interface]:
+    out: dict[str, IPv4Interface] = {}
+    for plane, block in ((Plane.BE, be_block), (Plane.FE, fe_block)):
+        nodes = [n for role in SWITCH_ROLES_ORDER for n in fabric.nodes_with(role) if role.plane is plane]
+        for k, n in enumerate(nodes, start=1):
+            out[n.name] = IPv4Interface(f"{block.network_address + k}/32")
+    return out
+
+
+def _bom(fabric: Fabric, cables: tuple[CableRow, ...]) -> Bom:
+    switches = Counter(n.role.value for n in fabric.switches)
+    ports = Counter()
+    media = Counter()
+    optics = Counter()
+    for row in cables:
+        media[f"{row.media} {row.speed}G"] += 1
+        for node in (row.a_node, row.b_node):
+            if fabric.node(node).is_switch:
+                ports[f"{row.speed}G"] += 1
+        if row.media == "optic":
+            optics[f"{row.speed}G"] += 2
+    return Bom(tuple(sorted(switches.items())), _by_speed(ports), tuple(sorted(media.items())), _by_speed(optics))
+
+
+def _by_speed(counter: Counter) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(counter.items(), key=lambda kv: int(kv[0].rstrip("G").split()[-1])))
+
+
+def summary(plan: Plan) -> dict:
+    """Counts an engineer reads first: nodes per role, links per plane, oversubscription, BOM."""
+    f = plan.fabric
+    return {
+        "name": f.name,
+        "backend": f.cluster.backend.kind,
+        "nodes": dict(sorted(Counter(n.role.value for n in f.nodes).items())),
+        "links": {p.value: len(f.links_in(p)) for p in Plane},
+        "gpus": f.cluster.gpu.count * f.cluster.gpu.gpus_per_node,
+        "oversubscription": {s.name: s.oversubscription for s in plan.switches
+                             if s.role in (Role.BE_LEAF, Role.FE_LEAF)},
+        "asn": {s.name: s.asn for s in plan.switches},
+        "ranges": {"be": str(ipaddress.IPv4Network(f.cluster.addressing.be)),
+                   "be_rails": [str(b) for b in plan.be_rail_blocks],
+                   "fe": f.cluster.addressing.fe, "fe_hosts": str(plan.fe_block),
+                   "mgmt": str(plan.mgmt_network)},
+        "bom": {"switches": dict(plan.bom.switches), "ports_used": dict(plan.bom.ports_used),
+                "cables": dict(plan.bom.cables), "optics": dict(plan.bom.optics)},
+    }

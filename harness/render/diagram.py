@@ -1,0 +1,106 @@
+"""topology.svg: the planes drawn apart. BE above the GPU nodes, FE below, OOB at the bottom."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.model import Plane, Role
+from harness.plan import Plan
+from harness.render.templates import render_template
+
+_RAIL_COLORS = ("#1f77b4", "#ff7f0e", "#9467bd", "#d62728", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+_FE = "#2ca02c"
+_MGMT = "#7f7f7f"
+_STEP = 74
+_MARGIN = 40
+
+
+@dataclass(frozen=True)
+class _Box:
+    x: int
+    y: int
+    w: int
+    h: int
+    label: str
+    fill: str
+    stroke: str
+
+
+@dataclass(frozen=True)
+class _Node:
+    x: float
+    y: int
+    w: int
+    label: str
+    fill: str
+
+
+@dataclass(frozen=True)
+class _Line:
+    x1: float
+    y1: int
+    x2: float
+    y2: int
+    color: str
+    width: float
+    dash: bool = False
+
+
+def _row(names: list[str], y: int, width: int) -> dict[str, tuple[float, int]]:
+    if not names:
+        return {}
+    step = (width - 2 * _MARGIN) / len(names)
+    return {n: (_MARGIN + step * (i + 0.5), y) for i, n in enumerate(names)}
+
+
+def rail_color(rail: int | None) -> str:
+    return _FE if rail is None else _RAIL_COLORS[rail % len(_RAIL_COLORS)]
+
+
+def topology_svg(plan: Plan) -> str:
+    f = plan.fabric
+    hosts = [h.name for h in plan.hosts]
+    names_of = {role: [n.name for n in f.nodes_with(role)] for role in Role}
+    widest = max(len(hosts), len(names_of[Role.BE_LEAF]), 4)
+    width = 2 * _MARGIN + widest * _STEP
+    y = {"be_spine": 60, "be_leaf": 150, "hosts": 260, "fe_leaf": 370, "fe_spine": 450, "oob": 560}
+    pos: dict[str, tuple[float, int]] = {}
+    pos |= _row(names_of[Role.BE_SPINE], y["be_spine"], width)
+    pos |= _row(names_of[Role.BE_LEAF], y["be_leaf"], width)
+    pos |= _row(hosts, y["hosts"], width)
+    pos |= _row(names_of[Role.FE_LEAF], y["fe_leaf"], width)
+    pos |= _row(names_of[Role.FE_SPINE], y["fe_spine"], width)
+    pos |= _row(names_of[Role.OOB], y["oob"], width)
+
+    be_label = f"Backend (BE): {f.cluster.backend.kind}, RoCEv2, lossless, {f.cluster.backend.rails} rails"
+    boxes = [
+        _Box(10, 25, width - 20, 160, be_label, "#eef4fb", "#1f4e79"),
+        _Box(10, 335, width - 20, 140, "Frontend (FE): leaf-spine Clos, TCP", "#eef8ee", "#1e6b1e"),
+        _Box(10, 530, width - 20, 50, "Management (OOB)", "#f3f3f3", "#555555"),
+    ]
+    lines = []
+    for row in plan.cables:
+        if row.a_node not in pos or row.b_node not in pos:
+            continue
+        (x1, y1), (x2, y2) = pos[row.a_node], pos[row.b_node]
+        if row.plane is Plane.MGMT:
+            if f.node(row.a_node).is_switch:
+                continue  # switch mgmt ports would cross every box; hosts show the plane
+            lines.append(_Line(x1, y1, x2, y2, _MGMT, 0.6, dash=True))
+        elif row.plane is Plane.BE:
+            lines.append(_Line(x1, y1, x2, y2, rail_color(row.rail), 1.2 if row.speed < 800 else 2.0))
+        else:
+            lines.append(_Line(x1, y1, x2, y2, _FE, 1.2))
+    fills = {Role.GPU: "#fff2cc", Role.STORAGE: "#dae8fc", Role.CPU: "#e1d5e7", Role.GATEWAY: "#f8cecc",
+             Role.BE_SPINE: "#c9daf8", Role.FE_SPINE: "#c8e6c9", Role.FE_LEAF: "#e3f2e3", Role.OOB: "#dddddd"}
+    nodes = []
+    for name, (x, yy) in pos.items():
+        node = f.node(name)
+        fill = fills.get(node.role) or rail_color(node.rail) + "55"
+        nodes.append(_Node(x, yy, min(_STEP - 6, 68), name, fill))
+    legend = [{"x": 20 + 120 * i, "y": 610, "color": rail_color(r), "label": f"BE rail {r}"}
+              for i, r in enumerate(range(f.cluster.backend.rails))]
+    legend += [{"x": 20 + 120 * len(legend), "y": 610, "color": _FE, "label": "FE"},
+               {"x": 20 + 120 * (len(legend) + 1), "y": 610, "color": _MGMT, "label": "mgmt (OOB)"}]
+    width = max(width, 20 + 120 * len(legend) + 20)
+    return render_template("topology.svg.j2", lab=plan.name, width=width, height=630, boxes=boxes,
+                           lines=lines, nodes=nodes, legend=legend)

@@ -1,0 +1,111 @@
+"""SONiC config_db.json per switch.
+
+config_db is data, not text: it is built as a mapping and serialised with sorted keys, so
+the golden files are stable. On BE switches the lossless RoCEv2 settings are included:
+PFC on priority 3, DSCP 26 -> TC 3, ECN/WRED on queue 3, CNP (DSCP 48) on strict queue 6.
+"""
+from __future__ import annotations
+
+import json
+
+from harness.model import Role
+from harness.plan import Plan, SwitchPlan
+
+ROCE_PRIORITY = 3
+ROCE_DSCP = 26
+CNP_DSCP = 48
+CNP_PRIORITY = 6
+_TYPES = {Role.BE_LEAF: "LeafRouter", Role.FE_LEAF: "LeafRouter",
+          Role.BE_SPINE: "SpineRouter", Role.FE_SPINE: "SpineRouter"}
+
+
+def _mac(sw: SwitchPlan) -> str:
+    # Locally administered, derived from the loopback so each switch differs and stays stable.
+    octets = sw.loopback.ip.packed
+    return "02:fa:{:02x}:{:02x}:{:02x}:{:02x}".format(*octets)
+
+
+def config_db(plan: Plan, sw: SwitchPlan) -> dict:
+    db: dict[str, dict] = {
+        "DEVICE_METADATA": {"localhost": {
+            "hostname": sw.name,
+            "bgp_asn": str(sw.asn),
+            "type": _TYPES[sw.role],
+            "platform": "x86_64-kvm_x86_64-r0",
+            "hwsku": "Force10-S6000",
+            "mac": _mac(sw),
+            # frr.conf is rendered by fablab, not by SONiC's templates from config_db.
+            "docker_routing_config_mode": "split-unified",
+            "buffer_model": "traditional",
+        }},
+        "PORT": {},
+        "INTERFACE": {},
+        "LOOPBACK_INTERFACE": {"Loopback0": {}, f"Loopback0|{sw.loopback}": {}},
+        "MGMT_INTERFACE": {f"eth0|{sw.mgmt}": {}},
+    }
+    for p in sw.ports:
+        lanes = ",".join(str(4 * p.index + k) for k in range(4))
+        db["PORT"][p.name] = {
+            "admin_status": "up", "alias": f"Eth{p.index + 1}", "index": str(p.index),
+            "lanes": lanes, "mtu": str(p.mtu), "speed": str(p.speed * 1000),
+            "description": f"{p.peer}:{p.peer_port}",
+        }
+        if p.unnumbered:
+            db["INTERFACE"][p.name] = {"ipv6_use_link_local_only": "enable"}
+        else:
+            db["INTERFACE"][p.name] = {}
+            db["INTERFACE"][f"{p.name}|{p.address}"] = {}
+    if sw.lossless:
+        db.update(_lossless(sw))
+    return db
+
+
+def _lossless(sw: SwitchPlan) -> dict[str, dict]:
+    names = [p.name for p in sw.ports]
+    dscp_to_tc = {str(d): "0" for d in range(64)}
+    dscp_to_tc[str(ROCE_DSCP)] = str(ROCE_PRIORITY)
+    dscp_to_tc[str(CNP_DSCP)] = str(CNP_PRIORITY)
+    identity = {str(i): str(i) for i in range(8)}
+    tables: dict[str, dict] = {
+        "DSCP_TO_TC_MAP": {"AI_ROCE": dscp_to_tc},
+        "TC_TO_QUEUE_MAP": {"AI_ROCE": identity},
+        "TC_TO_PRIORITY_GROUP_MAP": {"AI_ROCE": {str(i): ("3" if i == ROCE_PRIORITY else "0") for i in range(8)}},
+        "MAP_PFC_PRIORITY_TO_QUEUE": {"AI_ROCE": identity},
+        "WRED_PROFILE": {"AI_LOSSLESS": {
+            "ecn": "ecn_all", "wred_green_enable": "true", "wred_yellow_enable": "true",
+            "wred_red_enable": "true", "green_min_threshold": "250000", "green_max_threshold": "2097152",
+            "green_drop_probability": "5", "yellow_min_threshold": "1048576",
+            "yellow_max_threshold": "2097152", "yellow_drop_probability": "5",
+            "red_min_threshold": "1048576", "red_max_threshold": "2097152", "red_drop_probability": "5",
+        }},
+        "SCHEDULER": {"scheduler.0": {"type": "DWRR", "weight": "14"},
+                      "scheduler.1": {"type": "DWRR", "weight": "15"},
+                      "scheduler.strict": {"type": "STRICT"}},
+        "PORT_QOS_MAP": {},
+        "QUEUE": {},
+        "PFC_WD": {},
+        "BUFFER_POOL": {
+            "ingress_lossless_pool": {"mode": "dynamic", "size": "12766208", "type": "ingress"},
+            "egress_lossless_pool": {"mode": "static", "size": "12766208", "type": "egress"},
+        },
+        "BUFFER_PROFILE": {
+            "ingress_lossless_profile": {"pool": "ingress_lossless_pool", "size": "0",
+                                         "dynamic_th": "-3", "xon": "18432", "xoff": "165888"},
+        },
+        "BUFFER_PG": {},
+    }
+    for name in names:
+        tables["PORT_QOS_MAP"][name] = {
+            "dscp_to_tc_map": "AI_ROCE", "tc_to_queue_map": "AI_ROCE", "tc_to_pg_map": "AI_ROCE",
+            "pfc_to_queue_map": "AI_ROCE", "pfc_enable": str(ROCE_PRIORITY), "pfcwd_sw_enable": str(ROCE_PRIORITY),
+        }
+        tables["QUEUE"][f"{name}|{ROCE_PRIORITY}"] = {"scheduler": "scheduler.1", "wred_profile": "AI_LOSSLESS"}
+        tables["QUEUE"][f"{name}|{CNP_PRIORITY}"] = {"scheduler": "scheduler.strict"}
+        tables["QUEUE"][f"{name}|0"] = {"scheduler": "scheduler.0"}
+        tables["PFC_WD"][name] = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
+        tables["BUFFER_PG"][f"{name}|{ROCE_PRIORITY}"] = {"profile": "ingress_lossless_profile"}
+    return tables
+
+
+def config_db_json(plan: Plan, sw: SwitchPlan) -> str:
+    return json.dumps(config_db(plan, sw), indent=4, sort_keys=True) + "\n"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages fablab needs, only those missing. Safe to run again.
+set -euo pipefail
+
+need=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_cmd vtysh || [ -x /usr/lib/frr/zebra ] || need+=(frr)
+have_cmd nft || need+=(nftables)
+have_cmd ip || need+=(iproute2)
+have_cmd ping || need+=(iputils-ping)
+have_cmd pgrep || need+=(procps)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
+
+if [ ${#need[@]} -eq 0 ]; then
+    echo "system packages: all present"
+    exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    echo "missing Debian packages: ${need[*]}; run as root, or: sudo apt-get install ${need[*]}" >&2
+    exit 1
+fi
+echo "installing Debian packages: ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${need[@]}"

@@ -1,0 +1,18 @@
+"""Built-in cluster declarations. Each is a plain builder function returning a `Cluster`.
+
+The registry is explicit: a name listed here is a built-in, nothing else is.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.model import Cluster
+from topologies.ai_cluster import ai_cluster
+from topologies.large import large
+from topologies.rail_only import rail_only
+
+BUILTINS: dict[str, Callable[[], Cluster]] = {
+    "ai-cluster": ai_cluster,
+    "rail-only": rail_only,
+    "large": large,
+}
