@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -115,17 +117,29 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--host-image", default=HOST_IMAGE)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_render)
-    for register in _EXTRA:
-        register(sub)
+    from harness import cli_lab
+
+    cli_lab.register(sub)
     return p
 
 
-# Later command groups (runtime, checks) add themselves here, keeping this module small.
-_EXTRA: list[Callable[[argparse._SubParsersAction], None]] = []
+_MAIN_PID = os.getpid()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    # SIGTERM takes the same path as Ctrl-C, so a lab being booted is torn down. Helper
+    # processes forked by libraries (pyroute2 forks to open sockets in a namespace) inherit
+    # this handler: they must just exit, never run the runner's cleanup.
+    if os.getpid() != _MAIN_PID:
+        os._exit(128 + signum)
+    raise KeyboardInterrupt
+
+
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args)
     except TopologyError as e:

@@ -538,3 +538,21 @@ def oversubscription(fabric: Fabric, leaf: str) -> float | None:
     down = sum(lk.speed for lk in fabric.links if lk.b == leaf and lk.plane is plane)
     up = sum(lk.speed for lk in fabric.links if lk.a == leaf and lk.plane is plane)
     return round(down / up, 3) if up else None
+
+
+# --------------------------------------------------------------------------- (de)serialisation
+
+
+def cluster_to_dict(cluster: Cluster) -> dict:
+    """Plain data, for a running lab's state file (the declaration it was booted from)."""
+    from dataclasses import asdict
+
+    return asdict(cluster)
+
+
+def cluster_from_dict(data: dict) -> Cluster:
+    parts = {"gpu": GpuNodes, "backend": Backend, "frontend": Frontend, "mgmt": Management,
+             "addressing": Addressing, "bfd": Bfd}
+    kwargs = {key: cls(**data[key]) for key, cls in parts.items() if key in data}
+    kwargs["cables"] = tuple(Cable(**c) for c in data.get("cables", ()))
+    return Cluster(name=data["name"], **kwargs)

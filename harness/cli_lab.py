@@ -1,0 +1,206 @@
+"""`fablab up | down | status | exec | link | clean`: running labs from the command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+
+from rich.markup import escape
+from rich.table import Table
+
+from harness.catalog import load_fabric
+from harness.errors import HarnessError
+from harness.lab import Lab
+from harness.plan import make_plan
+from harness.runtime import RUNTIMES, get_runtime
+from harness.runtime.state import labs, load
+
+
+def progress_printer(enabled: bool = True):
+    from harness.cli import err
+
+    start = time.monotonic()
+
+    def progress(phase: str, detail: str) -> None:
+        if enabled:
+            err.print(f"[{time.monotonic() - start:6.2f}s] {phase}: {escape(detail)}", highlight=False, soft_wrap=True)
+
+    return progress
+
+
+def _sessions(lab: Lab) -> dict[str, int]:
+    from harness.runtime.netns import observe
+
+    if lab.runtime.name != "netns":
+        return {}
+    looks = observe(lab.plan, lab.name)
+    return {"bgp_up": sum(s.sessions_up for s in looks), "bgp_expected": sum(s.sessions_expected for s in looks),
+            "bfd_up": sum(s.bfd_up for s in looks), "bfd_expected": sum(s.bfd_expected for s in looks),
+            "switches_converged": sum(1 for s in looks if s.ok), "switches": len(looks)}
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from harness.cli import out
+
+    fabric = load_fabric(args.topology)
+    lab = Lab.up(make_plan(fabric), name=args.name, runtime=args.runtime, replace=args.replace,
+                 progress=progress_printer(not args.json), timeout=args.timeout, topology=args.topology)
+    summary = {"lab": lab.name, "topology": args.topology, "runtime": args.runtime,
+               "nodes": len(lab.plan.fabric.nodes), "switches": len(lab.plan.switches),
+               "timings_s": {k: v for k, v in lab.state.timings.items() if k != "memory_mb"},
+               "memory_mb": round(lab.state.timings.get("memory_mb", 0.0), 1), **_sessions(lab)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    t = Table(title=f"lab {lab.name} is up ({args.topology}, {args.runtime})")
+    t.add_column("phase")
+    t.add_column("seconds", justify="right")
+    for phase, seconds in summary["timings_s"].items():
+        t.add_row(phase, f"{seconds:.2f}")
+    out.print(t)
+    if "bgp_up" in summary:
+        out.print(f"{summary['nodes']} nodes, {summary['switches']} switches; BGP sessions up "
+                  f"{summary['bgp_up']}/{summary['bgp_expected']}, BFD {summary['bfd_up']}/{summary['bfd_expected']}; "
+                  f"memory used {summary['memory_mb']:.0f} MB (MemAvailable before/after)")
+    out.print(f"next: fablab status {lab.name} · fablab exec {lab.name} NODE -- CMD · fablab down {lab.name}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from harness.cli import out
+
+    report = get_runtime(_runtime_of(args.lab)).down(args.lab)
+    if args.json:
+        print(json.dumps(report.__dict__, indent=2))
+    else:
+        out.print(f"lab {report.lab} removed: {report.processes} processes, {report.namespaces} namespaces "
+                  f"in {report.seconds:.2f} s")
+    return 0
+
+
+def _runtime_of(lab: str) -> str:
+    try:
+        return load(lab).runtime
+    except HarnessError:
+        return "netns"
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from harness.cli import out
+
+    if args.lab:
+        lab = Lab.attach(args.lab)
+        from harness.runtime.netns import observe
+
+        looks = observe(lab.plan, lab.name) if lab.runtime.name == "netns" else []
+        if args.json:
+            print(json.dumps({"lab": lab.name, "phase": lab.state.phase, "topology": lab.state.topology,
+                              "switches": [s.__dict__ for s in looks]}, indent=2, default=list))
+            return 0
+        t = Table(title=f"lab {lab.name}: {lab.state.topology}, {lab.state.phase}")
+        for col in ("switch", "BGP", "BFD", "FIB"):
+            t.add_column(col)
+        for s in looks:
+            t.add_row(s.switch, f"{s.sessions_up}/{s.sessions_expected}", f"{s.bfd_up}/{s.bfd_expected}",
+                      "ok" if not s.missing_routes else f"{len(s.missing_routes)} short")
+        out.print(t)
+        return 0
+    rows = []
+    for name in labs():
+        try:
+            st = load(name)
+            rows.append({"lab": name, "runtime": st.runtime, "topology": st.topology, "phase": st.phase,
+                         "nodes": len(st.namespaces), "age_s": round(time.time() - st.created)})
+        except HarnessError as e:
+            rows.append({"lab": name, "runtime": "?", "topology": "?", "phase": f"broken: {e}", "nodes": 0, "age_s": 0})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        out.print("no lab is running")
+        return 0
+    t = Table(title="labs")
+    for col in ("lab", "runtime", "topology", "phase", "nodes", "age"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["lab"], r["runtime"], r["topology"], r["phase"], str(r["nodes"]), f"{r['age_s']} s")
+    out.print(t)
+    return 0
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    lab = Lab.attach(args.lab)
+    argv = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
+    if not argv:
+        raise HarnessError("no command given: fablab exec LAB NODE -- CMD [ARGS...]")
+    lab._node(args.node)
+    return subprocess.call(lab.runtime.exec_argv(lab.name, args.node, argv))
+
+
+def cmd_link(args: argparse.Namespace) -> int:
+    from harness.cli import out
+
+    lab = Lab.attach(args.lab)
+    handle = lab.link(args.a, args.b, args.index)
+    getattr(handle, args.action)()
+    out.print(f"{lab.name}: {handle} {args.action}")
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from harness.cli import out
+
+    removed = []
+    for name in RUNTIMES:
+        rt = get_runtime(name)
+        for lab in rt.leftovers():
+            removed.append(rt.down(lab).__dict__)
+    if args.json:
+        print(json.dumps(removed, indent=2))
+    elif not removed:
+        out.print("nothing to clean")
+    else:
+        for r in removed:
+            out.print(f"removed lab {r['lab']}: {r['processes']} processes, {r['namespaces']} namespaces")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("up", help="boot a topology and wait until it has converged")
+    s.add_argument("topology", help="built-in name or path to a .py file")
+    s.add_argument("--name", help="lab name (default: the cluster's name)")
+    s.add_argument("--runtime", default="netns", help=f"one of: {', '.join(RUNTIMES)} (default netns)")
+    s.add_argument("--replace", action="store_true", help="replace a running lab of the same name")
+    s.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for convergence")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_up)
+
+    s = sub.add_parser("down", help="tear a lab down")
+    s.add_argument("lab")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_down)
+
+    s = sub.add_parser("status", help="running labs, or one lab's sessions and FIB")
+    s.add_argument("lab", nargs="?")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("exec", help="run a command in a node: fablab exec LAB NODE -- CMD")
+    s.add_argument("lab")
+    s.add_argument("node")
+    s.add_argument("cmd", nargs=argparse.REMAINDER)
+    s.set_defaults(func=cmd_exec)
+
+    s = sub.add_parser("link", help="fail or restore a cable: down|up (carrier), gray|heal (drops)")
+    s.add_argument("lab")
+    s.add_argument("a")
+    s.add_argument("b")
+    s.add_argument("action", choices=("down", "up", "gray", "heal"))
+    s.add_argument("--index", type=int, default=0, help="which of several parallel cables")
+    s.set_defaults(func=cmd_link)
+
+    s = sub.add_parser("clean", help="remove every leftover of fablab labs (and nothing else)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_clean)
+

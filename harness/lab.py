@@ -1,0 +1,171 @@
+"""A running lab, whatever the runtime: the API that labs, tests and the CLI share.
+
+    with Lab.up(ai_cluster(), name="demo") as lab:
+        lab.exec("gpu01", ["ping", "-c1", "10.0.1.9"])
+        lab.link("be-g1-r0", "be-s1").down()
+
+`Lab.up` boots and waits until converged; leaving the `with` block tears the lab down.
+`Lab.attach(name)` picks up a lab that is already running (booted by `fablab up`).
+"""
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+from harness.errors import HarnessError
+from harness.model import Cluster, Fabric, Plane, build
+from harness.observe.convergence import Shortfall
+from harness.observe.counters import Counters, interface_counters
+from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers, kernel_routes
+from harness.plan import CableRow, Plan, make_plan
+from harness.runtime import get_runtime
+from harness.runtime.base import Progress, Runtime, TeardownReport, quiet
+from harness.runtime.state import LabState, load
+
+
+@dataclass(frozen=True)
+class LinkHandle:
+    """One cable of a running lab: carrier loss (down/up) and gray failure (gray/heal)."""
+
+    lab: Lab
+    cable: CableRow
+
+    @property
+    def ends(self) -> tuple[tuple[str, str], tuple[str, str]]:
+        c = self.cable
+        return (c.a_node, c.a_port), (c.b_node, c.b_port)
+
+    def down(self) -> None:
+        """Carrier loss: the a end goes down, so the far end sees no carrier."""
+        self.lab.runtime.set_link(self.lab.name, self.cable.a_node, self.cable.a_port, up=False)
+
+    def up(self) -> None:
+        self.lab.runtime.set_link(self.lab.name, self.cable.a_node, self.cable.a_port, up=True)
+
+    def gray(self) -> None:
+        """Both ends drop every frame they receive; carriers stay up, only BFD can tell."""
+        for node, port in self.ends:
+            self.lab.runtime.set_gray(self.lab.name, node, port, on=True)
+
+    def heal(self) -> None:
+        for node, port in self.ends:
+            self.lab.runtime.set_gray(self.lab.name, node, port, on=False)
+
+    def __str__(self) -> str:
+        c = self.cable
+        return f"{c.a_node}:{c.a_port}–{c.b_node}:{c.b_port}"
+
+
+class Lab:
+    def __init__(self, state: LabState, plan: Plan, runtime: Runtime) -> None:
+        self.state = state
+        self.plan = plan
+        self.runtime = runtime
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def up(cls, cluster: Cluster | Fabric | Plan, name: str | None = None, runtime: str = "netns",
+           replace: bool = False, progress: Progress = quiet, timeout: float = 120.0,
+           topology: str | None = None) -> Lab:
+        plan = _plan_of(cluster)
+        rt = get_runtime(runtime)
+        lab = name or plan.name
+        state = rt.up(plan, lab, topology or plan.name, progress=progress, replace=replace, timeout=timeout)
+        return cls(state, plan, rt)
+
+    @classmethod
+    def attach(cls, name: str) -> Lab:
+        state = load(name)
+        plan = make_plan(build(state.declared_cluster()))
+        return cls(state, plan, get_runtime(state.runtime))
+
+    def down(self) -> TeardownReport:
+        return self.runtime.down(self.name)
+
+    def __enter__(self) -> Lab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    @property
+    def name(self) -> str:
+        return self.state.lab
+
+    # ------------------------------------------------------------------ nodes
+
+    def exec(self, node: str, cmd: Sequence[str] | str, check: bool = False, timeout: float | None = 60.0,
+             input: str | None = None) -> subprocess.CompletedProcess:
+        """Run a command in a node; a string runs through `sh -c`."""
+        self._node(node)
+        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        run = subprocess.run(self.runtime.exec_argv(self.name, node, argv), capture_output=True, text=True,
+                             timeout=timeout, input=input)
+        if check and run.returncode != 0:
+            raise HarnessError(f"{node}: {' '.join(argv)} exited {run.returncode}: {run.stderr.strip()}")
+        return run
+
+    def popen(self, node: str, argv: Sequence[str], **kwargs) -> subprocess.Popen:
+        self._node(node)
+        return subprocess.Popen(self.runtime.exec_argv(self.name, node, list(argv)), **kwargs)
+
+    def _node(self, node: str) -> None:
+        names = [n.name for n in self.plan.fabric.nodes]
+        if node not in names:
+            raise HarnessError(f"lab {self.name} has no node {node!r}; nodes: {', '.join(names)}")
+
+    # ------------------------------------------------------------------ links
+
+    def cables(self, a: str, b: str) -> list[CableRow]:
+        return [c for c in self.plan.cables if {c.a_node, c.b_node} == {a, b}]
+
+    def link(self, a: str, b: str, index: int = 0) -> LinkHandle:
+        found = self.cables(a, b)
+        if not found:
+            raise HarnessError(f"no cable between {a!r} and {b!r} in lab {self.name}")
+        if index >= len(found):
+            raise HarnessError(f"{a}–{b} has {len(found)} cable(s); index {index} is out of range")
+        return LinkHandle(self, found[index])
+
+    # ------------------------------------------------------------------ observation
+
+    def counters(self, node: str, ifname: str | None = None) -> dict[str, Counters]:
+        with self.runtime.netlink(self.name, node) as s:
+            return interface_counters(s, ifname)
+
+    def routes(self, node: str) -> dict[IPv4Network, Route]:
+        with self.runtime.netlink(self.name, node) as s:
+            return kernel_routes(s)
+
+    def bgp_peers(self, node: str) -> tuple[BgpPeer, ...]:
+        (doc,) = self.runtime.vtysh_json(self.name, node, "show bgp ipv4 unicast summary json")
+        return bgp_peers(node, doc)  # type: ignore[arg-type]
+
+    def bfd_peers(self, node: str) -> tuple[BfdPeer, ...]:
+        (doc,) = self.runtime.vtysh_json(self.name, node, "show bfd peers json")
+        return bfd_peers(node, doc)  # type: ignore[arg-type]
+
+    def shortfalls(self) -> list[Shortfall]:
+        from harness.runtime.netns import observe
+
+        return [s for s in observe(self.plan, self.name) if not s.ok]
+
+    def address(self, node: str, nic: str) -> str:
+        return str(self.plan.host(node).nic(nic).address.ip)
+
+    def nodes(self, plane: Plane | None = None) -> list[str]:
+        if plane is None:
+            return [n.name for n in self.plan.fabric.nodes]
+        return sorted({c.a_node for c in self.plan.cables if c.plane is plane}
+                      | {c.b_node for c in self.plan.cables if c.plane is plane})
+
+
+def _plan_of(obj: Cluster | Fabric | Plan) -> Plan:
+    if isinstance(obj, Plan):
+        return obj
+    if isinstance(obj, Cluster):
+        obj = build(obj)
+    return make_plan(obj)

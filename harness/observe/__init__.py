@@ -1,0 +1,1 @@
+"""Reading a running lab: routing state from FRR and the kernel, interface counters."""

@@ -1,0 +1,30 @@
+"""Interface counters from the kernel, over netlink."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyroute2 import IPRoute
+
+
+@dataclass(frozen=True)
+class Counters:
+    interface: str
+    rx_packets: int
+    tx_packets: int
+    rx_bytes: int
+    tx_bytes: int
+    rx_dropped: int
+    tx_dropped: int
+    carrier: bool
+
+
+def interface_counters(ipr: IPRoute, ifname: str | None = None) -> dict[str, Counters]:
+    links = ipr.get_links(ifname=ifname) if ifname else ipr.get_links()
+    out = {}
+    for link in links:
+        name = link.get_attr("IFLA_IFNAME")
+        s = link.get_attr("IFLA_STATS64") or {}
+        out[name] = Counters(name, s.get("rx_packets", 0), s.get("tx_packets", 0), s.get("rx_bytes", 0),
+                             s.get("tx_bytes", 0), s.get("rx_dropped", 0), s.get("tx_dropped", 0),
+                             bool(link.get_attr("IFLA_CARRIER")))
+    return out

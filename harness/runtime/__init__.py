@@ -1,0 +1,29 @@
+"""Runtimes, by name. The registry is explicit; an unknown name lists the valid ones."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.errors import HarnessError
+from harness.runtime.base import Runtime
+
+
+def _netns() -> Runtime:
+    from harness.runtime.netns import NetnsRuntime
+
+    return NetnsRuntime()
+
+
+def _clab() -> Runtime:
+    from harness.runtime.clab import ClabRuntime
+
+    return ClabRuntime()
+
+
+RUNTIMES: dict[str, Callable[[], Runtime]] = {"netns": _netns, "clab": _clab}
+
+
+def get_runtime(name: str) -> Runtime:
+    try:
+        return RUNTIMES[name]()
+    except KeyError:
+        raise HarnessError(f"unknown runtime {name!r}; valid runtimes: {', '.join(RUNTIMES)}") from None

@@ -1,0 +1,153 @@
+"""FRR in a switch namespace: zebra, bfdd and bgpd with the rendered frr.conf.
+
+Everything a daemon writes (pid, vty and zserv sockets, logs) stays in the switch's run
+directory, owned by user frr; `-N <namespace>` keeps FRR's own pathspace per switch.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import PrerequisiteError, RuntimeError_
+from harness.runtime.nsutil import nsenter
+
+FRR_BIN = Path("/usr/lib/frr")
+DAEMONS = ("zebra", "bfdd", "bgpd")
+FRR_PATHSPACE = Path("/var/run/frr")
+
+
+def check_installed() -> None:
+    missing = [d for d in DAEMONS if not (FRR_BIN / d).exists()]
+    if missing or shutil.which("vtysh") is None:
+        raise PrerequisiteError("FRR is not installed (missing " + ", ".join(missing or ["vtysh"])
+                                + "): apt-get install frr   (Debian package 'frr')")
+    try:
+        pwd.getpwnam("frr")
+    except KeyError:
+        raise PrerequisiteError("user 'frr' does not exist: reinstall the Debian package 'frr'") from None
+
+
+@dataclass(frozen=True)
+class FrrNode:
+    """The FRR instance of one switch."""
+
+    ns: str
+    directory: Path
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "frr.conf"
+
+    def daemon_config(self, daemon: str) -> Path:
+        return self.directory / f"{daemon}.conf"
+
+    def prepare(self, frr_conf: str) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(frr_conf)
+        frr = pwd.getpwnam("frr")
+        paths = [self.directory, self.config]
+        for daemon in DAEMONS:
+            path = self.daemon_config(daemon)
+            path.write_text(split_config(frr_conf, daemon))
+            paths.append(path)
+        for path in paths:
+            os.chown(path, frr.pw_uid, frr.pw_gid)
+
+    def argv(self, daemon: str) -> list[str]:
+        d = self.directory
+        args = [str(FRR_BIN / daemon), "-N", self.ns, "-f", str(self.daemon_config(daemon)),
+                "-i", str(d / f"{daemon}.pid"),
+                "-z", str(d / "zserv.api"), "--vty_socket", str(d), "--log", f"file:{d / daemon}.log",
+                "-P", "0"]  # no TCP vty port: vtysh talks over the unix socket
+        if daemon == "bfdd":
+            args += ["--bfdctl", str(d / "bfdd.sock")]
+        return nsenter(self.ns, args)
+
+    def start(self, daemons: tuple[str, ...] = DAEMONS) -> dict[str, int]:
+        """Start daemons in the background; return daemon name -> pid."""
+        pids = {}
+        with open(self.directory / "daemons.out", "ab") as out:
+            for daemon in daemons:
+                # nsenter with only --net execs the daemon in place, so this pid is the daemon's.
+                proc = subprocess.Popen(self.argv(daemon), stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+                pids[daemon] = proc.pid
+        return pids
+
+    def wait_for(self, names: list[str], timeout: float = 20.0) -> None:
+        """Poll until the daemons' sockets exist in the run directory."""
+        deadline = time.monotonic() + timeout
+        paths = [self.directory / n for n in names]
+        while not all(p.exists() for p in paths):
+            if time.monotonic() > deadline:
+                missing = [p.name for p in paths if not p.exists()]
+                log = self.directory / "daemons.out"
+                tail = log.read_text()[-500:] if log.exists() else ""
+                raise RuntimeError_(f"FRR in {self.ns} did not start ({', '.join(missing)} missing): {tail}")
+            time.sleep(0.02)
+
+    def load_config(self, timeout: float = 20.0) -> None:
+        """Wait until every daemon answers on its vty socket, then apply frr.conf (`vtysh -b`)."""
+        self.wait_for([f"{d}.vty" for d in DAEMONS], timeout)
+        run = subprocess.run(["vtysh", "--vty_socket", str(self.directory), "--config_dir", str(self.directory), "-b"],
+                             capture_output=True, text=True, timeout=timeout)
+        if run.returncode != 0:
+            raise RuntimeError_(f"loading frr.conf in {self.ns} failed: {(run.stdout + run.stderr).strip()[-800:]}")
+
+    def vtysh(self, *commands: str, timeout: float = 10.0) -> str:
+        argv = ["vtysh", "--vty_socket", str(self.directory)]
+        for c in commands:
+            argv += ["-c", c]
+        try:
+            run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError_(f"vtysh in {self.ns} timed out: {' / '.join(commands)}") from e
+        if run.returncode != 0:
+            raise RuntimeError_(f"vtysh in {self.ns} failed ({run.returncode}): {run.stderr.strip() or run.stdout.strip()}")
+        return run.stdout
+
+    def vtysh_json(self, *commands: str) -> list[object]:
+        """Several `... json` commands in one vtysh call; one parsed document per command."""
+        text = self.vtysh(*commands)
+        decoder = json.JSONDecoder()
+        docs, i = [], 0
+        while len(docs) < len(commands):
+            while i < len(text) and text[i].isspace():
+                i += 1
+            if i >= len(text):
+                break
+            doc, i = decoder.raw_decode(text, i)
+            docs.append(doc)
+        if len(docs) != len(commands):
+            raise RuntimeError_(f"vtysh in {self.ns}: expected {len(commands)} JSON documents, got {len(docs)}")
+        return docs
+
+
+def pathspace_dir(ns: str) -> Path:
+    """FRR creates this (empty) for `-N ns`; teardown removes it."""
+    return FRR_PATHSPACE / ns
+
+
+def split_config(frr_conf: str, daemon: str) -> str:
+    """The part of an integrated frr.conf one daemon reads at start.
+
+    bfdd does not parse the integrated file (it stops at its own `bfd` block after the
+    others' commands), so it gets the `bfd` block alone; zebra and bgpd read everything
+    but that block and skip what is not theirs.
+    """
+    lines = frr_conf.splitlines()
+    start = next((i for i, line in enumerate(lines) if line == "bfd"), None)
+    if start is None:
+        block, rest = [], lines
+    else:
+        end = next(i for i in range(start + 1, len(lines)) if lines[i] == "exit")
+        block, rest = lines[start:end + 1], lines[:start] + lines[end + 1:]
+    head = [line for line in lines if line.startswith(("frr ", "hostname "))]
+    chosen = head + block if daemon == "bfdd" else rest
+    return "\n".join(chosen) + "\n"

@@ -1,0 +1,336 @@
+"""The embedded runtime: every node a network namespace, every cable a veth pair, every
+switch FRR with the rendered frr.conf. Links, addresses and routes go through netlink
+(pyroute2), one socket per namespace; nothing is created in the root namespace.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from pyroute2 import IPRoute
+
+from harness.errors import PrerequisiteError, RuntimeError_
+from harness.model import Plane, cluster_to_dict
+from harness.observe.convergence import Shortfall, expectations, shortfall
+from harness.observe.routing import bfd_peers, bgp_peers, kernel_routes
+from harness.plan import Plan, SwitchPlan
+from harness.render.frr import frr_conf
+from harness.runtime import nsutil, processes
+from harness.runtime.base import Progress, TeardownReport, quiet
+from harness.runtime.frr import FrrNode, check_installed, pathspace_dir
+from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, lab_of_namespace, labs,
+                                   load, namespace, run_dir, save)
+
+OOB_BRIDGE = "br0"
+MGMT_TABLE = "fablab_mgmt"
+GRAY_TABLE = "fablab_gray"
+
+
+def _switch_sysctls(hash_policy: int) -> dict[str, int]:
+    return {
+        "net.ipv4.ip_forward": 1,
+        "net.ipv6.conf.all.forwarding": 1,
+        "net.ipv4.fib_multipath_hash_policy": hash_policy,
+        "net.ipv4.conf.all.rp_filter": 0,
+        "net.ipv4.conf.default.rp_filter": 0,
+        # A next hop whose carrier is gone is skipped by the kernel at once, before zebra reacts.
+        "net.ipv4.conf.all.ignore_routes_with_linkdown": 1,
+        "net.ipv4.conf.default.ignore_routes_with_linkdown": 1,
+        # Link-local addresses usable at once: BGP unnumbered need not wait for DAD.
+        "net.ipv6.conf.default.accept_dad": 0,
+        "net.ipv6.conf.all.accept_dad": 0,
+    }
+
+
+# Hosts never forward (a GPU node sits on FE, BE and mgmt: forwarding would bridge planes),
+# speak IPv4 only, and keep rp_filter off so that a leaked packet is seen, not hidden.
+_HOST_SYSCTLS = {
+    "net.ipv4.ip_forward": 0,
+    "net.ipv6.conf.all.disable_ipv6": 1,
+    "net.ipv6.conf.default.disable_ipv6": 1,
+    "net.ipv4.conf.all.rp_filter": 0,
+    "net.ipv4.conf.default.rp_filter": 0,
+    "net.ipv4.conf.all.arp_ignore": 1,
+    "net.ipv4.conf.all.arp_announce": 2,
+}
+
+# SONiC keeps eth0 in a management VRF; this kernel has no VRF, so the switch refuses to
+# forward anything into or out of its management port instead.
+_MGMT_RULES = f"""table inet {MGMT_TABLE} {{
+  chain forward {{
+    type filter hook forward priority 0; policy accept;
+    iifname "eth0" drop
+    oifname "eth0" drop
+  }}
+}}
+"""
+
+
+def check_prerequisites() -> None:
+    if os.geteuid() != 0:
+        raise PrerequisiteError("the netns runtime needs root (network namespaces, veth, FRR): run with sudo")
+    check_installed()
+    for tool, package in (("nft", "nftables"), ("nsenter", "util-linux"), ("ip", "iproute2")):
+        if shutil.which(tool) is None:
+            raise PrerequisiteError(f"{tool} is missing: apt-get install {package}")
+    if not Path("/proc/sys/net/ipv4/fib_multipath_hash_policy").exists():
+        raise PrerequisiteError("this kernel lacks multipath routing (net.ipv4.fib_multipath_hash_policy)")
+
+
+def nft(ns: str, ruleset: str) -> None:
+    run = subprocess.run(nsutil.nsenter(ns, ["nft", "-f", "-"]), input=ruleset, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError_(f"nft in {ns}: {run.stderr.strip()}")
+
+
+class NetnsRuntime:
+    name = "netns"
+
+    # ------------------------------------------------------------------ boot
+
+    def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
+           timeout: float = 120.0) -> LabState:
+        check_lab_name(lab)
+        check_prerequisites()
+        if lab in labs() or any(lab_of_namespace(ns) == lab for ns in nsutil.list_namespaces()):
+            if not replace:
+                raise RuntimeError_(f"a lab named {lab!r} is already running: `fablab down {lab}` first, "
+                                    "pick another --name, or pass --replace")
+            progress("replace", f"removing the running lab {lab}")
+            self.down(lab)
+        configs = {sw.name: frr_conf(plan, sw) for sw in plan.switches}  # before touching anything
+        names = [n.name for n in plan.fabric.nodes]
+        state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
+                         namespaces=tuple(namespace(lab, n) for n in names), runner_pid=os.getpid(),
+                         created=time.time())
+        save(state)
+        mem_before = _mem_available()
+        timings: dict[str, float] = {}
+        try:
+            t = time.monotonic()
+            self._namespaces(plan, lab, progress)
+            timings["namespaces"] = time.monotonic() - t
+            t = time.monotonic()
+            self._links(plan, lab, progress)
+            timings["links"] = time.monotonic() - t
+            t = time.monotonic()
+            state = self._daemons(plan, lab, state, configs, progress)
+            timings["daemons"] = time.monotonic() - t
+            t = time.monotonic()
+            wait_converged(plan, lab, timeout, progress)
+            timings["converged"] = time.monotonic() - t
+        except BaseException:
+            if os.getpid() == state.runner_pid:  # never from a forked helper process
+                progress("teardown", f"boot of {lab} failed or was interrupted: removing what was made")
+                self.down(lab)
+            raise
+        timings["total"] = sum(timings.values())
+        timings["memory_mb"] = max(0.0, (mem_before - _mem_available()) / 1024)
+        state = state.with_(phase="up", timings={k: round(v, 3) for k, v in timings.items()})
+        save(state)
+        return state
+
+    def _namespaces(self, plan: Plan, lab: str, progress: Progress) -> None:
+        nodes = plan.fabric.nodes
+        progress("namespaces", f"creating {len(nodes)} namespaces")
+        hash_of = {sw.name: sw.hash_policy for sw in plan.switches}
+        for node in nodes:
+            ns = namespace(lab, node.name)
+            nsutil.create(ns)
+            if node.role.is_routed:
+                values = _switch_sysctls(hash_of[node.name])
+            else:
+                values = dict(_HOST_SYSCTLS)
+            nsutil.write_sysctls(ns, values)
+
+    def _links(self, plan: Plan, lab: str, progress: Progress) -> None:
+        rows = plan.cables
+        progress("links", f"cabling {len(rows)} veth pairs, addresses and routes")
+        sockets: dict[str, IPRoute] = {}
+
+        def sock(node: str) -> IPRoute:
+            if node not in sockets:
+                sockets[node] = nsutil.ipr(namespace(lab, node))
+            return sockets[node]
+
+        try:
+            mtu = {Plane.BE: plan.fabric.cluster.backend.mtu, Plane.FE: plan.fabric.cluster.frontend.mtu,
+                   Plane.MGMT: 1500}
+            for row in rows:
+                a = sock(row.a_node)
+                a.link("add", ifname=row.a_port, kind="veth",
+                       peer={"ifname": row.b_port, "net_ns_fd": namespace(lab, row.b_node)})
+                a.link("set", ifname=row.a_port, mtu=mtu[row.plane], state="up")
+                sock(row.b_node).link("set", ifname=row.b_port, mtu=mtu[row.plane], state="up")
+            for node in plan.fabric.nodes:
+                sock(node.name).link("set", ifname="lo", state="up")
+            self._oob_bridge(plan, sock("oob1"))
+            for sw in plan.switches:
+                s = sock(sw.name)
+                s.addr("add", index=_index(s, "lo"), address=str(sw.loopback.ip), prefixlen=32)
+                s.addr("add", index=_index(s, "eth0"), address=str(sw.mgmt.ip), prefixlen=sw.mgmt.network.prefixlen)
+                for p in sw.host_ports:
+                    s.addr("add", index=_index(s, p.name), address=str(p.address.ip), prefixlen=p.address.network.prefixlen)
+            for host in plan.hosts:
+                s = sock(host.name)
+                for nic in host.nics:
+                    idx = _index(s, nic.name)
+                    s.addr("add", index=idx, address=str(nic.address.ip), prefixlen=nic.address.network.prefixlen)
+                    for route in nic.routes:
+                        s.route("add", dst=str(route), gateway=str(nic.gateway), oif=idx)
+        finally:
+            for s in sockets.values():
+                s.close()
+        for sw in plan.switches:
+            nft(namespace(lab, sw.name), _MGMT_RULES)
+
+    @staticmethod
+    def _oob_bridge(plan: Plan, s: IPRoute) -> None:
+        s.link("add", ifname=OOB_BRIDGE, kind="bridge")
+        bridge = _index(s, OOB_BRIDGE)
+        for port in plan.oob:
+            s.link("set", index=_index(s, port.name), master=bridge)
+        s.link("set", index=bridge, state="up")
+
+    def _daemons(self, plan: Plan, lab: str, state: LabState, configs: dict[str, str],
+                 progress: Progress) -> LabState:
+        progress("daemons", f"starting FRR (zebra, bfdd, bgpd) on {len(plan.switches)} switches")
+        daemons: list[Daemon] = []
+        nodes = [frr_node(lab, sw.name) for sw in plan.switches]
+
+        def started(sw_name: str, pids: dict[str, int]) -> None:
+            nonlocal state
+            daemons.extend(Daemon(sw_name, name, pid) for name, pid in pids.items())
+            state = state.with_(daemons=tuple(daemons))
+            save(state)  # every pid on disk as soon as it exists
+
+        for sw, node in zip(plan.switches, nodes):
+            node.prepare(configs[sw.name])
+            started(sw.name, node.start(("zebra",)))
+        # bfdd and bgpd retry a missing zebra only every few seconds: start them once zebra listens.
+        for sw, node in zip(plan.switches, nodes):
+            node.wait_for(["zserv.api"])
+            started(sw.name, node.start(("bfdd", "bgpd")))
+        return state
+
+    # ------------------------------------------------------------------ teardown
+
+    def down(self, lab: str) -> TeardownReport:
+        """Remove exactly what the lab owns: its FRR daemons, namespaces, run and FRR dirs."""
+        t = time.monotonic()
+        prefix = f"{NS_PREFIX}{lab}_"
+        pids: dict[int, str] = {}
+        namespaces = {ns for ns in nsutil.list_namespaces() if lab_of_namespace(ns) == lab}
+        try:
+            state = load(lab)
+            namespaces |= set(state.namespaces)
+            pids |= {d.pid: namespace(lab, d.node) for d in state.daemons}
+        except Exception:  # no or broken state: what the naming convention finds is enough
+            pass
+        pids |= {pid: ns for pid, ns in processes.frr_pids_by_namespace(prefix).items() if lab_of_namespace(ns) == lab}
+        killed = processes.terminate(pids)
+        removed = [ns for ns in sorted(namespaces) if nsutil.remove(ns)]
+        left = nsutil.wait_gone(namespaces)
+        for ns in namespaces:
+            shutil.rmtree(pathspace_dir(ns), ignore_errors=True)
+        shutil.rmtree(run_dir(lab), ignore_errors=True)
+        if left:
+            raise RuntimeError_(f"namespaces of {lab} still present after teardown: {', '.join(left)}")
+        return TeardownReport(lab, len(killed), len(removed), time.monotonic() - t)
+
+    def leftovers(self) -> list[str]:
+        """Every lab with something left on the system: run dir, namespace, FRR process or dir."""
+        found = set(labs())
+        found |= {lab for ns in nsutil.list_namespaces() if (lab := lab_of_namespace(ns))}
+        found |= {lab for ns in processes.frr_pids_by_namespace(NS_PREFIX).values() if (lab := lab_of_namespace(ns))}
+        if Path("/var/run/frr").is_dir():
+            found |= {lab for p in Path("/var/run/frr").iterdir() if (lab := lab_of_namespace(p.name))}
+        return sorted(found)
+
+    # ------------------------------------------------------------------ driving
+
+    def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
+        return nsutil.nsenter(namespace(lab, node), argv)
+
+    def netlink(self, lab: str, node: str) -> IPRoute:
+        return nsutil.ipr(namespace(lab, node))
+
+    def set_link(self, lab: str, node: str, ifname: str, up: bool) -> None:
+        with self.netlink(lab, node) as s:
+            s.link("set", index=_index(s, ifname), state="up" if up else "down")
+
+    def set_gray(self, lab: str, node: str, ifname: str, on: bool) -> None:
+        """Drop everything arriving on ifname at the netdev ingress hook; the carrier stays up."""
+        ns = namespace(lab, node)
+        table = f"{GRAY_TABLE}_{ifname}"
+        if on:
+            nft(ns, f"table netdev {table} {{\n  chain ingress {{\n"
+                    f'    type filter hook ingress device "{ifname}" priority 0; policy drop;\n  }}\n}}\n')
+        else:
+            nft(ns, f"delete table netdev {table}\n")
+
+    def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
+        return frr_node(lab, node).vtysh_json(*commands)
+
+
+def frr_node(lab: str, switch: str) -> FrrNode:
+    return FrrNode(namespace(lab, switch), run_dir(lab) / switch)
+
+
+def _index(s: IPRoute, ifname: str) -> int:
+    found = s.link_lookup(ifname=ifname)
+    if not found:
+        raise RuntimeError_(f"no interface {ifname}")
+    return found[0]
+
+
+def _mem_available() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return float(line.split()[1])
+    return 0.0
+
+
+def observe(plan: Plan, lab: str) -> list[Shortfall]:
+    """One look at every switch: sessions and FIB against what the plan expects."""
+    exp = expectations(plan)
+
+    def look(sw: SwitchPlan) -> Shortfall:
+        peers, bfd = (), ()
+        if exp[sw.name].sessions:
+            summary, bfd_doc = frr_node(lab, sw.name).vtysh_json("show bgp ipv4 unicast summary json",
+                                                                 "show bfd peers json")
+            peers = bgp_peers(sw.name, summary)  # type: ignore[arg-type]
+            bfd = bfd_peers(sw.name, bfd_doc)  # type: ignore[arg-type]
+        with nsutil.ipr(namespace(lab, sw.name)) as s:
+            fib = kernel_routes(s)
+        return shortfall(exp[sw.name], peers, bfd, fib)
+
+    # vtysh round trips dominate; a few at once keep a poll of 40 switches under a second.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(look, plan.switches))
+
+
+def wait_converged(plan: Plan, lab: str, timeout: float, progress: Progress = quiet,
+                   now: Callable[[], float] = time.monotonic) -> None:
+    deadline = now() + timeout
+    total = len(plan.switches)
+    last = -1
+    while True:
+        shortfalls = [s for s in observe(plan, lab) if not s.ok]
+        done = total - len(shortfalls)
+        if not shortfalls:
+            progress("converged", f"{total}/{total} switches: every session up, every prefix at its ECMP width")
+            return
+        if done != last:
+            progress("converging", f"{done}/{total} switches converged")
+            last = done
+        if now() > deadline:
+            detail = "; ".join(str(s) for s in shortfalls[:5])
+            raise RuntimeError_(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): {detail}")
+        time.sleep(0.1)

@@ -1,0 +1,102 @@
+"""Network-namespace plumbing: create, enter, remove. Nothing here touches the root namespace.
+
+Sysctls are written from a short-lived thread that has joined the namespace with setns(2),
+which only moves that thread: /proc/sys/net then shows the namespace's values. This avoids
+one `ip netns exec sysctl` process per node.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from pyroute2 import IPRoute, netns
+
+from harness.errors import RuntimeError_
+
+NETNS_DIR = "/run/netns"
+_CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+T = TypeVar("T")
+
+
+def list_namespaces() -> list[str]:
+    try:
+        return sorted(os.listdir(NETNS_DIR))
+    except FileNotFoundError:
+        return []
+
+
+def create(name: str) -> None:
+    try:
+        netns.create(name)
+    except OSError as e:
+        raise RuntimeError_(f"cannot create network namespace {name}: {e}") from e
+
+
+def remove(name: str) -> bool:
+    if name not in list_namespaces():
+        return False
+    netns.remove(name)
+    return True
+
+
+def wait_gone(names: Iterable[str], timeout: float = 10.0) -> list[str]:
+    """Poll until none of `names` is listed; return those still present at the deadline."""
+    names = set(names)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = sorted(names & set(list_namespaces()))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.02)
+
+
+def nsenter(ns: str, argv: list[str]) -> list[str]:
+    return ["nsenter", f"--net={NETNS_DIR}/{ns}", "--", *argv]
+
+
+def run_in(ns: str, fn: Callable[[], T]) -> T:
+    """Run fn in a thread that has joined namespace `ns`; return its result or raise its error."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            fd = os.open(f"{NETNS_DIR}/{ns}", os.O_RDONLY)
+            try:
+                if _libc.setns(fd, _CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, os.strerror(err))
+            finally:
+                os.close(fd)
+            box["result"] = fn()
+        except BaseException as e:  # carried to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name=f"netns-{ns}")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise RuntimeError_(f"in namespace {ns}: {box['error']}") from box["error"]  # type: ignore[misc]
+    return box.get("result")  # type: ignore[return-value]
+
+
+def write_sysctls(ns: str, values: dict[str, str | int]) -> None:
+    def write() -> None:
+        for key, value in values.items():
+            with open("/proc/sys/" + key.replace(".", "/"), "w") as f:
+                f.write(str(value))
+
+    run_in(ns, write)
+
+
+def read_sysctl(ns: str, key: str) -> str:
+    return run_in(ns, lambda: open("/proc/sys/" + key.replace(".", "/")).read().strip())
+
+
+def ipr(ns: str) -> IPRoute:
+    """A netlink socket bound to namespace `ns` (close it when done)."""
+    return IPRoute(netns=ns)

@@ -1,0 +1,84 @@
+"""Processes a lab starts, ended by pid only after checking they are still ours.
+
+A pid is ours when its command line still names the lab's namespace: this guards against
+pid reuse, and it is how `fablab clean` finds the FRR daemons of a lab whose runner died.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def is_ours(pid: int, ns: str) -> bool:
+    args = cmdline(pid)
+    return any(a == "-N" and b == ns for a, b in zip(args, args[1:]))
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def frr_pids_by_namespace(prefix: str) -> dict[int, str]:
+    """Every FRR daemon whose -N pathspace starts with `prefix`: pid -> namespace."""
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        args = cmdline(int(entry))
+        if not args or not args[0].startswith("/usr/lib/frr/"):
+            continue
+        for a, b in zip(args, args[1:]):
+            if a == "-N" and b.startswith(prefix):
+                found[int(entry)] = b
+    return found
+
+
+def terminate(pids: dict[int, str], timeout: float = 5.0) -> list[int]:
+    """SIGTERM each pid that is still ours, poll until gone, SIGKILL what lingers.
+    Returns the pids that were signalled."""
+    mine = [pid for pid, ns in pids.items() if is_ours(pid, ns)]
+    for pid in mine:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in mine) and time.monotonic() < deadline:
+        _reap(mine)
+        time.sleep(0.02)
+    for pid in mine:
+        if alive(pid) and is_ours(pid, pids[pid]):
+            _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in mine) and time.monotonic() < deadline:
+        _reap(mine)
+        time.sleep(0.02)
+    return mine
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _reap(pids: list[int]) -> None:
+    # Daemons started by this very process stay zombies until waited for; others are not
+    # our children (ChildProcessError) and init reaps them.
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass

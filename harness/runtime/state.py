@@ -1,0 +1,105 @@
+"""What a lab is, on disk: its run directory and state file.
+
+/run/fablab/<lab>/state.json is written *before* anything is created (the intent), then
+updated as processes start, so that teardown and `fablab clean` know exactly what the lab
+owns even when the process that booted it was killed. /run is a tmpfs, like the network
+namespaces: both vanish on reboot together.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.model import Cluster, cluster_from_dict
+
+RUN_ROOT = Path(os.environ.get("FABLAB_RUN_DIR", "/run/fablab"))
+NS_PREFIX = "fl_"
+_LAB_NAME = re.compile(r"^[a-z][a-z0-9-]{0,23}$")
+
+
+def check_lab_name(name: str) -> str:
+    if not _LAB_NAME.match(name or ""):
+        raise HarnessError(f"lab name {name!r} is not usable: lower-case letters, digits and '-', "
+                           "starting with a letter, at most 24 characters (e.g. --name lab1)")
+    return name
+
+
+def namespace(lab: str, node: str) -> str:
+    # FRR's -N pathspace refuses dots and slashes; '_' separates lab and node unambiguously
+    # because neither may contain it.
+    return f"{NS_PREFIX}{lab}_{node}"
+
+
+def lab_of_namespace(ns: str) -> str | None:
+    if not ns.startswith(NS_PREFIX):
+        return None
+    parts = ns[len(NS_PREFIX):].split("_")
+    return parts[0] if len(parts) == 2 and all(parts) else None
+
+
+@dataclass(frozen=True)
+class Daemon:
+    node: str
+    name: str  # zebra, bgpd, bfdd
+    pid: int
+
+
+@dataclass(frozen=True)
+class LabState:
+    lab: str
+    runtime: str
+    topology: str
+    cluster: dict
+    namespaces: tuple[str, ...]
+    daemons: tuple[Daemon, ...] = ()
+    phase: str = "booting"  # booting | up | failed
+    runner_pid: int = 0
+    created: float = 0.0
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def run_dir(self) -> Path:
+        return run_dir(self.lab)
+
+    def with_(self, **changes) -> LabState:
+        return replace(self, **changes)
+
+    def declared_cluster(self) -> Cluster:
+        return cluster_from_dict(self.cluster)
+
+
+def run_dir(lab: str) -> Path:
+    return RUN_ROOT / lab
+
+
+def save(state: LabState) -> None:
+    path = run_dir(state.lab) / "state.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    data = asdict(state)
+    data["namespaces"] = list(state.namespaces)
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def load(lab: str) -> LabState:
+    path = run_dir(lab) / "state.json"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise HarnessError(f"no lab named {lab!r} is running (see `fablab status`)") from None
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"state of lab {lab!r} is unreadable ({e}); `fablab clean` removes it") from e
+    data["namespaces"] = tuple(data["namespaces"])
+    data["daemons"] = tuple(Daemon(**d) for d in data.get("daemons", ()))
+    return LabState(**data)
+
+
+def labs() -> list[str]:
+    if not RUN_ROOT.is_dir():
+        return []
+    return sorted(p.name for p in RUN_ROOT.iterdir() if p.is_dir() and _LAB_NAME.match(p.name))

@@ -1,0 +1,46 @@
+"""Fixtures for tests that boot real labs: root, FRR and nftables are needed, and every lab
+gets a unique name and is always torn down."""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+
+import pytest
+
+from harness.runtime import nsutil, processes
+from harness.runtime.state import NS_PREFIX
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = None
+    if os.geteuid() != 0:
+        reason = "needs root (network namespaces); CI runs as root"
+    elif shutil.which("vtysh") is None or shutil.which("nft") is None:
+        reason = "needs FRR and nftables (Debian packages frr, nftables); `make test` installs them"
+    if reason:
+        for item in items:
+            if "integration" in str(item.fspath):
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def lab_name():
+    """A fresh lab name; whatever the test leaves of that lab is removed afterwards."""
+    name = f"t{uuid.uuid4().hex[:7]}"
+    yield name
+    from harness.runtime.netns import NetnsRuntime
+
+    NetnsRuntime().down(name)
+
+
+def leftovers_of(lab: str) -> list[str]:
+    prefix = f"{NS_PREFIX}{lab}_"
+    found = [ns for ns in nsutil.list_namespaces() if ns.startswith(prefix)]
+    found += [f"pid {pid}" for pid in processes.frr_pids_by_namespace(prefix)]
+    for path in (f"/run/fablab/{lab}",):
+        if os.path.exists(path):
+            found.append(path)
+    found += [f"/var/run/frr/{d}" for d in os.listdir("/var/run/frr") if d.startswith(prefix)] \
+        if os.path.isdir("/var/run/frr") else []
+    return found

@@ -1,0 +1,157 @@
+"""The netns runtime with real FRR: boot, converge, forward, fail links, tear down clean."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from ipaddress import IPv4Network
+
+import pytest
+
+from harness.errors import PrerequisiteError, RuntimeError_
+from harness.lab import Lab
+from harness.model import Plane, Role
+from harness.runtime import netns as netns_runtime
+from topologies import BUILTINS
+
+from .conftest import leftovers_of
+
+FABLAB = [sys.executable, "-m", "harness.cli"]
+
+
+@pytest.fixture(scope="module")
+def lab():
+    name = f"t{os.getpid() % 100000}m"
+    with Lab.up(BUILTINS["ai-cluster"](), name=name, timeout=90) as running:
+        yield running
+    assert leftovers_of(name) == []
+
+
+def test_every_switch_converged(lab):
+    assert lab.shortfalls() == []
+    for sw in lab.plan.switches:
+        peers = lab.bgp_peers(sw.name) if sw.fabric_ports else ()
+        assert len(peers) == len(sw.fabric_ports)
+        assert all(p.established for p in peers), peers
+        assert all(b.up and b.detect_multiplier == 3 for b in (lab.bfd_peers(sw.name) if peers else ()))
+
+
+def test_leaves_reach_the_other_group_over_both_spines(lab):
+    routes = lab.routes("be-g1-r0")
+    other_group_host = lab.plan.switch("be-g2-r0").host_ports[0].address.network
+    assert routes[other_group_host].interfaces == ("Ethernet16", "Ethernet20")
+    assert routes[other_group_host].protocol == "bgp"
+
+
+def test_ping_between_gpu_nodes_of_two_groups_over_every_rail(lab):
+    a, b = "gpu01", "gpu05"
+    assert lab.plan.host(a).group != lab.plan.host(b).group
+    for rail in range(4):
+        nic = f"rail{rail}"
+        before = lab.counters(a, nic)[nic].tx_packets
+        run = lab.exec(a, ["ping", "-c", "2", "-i", "0.2", "-W", "1", "-I", nic, lab.address(b, nic)])
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert lab.counters(a, nic)[nic].tx_packets >= before + 2  # it left through that rail's NIC
+
+
+def test_no_route_from_fe_to_be(lab):
+    run = lab.exec("stor1", ["ping", "-c", "1", "-W", "1", lab.address("gpu01", "rail0")])
+    assert run.returncode != 0 and "unreachable" in (run.stdout + run.stderr).lower()
+    ok = lab.exec("stor1", ["ping", "-c", "1", "-W", "1", lab.address("gpu01", "fe0")])
+    assert ok.returncode == 0  # the positive control: the FE itself works
+
+
+def test_hard_failure_and_restore(lab):
+    prefix = lab.plan.switch("be-g2-r1").loopback.network
+    link = lab.link("be-g1-r0", "be-s1")
+    link.down()
+    try:
+        _poll(lambda: lab.routes("be-g1-r0")[prefix].interfaces == ("Ethernet20",), "one path left")
+    finally:
+        link.up()
+    _poll(lambda: lab.routes("be-g1-r0").get(prefix) and lab.routes("be-g1-r0")[prefix].width == 2,
+          lambda: f"two paths back: {lab.routes('be-g1-r0').get(prefix)} {lab.bgp_peers('be-g1-r0')}")
+
+
+def test_gray_failure_is_seen_by_bfd_only(lab):
+    link = lab.link("be-g1-r1", "be-s2")
+    prefix = lab.plan.switch("be-g2-r1").loopback.network
+    _poll(lambda: lab.shortfalls() == [], "converged before the test", timeout=30)
+    link.gray()
+    try:
+        _poll(lambda: lab.routes("be-g1-r1")[prefix].interfaces == ("Ethernet16",), "BFD removed the gray path")
+        assert lab.counters("be-g1-r1", "Ethernet20")["Ethernet20"].carrier  # the carrier never dropped
+    finally:
+        link.heal()
+    _poll(lambda: lab.shortfalls() == [], "converged after heal", timeout=30)
+
+
+def test_unknown_node_and_cable_are_explained(lab):
+    with pytest.raises(Exception, match="no node 'nope'"):
+        lab.exec("nope", ["true"])
+    with pytest.raises(Exception, match="no cable between"):
+        lab.link("gpu01", "be-s1")
+
+
+def test_a_second_lab_runs_beside_the_first(lab, lab_name):
+    with Lab.up(BUILTINS["rail-only"](), name=lab_name, timeout=90) as other:
+        assert other.exec("gpu01", ["ping", "-c1", "-W1", other.address("gpu02", "rail0")]).returncode == 0
+        assert lab.exec("gpu01", ["ping", "-c1", "-W1", lab.address("gpu02", "rail0")]).returncode == 0
+    assert leftovers_of(lab_name) == []
+    assert lab.shortfalls() == []
+
+
+def test_same_name_is_refused(lab):
+    with pytest.raises(RuntimeError_, match="already running"):
+        Lab.up(BUILTINS["rail-only"](), name=lab.name)
+
+
+def test_attach_sees_the_same_lab(lab):
+    again = Lab.attach(lab.name)
+    assert again.plan == lab.plan and again.bgp_peers("be-s1") and again.state.phase == "up"
+
+
+def test_sigkilled_runner_is_cleaned(lab_name):
+    proc = subprocess.Popen(FABLAB + ["up", "rail-only", "--name", lab_name], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    _poll(lambda: any(d for d in leftovers_of(lab_name) if d.startswith("pid")), "daemons started", timeout=60)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert leftovers_of(lab_name)  # the runner died mid-boot: its lab is still there
+    run = subprocess.run(FABLAB + ["clean"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert lab_name in run.stdout
+    assert leftovers_of(lab_name) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_up_leaves_nothing(lab_name, sig):
+    proc = subprocess.Popen(FABLAB + ["up", "ai-cluster", "--name", lab_name], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    _poll(lambda: any(d.startswith("fl_") for d in leftovers_of(lab_name)), "namespaces exist", timeout=60)
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert "removing what was made" in out
+    assert leftovers_of(lab_name) == []
+
+
+def test_not_root_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(PrerequisiteError, match="needs root"):
+        netns_runtime.check_prerequisites()
+
+
+def _poll(condition, what: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if condition():
+                return
+        except KeyError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for: {what() if callable(what) else what}")
+        time.sleep(0.05)
