@@ -45,7 +45,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     fabric = load_fabric(args.topology)
     lab = Lab.up(make_plan(fabric), name=args.name, runtime=args.runtime, replace=args.replace,
-                 progress=progress_printer(not args.json), timeout=args.timeout, topology=args.topology)
+                 progress=progress_printer(not args.json), timeout=args.timeout, topology=args.topology,
+                 detached=True)
     summary = {"lab": lab.name, "topology": args.topology, "runtime": args.runtime,
                "nodes": len(lab.plan.fabric.nodes), "switches": len(lab.plan.switches),
                "timings_s": {k: v for k, v in lab.state.timings.items() if k != "memory_mb"},
@@ -154,7 +155,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     removed = []
     for name in RUNTIMES:
         rt = get_runtime(name)
-        for lab in rt.leftovers():
+        for lab in rt.leftovers(everything=args.all):
             removed.append(rt.down(lab).__dict__)
     if args.json:
         print(json.dumps(removed, indent=2))
@@ -200,7 +201,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--index", type=int, default=0, help="which of several parallel cables")
     s.set_defaults(func=cmd_link)
 
-    s = sub.add_parser("clean", help="remove every leftover of fablab labs (and nothing else)")
+    s = sub.add_parser("clean", help="remove what fablab labs left behind (and nothing else)")
+    s.add_argument("--all", action="store_true",
+                   help="also labs that are still running (detached ones from `fablab up`, live owners)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_clean)
 

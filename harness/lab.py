@@ -63,17 +63,21 @@ class Lab:
         self.state = state
         self.plan = plan
         self.runtime = runtime
+        self.extra_cables: list[CableRow] = []  # cabled at runtime (see harness.checks.sabotage)
 
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
     def up(cls, cluster: Cluster | Fabric | Plan, name: str | None = None, runtime: str = "netns",
            replace: bool = False, progress: Progress = quiet, timeout: float = 120.0,
-           topology: str | None = None) -> Lab:
+           topology: str | None = None, detached: bool = False) -> Lab:
+        """Boot and wait until converged. The lab belongs to this process (`fablab clean`
+        removes it once the process is gone) unless `detached`, as `fablab up` makes it."""
         plan = _plan_of(cluster)
         rt = get_runtime(runtime)
         lab = name or plan.name
-        state = rt.up(plan, lab, topology or plan.name, progress=progress, replace=replace, timeout=timeout)
+        state = rt.up(plan, lab, topology or plan.name, progress=progress, replace=replace, timeout=timeout,
+                      detached=detached)
         return cls(state, plan, rt)
 
     @classmethod
@@ -112,6 +116,11 @@ class Lab:
         self._node(node)
         return subprocess.Popen(self.runtime.exec_argv(self.name, node, list(argv)), **kwargs)
 
+    def namespace(self, node: str) -> str:
+        """The network namespace of a node (netns runtime)."""
+        self._node(node)
+        return self.runtime.namespace(self.name, node)
+
     def _node(self, node: str) -> None:
         names = [n.name for n in self.plan.fabric.nodes]
         if node not in names:
@@ -119,8 +128,11 @@ class Lab:
 
     # ------------------------------------------------------------------ links
 
+    def all_cables(self) -> list[CableRow]:
+        return list(self.plan.cables) + self.extra_cables
+
     def cables(self, a: str, b: str) -> list[CableRow]:
-        return [c for c in self.plan.cables if {c.a_node, c.b_node} == {a, b}]
+        return [c for c in self.all_cables() if {c.a_node, c.b_node} == {a, b}]
 
     def link(self, a: str, b: str, index: int = 0) -> LinkHandle:
         found = self.cables(a, b)

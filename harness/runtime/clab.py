@@ -7,6 +7,7 @@ Nodes are driven with `docker exec` on the container names containerlab gives th
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -17,7 +18,8 @@ from harness.errors import PrerequisiteError, RuntimeError_
 from harness.plan import Plan
 from harness.render import artifacts, write_artifacts
 from harness.runtime.base import Progress, TeardownReport, quiet
-from harness.runtime.state import LabState, check_lab_name, labs, load, run_dir, save
+from harness.runtime.processes import start_time
+from harness.runtime.state import LabState, check_lab_name, is_stale, labs, load, run_dir, save
 
 
 def check_prerequisites() -> None:
@@ -34,7 +36,7 @@ class ClabRuntime:
         return run_dir(lab) / "clab" / f"{lab}.clab.yml"
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float = 600.0) -> LabState:
+           timeout: float = 600.0, detached: bool = False) -> LabState:
         check_lab_name(lab)
         check_prerequisites()
         if lab in labs() and not replace:
@@ -42,7 +44,9 @@ class ClabRuntime:
         from harness.model import cluster_to_dict
 
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
-                         namespaces=(), created=time.time())
+                         namespaces=(), runner_pid=os.getpid(),
+                         owner_pid=0 if detached else os.getpid(), created=time.time(),
+                         runner_start=start_time(os.getpid()), owner_start=0 if detached else start_time(os.getpid()))
         save(state)
         write_artifacts(artifacts(plan, lab=lab), run_dir(lab) / "clab")
         progress("deploy", f"containerlab deploy -t {self._topology(lab)}")
@@ -64,11 +68,15 @@ class ClabRuntime:
         shutil.rmtree(run_dir(lab), ignore_errors=True)
         return TeardownReport(lab, 0, 0, time.monotonic() - t)
 
-    def leftovers(self) -> list[str]:
-        return [lab for lab in labs() if _runtime_of(lab) == self.name]
+    def leftovers(self, everything: bool = False) -> list[str]:
+        found = [lab for lab in labs() if _runtime_of(lab) == self.name]
+        return found if everything else [lab for lab in found if is_stale(load(lab))]
 
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
         return ["docker", "exec", f"fablab-{lab}-{node}", *argv]
+
+    def namespace(self, lab: str, node: str) -> str:
+        raise RuntimeError_("probing namespaces directly is a netns-runtime feature")
 
     def netlink(self, lab: str, node: str) -> IPRoute:
         raise RuntimeError_("netlink access to nodes is a netns-runtime feature; use exec on clab")

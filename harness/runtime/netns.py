@@ -22,9 +22,10 @@ from harness.plan import Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.runtime import nsutil, processes
 from harness.runtime.base import Progress, TeardownReport, quiet
+from harness.runtime.processes import start_time
 from harness.runtime.frr import FrrNode, check_installed, pathspace_dir
-from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, lab_of_namespace, labs,
-                                   load, namespace, run_dir, save)
+from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
+                                   labs, load, namespace, run_dir, save)
 
 OOB_BRIDGE = "br0"
 MGMT_TABLE = "fablab_mgmt"
@@ -94,7 +95,7 @@ class NetnsRuntime:
     # ------------------------------------------------------------------ boot
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float = 120.0) -> LabState:
+           timeout: float = 120.0, detached: bool = False) -> LabState:
         check_lab_name(lab)
         check_prerequisites()
         if lab in labs() or any(lab_of_namespace(ns) == lab for ns in nsutil.list_namespaces()):
@@ -107,7 +108,8 @@ class NetnsRuntime:
         names = [n.name for n in plan.fabric.nodes]
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
                          namespaces=tuple(namespace(lab, n) for n in names), runner_pid=os.getpid(),
-                         created=time.time())
+                         owner_pid=0 if detached else os.getpid(), created=time.time(),
+                         runner_start=start_time(os.getpid()), owner_start=0 if detached else start_time(os.getpid()))
         save(state)
         mem_before = _mem_available()
         timings: dict[str, float] = {}
@@ -243,19 +245,25 @@ class NetnsRuntime:
             raise RuntimeError_(f"namespaces of {lab} still present after teardown: {', '.join(left)}")
         return TeardownReport(lab, len(killed), len(removed), time.monotonic() - t)
 
-    def leftovers(self) -> list[str]:
-        """Every lab with something left on the system: run dir, namespace, FRR process or dir."""
+    def leftovers(self, everything: bool = False) -> list[str]:
+        """Labs left behind: no readable state, or a dead owner (see state.is_stale); with
+        `everything`, every lab with anything on the system."""
         found = set(labs())
         found |= {lab for ns in nsutil.list_namespaces() if (lab := lab_of_namespace(ns))}
         found |= {lab for ns in processes.frr_pids_by_namespace(NS_PREFIX).values() if (lab := lab_of_namespace(ns))}
         if Path("/var/run/frr").is_dir():
             found |= {lab for p in Path("/var/run/frr").iterdir() if (lab := lab_of_namespace(p.name))}
+        if not everything:
+            found = {lab for lab in found if _stale(lab)}
         return sorted(found)
 
     # ------------------------------------------------------------------ driving
 
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
         return nsutil.nsenter(namespace(lab, node), argv)
+
+    def namespace(self, lab: str, node: str) -> str:
+        return namespace(lab, node)
 
     def netlink(self, lab: str, node: str) -> IPRoute:
         return nsutil.ipr(namespace(lab, node))
@@ -276,6 +284,14 @@ class NetnsRuntime:
 
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
         return frr_node(lab, node).vtysh_json(*commands)
+
+
+def _stale(lab: str) -> bool:
+    try:
+        state = load(lab)
+    except Exception:  # no state, or unreadable: nothing vouches for it
+        return True
+    return state.runtime != "netns" or is_stale(state)
 
 
 def frr_node(lab: str, switch: str) -> FrrNode:

@@ -32,6 +32,18 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def start_time(pid: int) -> int:
+    """Clock ticks after boot when pid started: with the pid, it names one process for good."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def same_process(pid: int, started: int) -> bool:
+    return pid > 0 and alive(pid) and (started <= 0 or start_time(pid) == started)
+
+
 def frr_pids_by_namespace(prefix: str) -> dict[int, str]:
     """Every FRR daemon whose -N pathspace starts with `prefix`: pid -> namespace."""
     found: dict[int, str] = {}

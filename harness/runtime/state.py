@@ -57,7 +57,10 @@ class LabState:
     namespaces: tuple[str, ...]
     daemons: tuple[Daemon, ...] = ()
     phase: str = "booting"  # booting | up | failed
-    runner_pid: int = 0
+    runner_pid: int = 0  # the process that booted the lab
+    owner_pid: int = 0  # the process the lab lives and dies with; 0: detached (`fablab up`)
+    runner_start: int = 0  # start times (processes.start_time), so a reused pid is not taken for them
+    owner_start: int = 0
     created: float = 0.0
     timings: dict = field(default_factory=dict)
 
@@ -97,6 +100,15 @@ def load(lab: str) -> LabState:
     data["namespaces"] = tuple(data["namespaces"])
     data["daemons"] = tuple(Daemon(**d) for d in data.get("daemons", ()))
     return LabState(**data)
+
+
+def is_stale(state: LabState) -> bool:
+    """Left behind: its owner (or, mid-boot, its runner) is gone."""
+    from harness.runtime.processes import same_process
+
+    if state.phase != "up" and not same_process(state.runner_pid, state.runner_start):
+        return True
+    return bool(state.owner_pid) and not same_process(state.owner_pid, state.owner_start)
 
 
 def labs() -> list[str]:

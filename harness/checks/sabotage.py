@@ -1,0 +1,125 @@
+"""Break a running lab on purpose, to see a check fail for the right reason.
+
+Each function changes the lab and returns a `Sabotage` whose `undo()` puts it back; use it
+as a context manager. These are the mistakes the checks exist to catch.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+from harness.errors import HarnessError
+from harness.model import FE_NIC, Plane
+from harness.plan import CableRow, port_name
+from harness.runtime import nsutil
+
+
+@dataclass
+class Sabotage:
+    description: str
+    _undo: Callable[[], None]
+    _done: bool = False
+
+    def undo(self) -> None:
+        if not self._done:
+            self._done = True
+            self._undo()
+
+    def __enter__(self) -> Sabotage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.undo()
+
+
+def _vtysh_config(lab, node: str, *lines: str) -> None:
+    from harness.runtime.netns import frr_node
+
+    frr_node(lab.name, node).vtysh("configure terminal", *lines)
+
+
+def _free_port(lab, switch: str) -> str:
+    used = {c.a_port for c in lab.all_cables() if c.a_node == switch}
+    used |= {c.b_port for c in lab.all_cables() if c.b_node == switch}
+    index = 0
+    while port_name(index) in used:
+        index += 1
+    return port_name(index)
+
+
+def stray_cable(lab, a: str, b: str) -> Sabotage:
+    """A cable between two switches that the declaration does not have (say an FE leaf and a
+    BE leaf), with the fabric's usual port config: BGP unnumbered in the fabric peer group."""
+    for node in (a, b):
+        if node not in {s.name for s in lab.plan.switches}:
+            raise HarnessError(f"stray_cable joins routed switches; {node!r} is not one")
+    pa, pb = _free_port(lab, a), _free_port(lab, b)
+    with nsutil.ipr(lab.namespace(a)) as s:
+        s.link("add", ifname=pa, kind="veth", peer={"ifname": pb, "net_ns_fd": lab.namespace(b)})
+        s.link("set", ifname=pa, state="up")
+    with nsutil.ipr(lab.namespace(b)) as s:
+        s.link("set", ifname=pb, state="up")
+    for node, port in ((a, pa), (b, pb)):
+        asn = lab.plan.switch(node).asn
+        _vtysh_config(lab, node, f"interface {port}", "ipv6 nd ra-interval 1", "no ipv6 nd suppress-ra", "exit",
+                      f"router bgp {asn}", f"neighbor {port} interface peer-group fabric")
+    plane = lab.plan.switch(a).plane
+    row = CableRow(a, pa, b, pb, plane, None, 0, "stray")
+    lab.extra_cables.append(row)
+
+    def undo() -> None:
+        for node, port in ((a, pa), (b, pb)):
+            _vtysh_config(lab, node, f"router bgp {lab.plan.switch(node).asn}", f"no neighbor {port}")
+        with nsutil.ipr(lab.namespace(a)) as s:
+            s.link("del", ifname=pa)
+        lab.extra_cables.remove(row)
+
+    return Sabotage(f"stray cable {a}:{pa} - {b}:{pb}", undo)
+
+
+def leak_route(lab, host: str) -> Sabotage:
+    """A dual-homed GPU node turned into a router: it forwards, and its FE leaf routes the
+    whole BE range to it."""
+    nic = lab.plan.host(host).nic(FE_NIC)
+    leaf = nic.peer
+    be = str(IPv4Network(lab.plan.fabric.cluster.addressing.be))
+    nsutil.write_sysctls(lab.namespace(host), {"net.ipv4.ip_forward": 1})
+    with nsutil.ipr(lab.namespace(leaf)) as s:
+        s.route("add", dst=be, gateway=str(nic.address.ip))
+
+    def undo() -> None:
+        with nsutil.ipr(lab.namespace(leaf)) as s:
+            s.route("del", dst=be, gateway=str(nic.address.ip))
+        nsutil.write_sysctls(lab.namespace(host), {"net.ipv4.ip_forward": 0})
+
+    return Sabotage(f"route {be} on {leaf} via {host} ({nic.address.ip}), which forwards", undo)
+
+
+def l3_hashing(lab, switches: list[str] | None = None) -> Sabotage:
+    """ECMP on addresses only (fib_multipath_hash_policy=0): RoCEv2's low entropy shows."""
+    names = switches or [s.name for s in lab.plan.switches if s.plane is Plane.BE]
+    before = {n: nsutil.read_sysctl(lab.namespace(n), "net.ipv4.fib_multipath_hash_policy") for n in names}
+    for n in names:
+        nsutil.write_sysctls(lab.namespace(n), {"net.ipv4.fib_multipath_hash_policy": 0})
+
+    def undo() -> None:
+        for n, value in before.items():
+            nsutil.write_sysctls(lab.namespace(n), {"net.ipv4.fib_multipath_hash_policy": value})
+
+    return Sabotage(f"L3-only ECMP hashing on {', '.join(names)}", undo)
+
+
+def bfd_off(lab, switches: list[str]) -> Sabotage:
+    """No BFD on the fabric sessions of these switches: a gray failure then lasts until the
+    BGP hold timer expires."""
+    for n in switches:
+        _vtysh_config(lab, n, f"router bgp {lab.plan.switch(n).asn}", "no neighbor fabric bfd")
+    profile = lab.plan.fabric.cluster.bfd.profile
+
+    def undo() -> None:
+        for n in switches:
+            _vtysh_config(lab, n, f"router bgp {lab.plan.switch(n).asn}", "neighbor fabric bfd",
+                          f"neighbor fabric bfd profile {profile}")
+
+    return Sabotage(f"BFD off on {', '.join(switches)}", undo)

@@ -1,0 +1,66 @@
+"""fablab's pytest plugin: `pytest labs/` gets a booted lab and a results directory.
+
+Options: --topology (built-in name or .py path, default ai-cluster), --runtime (netns),
+--results-dir (default results/). Fixtures: `cluster` (the declaration), `lab` (booted once
+per session, always torn down), `results` (JSON and PNG per check).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fablab")
+    group.addoption("--topology", default="ai-cluster", help="built-in topology or path to a .py file")
+    group.addoption("--runtime", default="netns", help="runtime for the lab fixture (netns or clab)")
+    group.addoption("--results-dir", default="results", help="where check results (JSON, PNG) go")
+
+
+def skip_reason(runtime: str) -> str | None:
+    """Why a lab cannot boot here, or None. The labs skip with it rather than fail."""
+    if runtime != "netns":
+        return None
+    if os.geteuid() != 0:
+        return "booting a lab needs root (network namespaces)"
+    for tool, package in (("vtysh", "frr"), ("nft", "nftables")):
+        if shutil.which(tool) is None:
+            return f"{tool} is missing: apt-get install {package} (make test installs it)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def cluster(pytestconfig: pytest.Config):
+    from harness.catalog import load_cluster
+
+    return load_cluster(pytestconfig.getoption("topology"))
+
+
+def boot(cluster, runtime: str, suffix: str):
+    """Boot `cluster` as a session-unique lab; a generator for fixtures (tears down)."""
+    from harness.lab import Lab
+
+    reason = skip_reason(runtime)
+    if reason:
+        pytest.skip(reason)
+    name = f"pt{os.getpid() % 100000}{suffix}"
+    lab = Lab.up(cluster, name=name, runtime=runtime, timeout=180)
+    try:
+        yield lab
+    finally:
+        lab.down()
+
+
+@pytest.fixture(scope="session")
+def lab(cluster, pytestconfig: pytest.Config):
+    yield from boot(cluster, pytestconfig.getoption("runtime"), "l")
+
+
+@pytest.fixture(scope="session")
+def results(pytestconfig: pytest.Config):
+    from harness.report import Results
+
+    return Results(Path(pytestconfig.getoption("results_dir")))

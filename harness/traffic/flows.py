@@ -1,0 +1,501 @@
+"""Typed specs and results of traffic runs, and their JSON form.
+
+Specs and results are frozen dataclasses everywhere in the library; JSON exists only at
+the process boundary, where a sender or receiver runs inside a lab's namespace.
+"""
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import types
+import typing
+from array import array
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any, Literal, TypeVar, Union
+
+from harness.errors import HarnessError
+
+ROCE_PORT = 4791
+UDP_PORT = 9000
+TCP_PORT = 5201
+PSN_SPACE = 1 << 24
+
+
+class TrafficError(HarnessError):
+    """Traffic could not be generated, received or accounted."""
+
+
+class SpecError(TrafficError):
+    """A traffic spec is invalid (caught before anything is sent)."""
+
+
+def _check(problems: list[str], where: str) -> None:
+    if problems:
+        raise SpecError(f"{where}: " + "; ".join(problems))
+
+
+def _check_faults(omit: tuple[int, ...], late: tuple[int, ...], problems: list[str]) -> None:
+    if any(s < 0 for s in omit + late):
+        problems.append("omit/late sequence numbers must be >= 0")
+    if set(omit) & set(late):
+        problems.append("a sequence number cannot be both omitted and late")
+
+
+# ---------------------------------------------------------------------------- flows
+
+
+@dataclass(frozen=True)
+class RoceFlow:
+    """One RoCEv2 QP's stream of RDMA WRITE (or SEND) packets to a destination QP.
+
+    Sequence number s carries PSN start_psn + s. Faults for tests: `omit` lists sequence
+    numbers never sent (a PSN gap at the receiver), `late` lists sequence numbers sent
+    right after their successor (reordering).
+    """
+
+    flow_id: int
+    dst: str
+    dst_qp: int
+    src_qp: int
+    src: str | None = None  # None: the address the kernel's route to dst would use
+    sport: int | None = None  # None: derived from src_qp as Linux rxe does
+    transport: Literal["RC", "UC"] = "RC"
+    op: Literal["write", "send"] = "write"
+    message_packets: int = 1  # packets per message: 1 -> *_ONLY, else FIRST, MIDDLE.., LAST
+    start_psn: int = 0
+    payload_len: int = 64  # bytes after BTH/RETH, before ICRC; multiple of 4, >= 24
+    dscp: int = 26
+    ecn: int = 0
+    omit: tuple[int, ...] = ()
+    late: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not 0 <= self.flow_id < 1 << 32:
+            problems.append(f"flow_id {self.flow_id} does not fit in 32 bits")
+        for name in ("dst_qp", "src_qp", "start_psn"):
+            if not 0 <= getattr(self, name) < PSN_SPACE:
+                problems.append(f"{name} {getattr(self, name)} does not fit in 24 bits")
+        if self.sport is not None and not 0 < self.sport < 1 << 16:
+            problems.append(f"sport {self.sport} is not a UDP port")
+        if self.transport not in ("RC", "UC"):
+            problems.append(f"transport {self.transport!r} is not RC or UC")
+        if self.op not in ("write", "send"):
+            problems.append(f"op {self.op!r} is not 'write' or 'send'")
+        if self.message_packets < 1:
+            problems.append("message_packets must be >= 1")
+        if self.payload_len % 4 or not 24 <= self.payload_len <= 4096:
+            problems.append(f"payload_len {self.payload_len} must be a multiple of 4 in 24..4096")
+        if not 0 <= self.dscp < 64 or not 0 <= self.ecn < 4:
+            problems.append(f"dscp {self.dscp} / ecn {self.ecn} out of range")
+        _check_faults(self.omit, self.late, problems)
+        _check(problems, f"RoceFlow {self.flow_id}")
+
+
+@dataclass(frozen=True)
+class UdpFlow:
+    """Plain UDP datagrams carrying the same fablab header, through a kernel UDP socket."""
+
+    flow_id: int
+    dst: str
+    dport: int = UDP_PORT
+    sport: int = 0  # 0: the kernel picks an ephemeral port
+    src: str | None = None
+    payload_len: int = 64
+    dscp: int = 0
+    omit: tuple[int, ...] = ()
+    late: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not 0 <= self.flow_id < 1 << 32:
+            problems.append(f"flow_id {self.flow_id} does not fit in 32 bits")
+        if not 0 < self.dport < 1 << 16 or not 0 <= self.sport < 1 << 16:
+            problems.append(f"ports {self.sport}->{self.dport} out of range")
+        if not 24 <= self.payload_len <= 65000:
+            problems.append(f"payload_len {self.payload_len} must be in 24..65000")
+        if not 0 <= self.dscp < 64:
+            problems.append(f"dscp {self.dscp} out of range")
+        _check_faults(self.omit, self.late, problems)
+        _check(problems, f"UdpFlow {self.flow_id}")
+
+
+Flow = Union[RoceFlow, UdpFlow]
+
+
+@dataclass(frozen=True)
+class SendSpec:
+    """What one sender process sends.
+
+    As fast as possible (rate_pps None): `packets` per flow, round-robin across flows.
+    Constant rate: rate_pps per flow, for `packets` per flow or `duration_s`.
+    """
+
+    flows: tuple[Flow, ...]
+    packets: int | None = None
+    rate_pps: float | None = None
+    duration_s: float | None = None
+    device: str | None = None  # SO_BINDTODEVICE: force the egress NIC
+    ttl: int = 64
+    start_at_ns: int | None = None  # CLOCK_REALTIME: lines several senders up
+    prime: bool = True  # probe each 5-tuple and wait for next-hop neighbours before sending
+    prime_timeout_s: float = 3.0
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not self.flows:
+            problems.append("no flows")
+        if len({f.flow_id for f in self.flows}) != len(self.flows):
+            problems.append("flow ids must be unique")
+        if self.rate_pps is None and self.packets is None:
+            problems.append("as-fast-as-possible mode needs packets")
+        if self.rate_pps is not None and self.rate_pps <= 0:
+            problems.append("rate_pps must be > 0")
+        if self.rate_pps is not None and self.packets is None and self.duration_s is None:
+            problems.append("constant-rate mode needs packets or duration_s")
+        if self.packets is not None and self.packets < 1:
+            problems.append("packets must be >= 1")
+        if self.duration_s is not None and self.duration_s <= 0:
+            problems.append("duration_s must be > 0")
+        if not 1 <= self.ttl <= 255:
+            problems.append(f"ttl {self.ttl} out of range")
+        _check(problems, "SendSpec")
+
+    @property
+    def packets_per_flow(self) -> int:
+        if self.packets is not None:
+            return self.packets
+        assert self.rate_pps is not None and self.duration_s is not None
+        return max(1, round(self.rate_pps * self.duration_s))
+
+
+@dataclass(frozen=True)
+class FlowSent:
+    flow_id: int
+    dst_qp: int | None  # None for UDP flows
+    sport: int
+    packets: int
+    last_seq: int
+    first_ns: int  # CLOCK_REALTIME of the first and last packet
+    last_ns: int
+    refused: int = 0  # packets our own kernel refused (no route, link down): lost before the fabric
+
+    @property
+    def rate_pps(self) -> float:
+        span = self.last_ns - self.first_ns
+        return (self.packets - 1) * 1e9 / span if span > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class SendResult:
+    flows: tuple[FlowSent, ...]
+    start_ns: int
+    end_ns: int
+    max_lag_ns: int = 0  # constant rate: worst lateness of a packet against its slot
+    retries: int = 0  # sends retried after ENOBUFS/EAGAIN
+    primed: bool = True  # False: neighbours were still unresolved when priming gave up
+
+    @property
+    def packets(self) -> int:
+        return sum(f.packets for f in self.flows)
+
+    @property
+    def pps(self) -> float:
+        span = self.end_ns - self.start_ns
+        return self.packets * 1e9 / span if span > 0 else 0.0
+
+
+# ---------------------------------------------------------------------------- receiving
+
+
+@dataclass(frozen=True)
+class ReceiveSpec:
+    """One receiver: a UDP socket on `port`; flows keyed by destination QP (RoCEv2) or flow id (UDP).
+
+    It stops at the first of: duration_s after it is ready, quiet_s without data once data
+    has arrived, expect_packets data packets received, SIGTERM/SIGINT.
+    """
+
+    protocol: Literal["roce", "udp"] = "roce"
+    port: int = ROCE_PORT
+    bind: str = "0.0.0.0"
+    device: str | None = None
+    duration_s: float = 30.0
+    quiet_s: float | None = None
+    expect_packets: int | None = None
+    bucket_ms: float = 10.0
+    rcvbuf: int = 32 << 20
+    capture: int = 0  # keep the first N raw IPv4 packets to the port (hex), for format checks
+    detail: bool = False  # include every (sequence, receive time) pair, base64-packed
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if self.protocol not in ("roce", "udp"):
+            problems.append(f"protocol {self.protocol!r} is not 'roce' or 'udp'")
+        if not 0 < self.port < 1 << 16:
+            problems.append(f"port {self.port} out of range")
+        if self.duration_s <= 0 or (self.quiet_s is not None and self.quiet_s <= 0):
+            problems.append("duration_s and quiet_s must be > 0")
+        if self.bucket_ms <= 0:
+            problems.append("bucket_ms must be > 0")
+        if self.capture < 0:
+            problems.append("capture must be >= 0")
+        _check(problems, "ReceiveSpec")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Sequence numbers after_seq+1 .. next_seq-1 never arrived.
+
+    tx_* are the sender's timestamps of the packets either side (so the loss window on the
+    sender's timeline), rx_* their receive times.
+    """
+
+    after_seq: int
+    next_seq: int
+    tx_before_ns: int
+    tx_after_ns: int
+    rx_before_ns: int
+    rx_after_ns: int
+
+    @property
+    def missing(self) -> int:
+        return self.next_seq - self.after_seq - 1
+
+    @property
+    def window_ns(self) -> int:
+        return self.tx_after_ns - self.tx_before_ns
+
+
+@dataclass(frozen=True)
+class FlowReceived:
+    """One flow at the receiver. `lost` counts missing sequence numbers in 0..max_seq: tail
+    losses need the sender's count (see `losses`)."""
+
+    key: int
+    flow_id: int
+    dst_qp: int | None
+    received: int
+    unique: int
+    duplicates: int
+    reordered: int  # arrived after a higher sequence number
+    lost: int
+    psn_gaps: int  # times the PSN jumped ahead of the expected one (RoCEv2 only)
+    psn_missing: int  # PSNs jumped over
+    first_seq: int
+    max_seq: int
+    first_ns: int
+    last_ns: int
+    latency_min_ns: int  # receive time minus the sender's timestamp (same host clock)
+    latency_avg_ns: int
+    latency_max_ns: int
+    seq_runs: tuple[tuple[int, int], ...]  # received sequence numbers as inclusive runs
+    gaps: tuple[Gap, ...]
+    buckets: tuple[int, ...]  # packets per bucket_ns from the result's origin_ns
+    detail_seq: str = ""  # base64 of int64 sequence numbers, in arrival order
+    detail_rx_ns: str = ""  # base64 of int64 receive times, in arrival order
+
+    @property
+    def rate_pps(self) -> float:
+        span = self.last_ns - self.first_ns
+        return (self.received - 1) * 1e9 / span if span > 0 else 0.0
+
+    def arrivals(self) -> tuple[tuple[int, int], ...]:
+        """(sequence, receive time ns) of every packet, in arrival order (needs spec.detail)."""
+        return tuple(zip(unpack_int64(self.detail_seq), unpack_int64(self.detail_rx_ns)))
+
+
+@dataclass(frozen=True)
+class ReceiveResult:
+    protocol: str
+    port: int
+    origin_ns: int  # CLOCK_REALTIME when the receiver became ready; buckets start here
+    end_ns: int
+    bucket_ns: int
+    stop_reason: str
+    flows: tuple[FlowReceived, ...]
+    probes: int = 0
+    malformed: int = 0
+    captured: tuple[str, ...] = ()  # hex of raw IPv4 packets
+
+    @property
+    def packets(self) -> int:
+        return sum(f.received for f in self.flows)
+
+    def flow(self, key: int) -> FlowReceived:
+        for f in self.flows:
+            if f.key == key:
+                return f
+        raise TrafficError(f"no flow with key {key} at the receiver (have {[f.key for f in self.flows]})")
+
+
+def losses(sent: SendResult, received: ReceiveResult) -> dict[int, int]:
+    """Packets sent but not received, per flow id (includes tail losses the receiver cannot see;
+    excludes packets the sender's kernel refused: see FlowSent.refused)."""
+    by_id = {f.flow_id: f for f in received.flows}
+    return {s.flow_id: s.packets - (by_id[s.flow_id].unique if s.flow_id in by_id else 0) for s in sent.flows}
+
+
+def pack_int64(values: array) -> str:
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def unpack_int64(text: str) -> array:
+    values = array("q")
+    values.frombytes(base64.b64decode(text))
+    return values
+
+
+# ---------------------------------------------------------------------------- TCP
+
+
+@dataclass(frozen=True)
+class TcpServerSpec:
+    """Accept `streams` connections and read each to EOF."""
+
+    port: int = TCP_PORT
+    bind: str = "0.0.0.0"
+    streams: int = 1
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        _check([] if self.streams >= 1 and self.timeout_s > 0 else ["streams >= 1, timeout_s > 0"],
+               "TcpServerSpec")
+
+
+@dataclass(frozen=True)
+class TcpClientSpec:
+    """Send to dst:port over `streams` parallel connections: bytes_per_stream each, or for duration_s."""
+
+    dst: str
+    port: int = TCP_PORT
+    streams: int = 1
+    bytes_per_stream: int | None = None
+    duration_s: float | None = None
+    device: str | None = None
+    sport: int = 0  # first source port (stream i uses sport + i); 0: ephemeral
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if self.streams < 1:
+            problems.append("streams must be >= 1")
+        if (self.bytes_per_stream is None) == (self.duration_s is None):
+            problems.append("give exactly one of bytes_per_stream and duration_s")
+        _check(problems, "TcpClientSpec")
+
+
+@dataclass(frozen=True)
+class TcpStream:
+    local: str  # "addr:port"
+    remote: str
+    bytes: int
+    start_ns: int
+    end_ns: int
+
+
+@dataclass(frozen=True)
+class TcpResult:
+    role: Literal["server", "client"]
+    streams: tuple[TcpStream, ...]
+    start_ns: int
+    end_ns: int
+    tool: str = "fablab"  # or "iperf3"
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.streams)
+
+    @property
+    def duration_s(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e9
+
+    @property
+    def gbps(self) -> float:
+        return self.bytes * 8 / 1e9 / self.duration_s if self.end_ns > self.start_ns else 0.0
+
+
+# ---------------------------------------------------------------------------- JSON
+
+_KINDS: dict[str, type] = {"roce": RoceFlow, "udp": UdpFlow}
+_KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
+T = TypeVar("T")
+
+
+def to_dict(obj: Any) -> Any:
+    """JSON-ready form of a spec or result; flows carry a "kind" tag."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        out = {"kind": _KIND_OF[type(obj)]} if type(obj) in _KIND_OF else {}
+        out.update((f.name, to_dict(getattr(obj, f.name))) for f in fields(obj))
+        return out
+    if isinstance(obj, (tuple, list)):
+        return [to_dict(v) for v in obj]
+    return obj
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(to_dict(obj), separators=(",", ":"))
+
+
+def from_json(cls: type[T], text: str) -> T:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{cls.__name__}: not JSON: {exc}") from exc
+    return from_dict(cls, data)
+
+
+def from_dict(cls: type[T], data: Any) -> T:
+    return _decode(cls, data, cls.__name__)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _decode(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        classes = [a for a in args if is_dataclass(a)]
+        if classes:
+            kind = value.get("kind") if isinstance(value, dict) else None
+            if _KINDS.get(kind) not in classes:
+                raise SpecError(f"{where}: 'kind' must be one of {sorted(_KIND_OF[c] for c in classes)}")
+            return _decode(_KINDS[kind], value, where)
+        return _decode(next(a for a in args if a is not type(None)), value, where)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise SpecError(f"{where}: expected a list, got {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+        return tuple(_decode(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+    if origin is Literal:
+        if value not in typing.get_args(tp):
+            raise SpecError(f"{where}: {value!r} is not one of {typing.get_args(tp)}")
+        return value
+    if is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise SpecError(f"{where}: expected an object, got {value!r}")
+        hints = _hints(tp)
+        names = {f.name for f in fields(tp)}
+        unknown = set(value) - names - {"kind"}
+        if unknown:
+            raise SpecError(f"{where}: unknown fields {sorted(unknown)}")
+        kwargs = {k: _decode(hints[k], v, f"{where}.{k}") for k, v in value.items() if k in names}
+        try:
+            return tp(**kwargs)
+        except TypeError as exc:
+            raise SpecError(f"{where}: {exc}") from exc
+    if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, str, bool) and (type(value) is tp):
+        return value
+    if tp is Any:
+        return value
+    raise SpecError(f"{where}: expected {getattr(tp, '__name__', tp)}, got {value!r}")

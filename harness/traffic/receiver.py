@@ -1,0 +1,271 @@
+"""Receive RoCEv2 or UDP flows in the network namespace this process runs in, and account them.
+
+The receive loop only records (sequence, PSN, receive time, send time) per flow; loss,
+reordering, gaps and rate buckets are computed once at the end.
+
+    nsenter --net=/run/netns/NS -- python -m harness.traffic.receiver [--spec FILE|-]
+
+prints `READY <port>` on stderr once bound, and the ReceiveResult as JSON on stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from array import array
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from harness.errors import HarnessError
+from harness.traffic.flows import (FlowReceived, Gap, ReceiveResult, ReceiveSpec, TrafficError, from_json,
+                                   pack_int64, to_json)
+from harness.traffic.roce import BTH_LEN, FABLAB_HEADER, FABLAB_MAGIC, ICRC_LEN, PROBE_MAGIC, PSN_MASK, payload_offset
+
+READY = "READY"
+_POLL_S = 0.05  # how often an idle receiver looks at its deadline and stop request
+_CHECK_EVERY = 1024  # a busy receiver looks every this many packets
+_SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python does not export it
+
+
+class ReceiverError(TrafficError):
+    """The receiver could not bind or capture."""
+
+
+def _roce_layouts() -> list[struct.Struct]:
+    """Per BTH opcode: one struct reading dest QP word, PSN word and fablab header at once."""
+    layouts = []
+    for opcode in range(256):
+        skip = payload_offset(opcode) - BTH_LEN
+        layouts.append(struct.Struct(f"!4xII{skip}x4sIQQ" if skip else "!4xII4sIQQ"))
+    return layouts
+
+
+class _Arrivals:
+    """What arrived on one flow, in arrival order."""
+
+    __slots__ = ("flow_id", "seq", "psn", "rx", "tx")
+
+    def __init__(self, flow_id: int) -> None:
+        self.flow_id = flow_id
+        self.seq, self.psn, self.rx, self.tx = array("q"), array("q"), array("q"), array("q")
+
+
+class _Capture(threading.Thread):
+    """Keeps the first `count` raw IPv4 packets to the port: the only view that includes the IP header."""
+
+    def __init__(self, port: int, count: int, device: str | None, stop: threading.Event) -> None:
+        super().__init__(name="capture", daemon=True)
+        try:
+            self._sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+        except PermissionError as exc:
+            raise ReceiverError("capturing needs CAP_NET_RAW (run as root)") from exc
+        if device:
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, device.encode())
+        self._sock.settimeout(_POLL_S)
+        self._port, self._count, self._halt = port, count, stop
+        self.packets: list[bytes] = []
+
+    def run(self) -> None:
+        with self._sock:
+            while len(self.packets) < self._count and not self._halt.is_set():
+                try:
+                    data = self._sock.recv(65535)
+                except TimeoutError:
+                    continue
+                ihl = (data[0] & 0x0F) * 4
+                if len(data) >= ihl + 8 and int.from_bytes(data[ihl + 2:ihl + 4], "big") == self._port:
+                    self.packets.append(data)
+
+
+def _open(spec: ReceiveSpec) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        # RCVBUFFORCE goes past net.core.rmem_max, so bursts wait in the kernel instead of dropping.
+        sock.setsockopt(socket.SOL_SOCKET, _SO_RCVBUFFORCE, spec.rcvbuf)
+    except PermissionError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, spec.rcvbuf)
+    try:
+        if spec.device:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, spec.device.encode())
+        sock.bind((spec.bind, spec.port))
+    except OSError as exc:
+        sock.close()
+        raise ReceiverError(f"cannot bind {spec.bind}:{spec.port}: {exc}") from exc
+    sock.settimeout(_POLL_S)
+    return sock
+
+
+def receive(spec: ReceiveSpec, on_ready: Callable[[], None] | None = None,
+            stop: threading.Event | None = None) -> ReceiveResult:
+    """Receive until a stop condition of `spec` or `stop` is set; `on_ready` runs once bound."""
+    stop = stop or threading.Event()
+    sock = _open(spec)
+    capture_stop = threading.Event()
+    capture = _Capture(spec.port, spec.capture, spec.device, capture_stop) if spec.capture else None
+    try:
+        if capture is not None:
+            capture.start()
+        origin_ns = time.time_ns()
+        if on_ready is not None:
+            on_ready()
+        flows, probes, malformed, reason = _loop(sock, spec, stop)
+        end_ns = time.time_ns()
+    finally:
+        capture_stop.set()
+        sock.close()
+    captured: tuple[str, ...] = ()
+    if capture is not None:
+        capture.join(timeout=1.0)
+        captured = tuple(p.hex() for p in capture.packets)
+    bucket_ns = int(spec.bucket_ms * 1_000_000)
+    results = tuple(_summarise(key, arr, spec, origin_ns, bucket_ns) for key, arr in sorted(flows.items()))
+    return ReceiveResult(spec.protocol, spec.port, origin_ns, end_ns, bucket_ns, reason, results, probes,
+                         malformed, captured)
+
+
+def _loop(sock: socket.socket, spec: ReceiveSpec,
+          stop: threading.Event) -> tuple[dict[int, _Arrivals], int, int, str]:
+    roce = spec.protocol == "roce"
+    layouts = _roce_layouts()
+    udp_layout = FABLAB_HEADER
+    flows: dict[int, _Arrivals] = {}
+    probes = malformed = total = 0
+    buf = bytearray(65536)
+    recv_into, time_ns, monotonic_ns = sock.recv_into, time.time_ns, time.monotonic_ns
+    deadline = monotonic_ns() + int(spec.duration_s * 1e9)
+    quiet_ns = int(spec.quiet_s * 1e9) if spec.quiet_s else 0
+    expect = spec.expect_packets or -1
+    last_rx = 0  # monotonic time of the last packet, for quiet_s
+    seen = 0
+    while True:
+        try:
+            n = recv_into(buf)
+        except (TimeoutError, BlockingIOError):  # nothing queued (BlockingIOError: draining after stop)
+            now = monotonic_ns()
+            if now >= deadline:
+                return flows, probes, malformed, "deadline"
+            if quiet_ns and last_rx and now - last_rx >= quiet_ns:
+                return flows, probes, malformed, "quiet"
+            if stop.is_set():
+                return flows, probes, malformed, "stopped"
+            continue
+        rx = time_ns()
+        seen += 1
+        if quiet_ns or not seen % _CHECK_EVERY:
+            last_rx = monotonic_ns()
+            if last_rx >= deadline:
+                return flows, probes, malformed, "deadline"
+            if stop.is_set():
+                sock.settimeout(0.0)  # drain what is already queued, then stop
+        if roce:
+            layout = layouts[buf[0]]
+            if n < layout.size + ICRC_LEN:
+                malformed += 1
+                continue
+            qp_word, psn_word, magic, flow_id, seq, tx = layout.unpack_from(buf)
+            key = qp_word & PSN_MASK
+        else:
+            if n < udp_layout.size:
+                malformed += 1
+                continue
+            magic, flow_id, seq, tx = udp_layout.unpack_from(buf)
+            key, psn_word = flow_id, 0
+        if magic != FABLAB_MAGIC:
+            if magic == PROBE_MAGIC:
+                probes += 1
+            else:
+                malformed += 1
+            continue
+        arrivals = flows.get(key)
+        if arrivals is None:
+            arrivals = flows[key] = _Arrivals(flow_id)
+        arrivals.seq.append(seq)
+        arrivals.psn.append(psn_word & PSN_MASK)
+        arrivals.rx.append(rx)
+        arrivals.tx.append(tx)
+        total += 1
+        if total == expect:
+            return flows, probes, malformed, "expected"
+
+
+def psn_gaps(psns: Sequence[int]) -> tuple[int, int]:
+    """(gap events, PSNs jumped over) as a responder sees them: a PSN ahead of the expected one
+    is a gap; one behind it (in 24-bit serial arithmetic) is a late packet and moves nothing."""
+    gaps = missing = 0
+    expected = None
+    for psn in psns:
+        if expected is not None:
+            ahead = (psn - expected) & PSN_MASK
+            if ahead >= 1 << 23:
+                continue
+            if ahead:
+                gaps += 1
+                missing += ahead
+        expected = (psn + 1) & PSN_MASK
+    return gaps, missing
+
+
+def _summarise(key: int, arr: _Arrivals, spec: ReceiveSpec, origin_ns: int, bucket_ns: int) -> FlowReceived:
+    seq = np.frombuffer(arr.seq, dtype=np.int64)
+    rx = np.frombuffer(arr.rx, dtype=np.int64)
+    tx = np.frombuffer(arr.tx, dtype=np.int64)
+    unique, first = np.unique(seq, return_index=True)
+    # Reordered: a first arrival lower than some sequence number that arrived before it.
+    is_first = np.zeros(len(seq), dtype=bool)
+    is_first[first] = True
+    running_max = np.maximum.accumulate(seq)
+    reordered = int(np.count_nonzero(is_first[1:] & (seq[1:] < running_max[:-1])))
+    breaks = np.flatnonzero(np.diff(unique) > 1)
+    run_starts = unique[np.r_[0, breaks + 1]]
+    run_ends = unique[np.r_[breaks, len(unique) - 1]]
+    before, after = first[breaks], first[breaks + 1]
+    gaps = tuple(Gap(int(unique[b]), int(unique[b + 1]), int(tx[i]), int(tx[j]), int(rx[i]), int(rx[j]))
+                 for b, i, j in zip(breaks, before, after))
+    buckets = np.bincount(np.maximum(rx - origin_ns, 0) // bucket_ns)
+    latency = rx - tx
+    roce = spec.protocol == "roce"
+    gap_events, psn_missing = psn_gaps(arr.psn) if roce else (0, 0)
+    return FlowReceived(
+        key=key, flow_id=arr.flow_id, dst_qp=key if roce else None, received=len(seq), unique=len(unique),
+        duplicates=len(seq) - len(unique), reordered=reordered, lost=int(unique[-1]) + 1 - len(unique),
+        psn_gaps=gap_events, psn_missing=psn_missing, first_seq=int(unique[0]), max_seq=int(unique[-1]),
+        first_ns=int(rx[0]), last_ns=int(rx[-1]), latency_min_ns=int(latency.min()),
+        latency_avg_ns=int(latency.mean()), latency_max_ns=int(latency.max()),
+        seq_runs=tuple((int(a), int(b)) for a, b in zip(run_starts, run_ends)), gaps=gaps,
+        buckets=tuple(int(c) for c in buckets),
+        detail_seq=pack_int64(arr.seq) if spec.detail else "",
+        detail_rx_ns=pack_int64(arr.rx) if spec.detail else "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.traffic.receiver",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", default="-", help="ReceiveSpec JSON file, or - for stdin (default)")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
+        spec = from_json(ReceiveSpec, text)
+        result = receive(spec, on_ready=lambda: print(f"{READY} {spec.port}", file=sys.stderr, flush=True),
+                         stop=stop)
+        # A stop request racing with our own end must not kill us once the interpreter,
+        # shutting down, has put the default handlers back.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_IGN)
+    except (HarnessError, OSError) as exc:
+        print(f"receiver: {exc}", file=sys.stderr)
+        return 1
+    print(to_json(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

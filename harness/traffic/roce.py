@@ -1,0 +1,220 @@
+"""RoCEv2 packets: IPv4 / UDP 4791 / BTH / [RETH] / payload / ICRC.
+
+scapy builds each packet shape once (a `RoceTemplate`); every packet after that is the
+template's bytes with PSN, sequence number and timestamp patched in and the ICRC
+continued from a CRC precomputed over the constant prefix. scapy builds only about
+700 packets a second here; the patched path does hundreds of thousands.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+from scapy.contrib.roce import BTH
+from scapy.fields import IntField, XIntField, XLongField
+from scapy.layers.inet import IP, UDP
+from scapy.packet import Packet, Raw, bind_layers
+
+from harness.traffic.flows import ROCE_PORT, SpecError, TrafficError
+
+ROCE_DSCP = 26
+PSN_MASK = 0xFFFFFF
+
+# Opcodes (IBA vol. 1, 9.2): transport in the top three bits, operation in the rest.
+RC, UC = 0x00, 0x20
+SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY = 0x00, 0x01, 0x02, 0x04
+RDMA_WRITE_FIRST, RDMA_WRITE_MIDDLE, RDMA_WRITE_LAST, RDMA_WRITE_ONLY = 0x06, 0x07, 0x08, 0x0A
+RDMA_READ_REQUEST = 0x0C
+
+# The operations this module builds; immediate data and atomics are not modelled.
+SUPPORTED_OPCODES = frozenset(
+    t + op for t in (RC, UC)
+    for op in (SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY,
+               RDMA_WRITE_FIRST, RDMA_WRITE_MIDDLE, RDMA_WRITE_LAST, RDMA_WRITE_ONLY)
+)
+# Only the first packet of an RDMA WRITE (FIRST or ONLY) says where the data goes.
+RETH_OPCODES = frozenset(t + op for t in (RC, UC) for op in (RDMA_WRITE_FIRST, RDMA_WRITE_ONLY))
+
+IP_LEN, UDP_LEN, BTH_LEN, RETH_LEN, ICRC_LEN = 20, 8, 12, 16, 4
+BTH_OFFSET = IP_LEN + UDP_LEN
+# Every payload starts with this header; the receiver accounts flows with it.
+FABLAB_MAGIC = b"FLB1"
+PROBE_MAGIC = b"FLBP"  # path-priming packets: same 5-tuple, ignored by the receiver
+FABLAB_HEADER = struct.Struct("!4sIQQ")  # magic, flow id, sequence number, send time (ns, CLOCK_REALTIME)
+FABLAB_HEADER_LEN = FABLAB_HEADER.size
+_SEQ_TS = struct.Struct("!QQ")
+_U32_BE = struct.Struct("!I")
+_U32_LE = struct.Struct("<I")
+
+
+class RETH(Packet):
+    """RDMA Extended Transport Header, which scapy 2.8 lacks."""
+
+    name = "RETH"
+    fields_desc = [XLongField("va", 0), XIntField("rkey", 0), IntField("dlen", 0)]
+
+
+for _opcode in RETH_OPCODES | {RC + RDMA_READ_REQUEST, UC + RDMA_READ_REQUEST}:
+    bind_layers(BTH, RETH, opcode=_opcode)
+
+
+def hash_32(value: int, bits: int) -> int:
+    """Linux's hash_32(): multiplicative hash by the 32-bit golden ratio."""
+    return ((value * 0x61C88647) & 0xFFFFFFFF) >> (32 - bits)
+
+
+def roce_sport(qpn: int) -> int:
+    """UDP source port of a QP, as Linux rxe picks it: the flow entropy ECMP hashes on."""
+    return 0xC000 + hash_32(qpn, 14)
+
+
+def ext_header_len(opcode: int) -> int:
+    """Bytes of extended transport headers between BTH and payload for an opcode."""
+    return RETH_LEN if opcode in RETH_OPCODES else 0
+
+
+def payload_offset(opcode: int) -> int:
+    """Offset of the payload from the start of the BTH (what a UDP socket receives)."""
+    return BTH_LEN + ext_header_len(opcode)
+
+
+@dataclass(frozen=True)
+class RoceShape:
+    """Everything constant in one QP's packets of one opcode."""
+
+    src: str
+    dst: str
+    dst_qp: int
+    opcode: int = RC + RDMA_WRITE_ONLY
+    sport: int = 0xC000
+    payload_len: int = 64  # bytes between BTH/RETH and ICRC, a multiple of 4 (no pad bytes)
+    flow_id: int = 0
+    ip_id: int = 1  # fixed: it is covered by the ICRC, and 0 would make the kernel pick one
+    ttl: int = 64
+    dscp: int = ROCE_DSCP
+    ecn: int = 0
+    pkey: int = 0xFFFF
+    ackreq: bool = False
+    va: int = 0
+    rkey: int = 0
+    dma_len: int | None = None  # RETH DMA length; None: payload_len
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.opcode not in SUPPORTED_OPCODES:
+            problems.append(f"opcode {self.opcode:#x} is not one of the SEND/RDMA WRITE opcodes of RC or UC")
+        if self.payload_len % 4 or self.payload_len < FABLAB_HEADER_LEN:
+            problems.append(f"payload_len {self.payload_len} must be a multiple of 4 and >= {FABLAB_HEADER_LEN}")
+        if not 0 <= self.dst_qp <= PSN_MASK:
+            problems.append(f"dst_qp {self.dst_qp} does not fit in 24 bits")
+        if not 0 < self.ip_id <= 0xFFFF:
+            problems.append(f"ip_id {self.ip_id} must be in 1..65535")
+        if problems:
+            raise SpecError("RoceShape: " + "; ".join(problems))
+
+
+def fablab_payload(flow_id: int, seq: int, ts_ns: int, length: int, magic: bytes = FABLAB_MAGIC) -> bytes:
+    """The payload: fablab header then zero padding up to `length` bytes."""
+    return FABLAB_HEADER.pack(magic, flow_id, seq, ts_ns).ljust(length, b"\0")
+
+
+def scapy_packet(shape: RoceShape, psn: int, seq: int = 0, ts_ns: int = 0,
+                 magic: bytes = FABLAB_MAGIC) -> Packet:
+    """The full scapy packet (ICRC left for scapy to compute): the reference the fast path must match."""
+    ip = IP(src=shape.src, dst=shape.dst, tos=(shape.dscp << 2) | shape.ecn, ttl=shape.ttl,
+            id=shape.ip_id, flags="DF")
+    bth = BTH(opcode=shape.opcode, pkey=shape.pkey, dqpn=shape.dst_qp, ackreq=int(shape.ackreq),
+              psn=psn & PSN_MASK)
+    layers = ip / UDP(sport=shape.sport, dport=ROCE_PORT, chksum=0) / bth
+    if shape.opcode in RETH_OPCODES:
+        dlen = shape.payload_len if shape.dma_len is None else shape.dma_len
+        layers = layers / RETH(va=shape.va, rkey=shape.rkey, dlen=dlen)
+    return layers / Raw(fablab_payload(shape.flow_id, seq, ts_ns, shape.payload_len, magic))
+
+
+def _masked(packet: bytes) -> bytes:
+    """The bytes the ICRC covers: pseudo-LRH of ones, then IP/UDP/BTH with variant fields as ones."""
+    masked = bytearray(packet[:-ICRC_LEN])
+    masked[1] = 0xFF  # IP TOS (DSCP/ECN may be rewritten on the way)
+    masked[8] = 0xFF  # IP TTL
+    masked[10:12] = b"\xff\xff"  # IP header checksum
+    masked[IP_LEN + 6:IP_LEN + 8] = b"\xff\xff"  # UDP checksum
+    masked[BTH_OFFSET + 4] = 0xFF  # BTH resv8a: FECN, BECN and reserved bits
+    return b"\xff" * 8 + bytes(masked)
+
+
+def icrc(packet: bytes) -> int:
+    """ICRC of an IPv4 RoCEv2 packet (its last four bytes are ignored)."""
+    return zlib.crc32(_masked(packet))
+
+
+def verify_icrc(packet: bytes) -> bool:
+    """True if an IPv4 RoCEv2 packet ends with the right ICRC (little-endian on the wire)."""
+    if len(packet) < BTH_OFFSET + BTH_LEN + ICRC_LEN:
+        return False
+    return _U32_LE.unpack_from(packet, len(packet) - ICRC_LEN)[0] == icrc(packet)
+
+
+class RoceTemplate:
+    """One shape built by scapy once; `fill` patches PSN, sequence and timestamp and the ICRC.
+
+    The buffer `fill` returns is reused by the next call: send or copy it first.
+    """
+
+    def __init__(self, shape: RoceShape) -> None:
+        self.shape = shape
+        self._buf = bytearray(bytes(scapy_packet(shape, psn=0)))
+        self._psn_at = BTH_OFFSET + 8
+        self._seq_at = BTH_OFFSET + payload_offset(shape.opcode) + 8  # after magic and flow id
+        self._icrc_at = len(self._buf) - ICRC_LEN
+        # A view of the bytes after the constant prefix: it sees each packet's patches in place.
+        self._varying = memoryview(self._buf)[self._psn_at:self._icrc_at]
+        self._ackreq = 0x80000000 if shape.ackreq else 0
+        # Everything before the PSN word is the same in every packet of this shape.
+        self._prefix_crc = zlib.crc32(_masked(bytes(self._buf))[:8 + self._psn_at])
+
+    def __len__(self) -> int:
+        return len(self._buf)
+
+    def fill(self, psn: int, seq: int, ts_ns: int) -> bytearray:
+        buf = self._buf
+        _U32_BE.pack_into(buf, self._psn_at, self._ackreq | (psn & PSN_MASK))
+        _SEQ_TS.pack_into(buf, self._seq_at, seq, ts_ns)
+        crc = zlib.crc32(self._varying, self._prefix_crc)
+        _U32_LE.pack_into(buf, self._icrc_at, crc)
+        return buf
+
+    def render(self, psn: int, seq: int = 0, ts_ns: int = 0) -> bytes:
+        """A packet as an independent bytes object (tests, captures)."""
+        return bytes(self.fill(psn, seq, ts_ns))
+
+    def probe(self) -> bytes:
+        """A packet on this QP's 5-tuple that receivers ignore: resolves neighbours, warms paths."""
+        return bytes(scapy_packet(self.shape, psn=0, magic=PROBE_MAGIC))
+
+
+@dataclass(frozen=True)
+class RoceHeaders:
+    """What a receiver reads from the UDP payload of a RoCEv2 packet."""
+
+    opcode: int
+    dst_qp: int
+    psn: int
+    magic: bytes
+    flow_id: int
+    seq: int
+    ts_ns: int
+
+
+def parse_udp_payload(data: bytes) -> RoceHeaders:
+    """Parse BTH and fablab header from what a UDP socket on port 4791 receives."""
+    if len(data) < BTH_LEN + ICRC_LEN:
+        raise TrafficError(f"{len(data)} bytes is too short for BTH and ICRC")
+    opcode = data[0]
+    offset = payload_offset(opcode)
+    if len(data) < offset + FABLAB_HEADER_LEN + ICRC_LEN:
+        raise TrafficError(f"{len(data)} bytes is too short for a fablab payload after opcode {opcode:#x}")
+    word1, word2 = struct.unpack_from("!II", data, 4)
+    magic, flow_id, seq, ts_ns = FABLAB_HEADER.unpack_from(data, offset)
+    return RoceHeaders(opcode, word1 & PSN_MASK, word2 & PSN_MASK, magic, flow_id, seq, ts_ns)

@@ -1,0 +1,229 @@
+"""Run senders, receivers and TCP ends inside named network namespaces, and read their typed results.
+
+Each runs as `nsenter --net=/run/netns/NS -- <this python> -m harness.traffic.X --spec -`,
+gets its spec as JSON on stdin and prints its result as JSON on stdout; receivers and
+servers print `READY` on stderr once bound, which `wait_ready` polls for.
+"""
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar
+
+from harness.traffic.flows import (ReceiveResult, ReceiveSpec, SendResult, SendSpec, TcpClientSpec, TcpResult,
+                                   TcpServerSpec, TrafficError, from_json, to_json)
+
+NETNS_DIR = "/run/netns"
+R = TypeVar("R")
+
+
+def netns_argv(ns: str, argv: Sequence[str]) -> list[str]:
+    """argv that runs `argv` in the named network namespace (the process keeps its pid: nsenter execs)."""
+    if not ns or "/" in ns or ns in (".", ".."):
+        raise TrafficError(f"invalid namespace name {ns!r}")
+    return ["nsenter", f"--net={NETNS_DIR}/{ns}", "--", *argv]
+
+
+def run_in_netns(ns: str, argv: Sequence[str], **popen: Any) -> subprocess.Popen:
+    """Start `argv` in namespace `ns`; stdin/stdout/stderr are pipes unless given."""
+    if not os.path.exists(f"{NETNS_DIR}/{ns}"):
+        raise TrafficError(f"network namespace {ns!r} does not exist")
+    for stream in ("stdin", "stdout", "stderr"):
+        popen.setdefault(stream, subprocess.PIPE)
+    return subprocess.Popen(netns_argv(ns, argv), **popen)
+
+
+class TrafficProcess(Generic[R]):
+    """One traffic process in a namespace; `result()` waits for it and returns its typed result."""
+
+    def __init__(self, ns: str, module: str, spec: Any, result_type: type[R]) -> None:
+        self.ns = ns
+        self._result_type = result_type
+        self._stderr_head = b""
+        self.proc = run_in_netns(ns, [sys.executable, "-m", module, "--spec", "-"])
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(to_json(spec).encode())
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass  # it died at once; result() reports why
+        self.proc.stdin = None  # closed by us: communicate() must not flush it
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def wait_ready(self, timeout_s: float = 15.0) -> None:
+        """Poll stderr until the process reports READY; raise if it exits or the deadline passes."""
+        assert self.proc.stderr is not None
+        fd = self.proc.stderr.fileno()
+        deadline = time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while not any(line.startswith(b"READY") for line in self._stderr_head.split(b"\n")[:-1]):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.kill()
+                    raise TrafficError(f"{self._what()} not ready after {timeout_s} s")
+                if sel.select(remaining):
+                    chunk = os.read(fd, 4096)
+                    if not chunk:
+                        raise TrafficError(f"{self._what()} exited before it was ready: {self._failure()}")
+                    self._stderr_head += chunk
+
+    def result(self, timeout_s: float | None = None) -> R:
+        try:
+            out, err = self.proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise TrafficError(f"{self._what()} still running after {timeout_s} s; killed") from None
+        if self.proc.returncode != 0:
+            raise TrafficError(f"{self._what()} failed (exit {self.proc.returncode}): "
+                               f"{(self._stderr_head + err).decode(errors='replace').strip()}")
+        return from_json(self._result_type, out.decode())
+
+    def stop(self) -> None:
+        """Ask it to finish now (it still prints its result)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def __enter__(self) -> TrafficProcess[R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.kill()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+    def _what(self) -> str:
+        return f"{self._result_type.__name__} process {self.pid} in netns {self.ns}"
+
+    def _failure(self) -> str:
+        self.proc.wait()
+        rest = self.proc.stderr.read() if self.proc.stderr else b""
+        return f"exit {self.proc.returncode}: {(self._stderr_head + rest).decode(errors='replace').strip()}"
+
+
+def start_receiver(ns: str, spec: ReceiveSpec, ready_timeout_s: float = 15.0) -> TrafficProcess[ReceiveResult]:
+    """A receiver in `ns`, bound and ready when this returns."""
+    proc = TrafficProcess(ns, "harness.traffic.receiver", spec, ReceiveResult)
+    try:
+        proc.wait_ready(ready_timeout_s)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc
+
+
+def start_sender(ns: str, spec: SendSpec) -> TrafficProcess[SendResult]:
+    return TrafficProcess(ns, "harness.traffic.sender", spec, SendResult)
+
+
+def run_sender(ns: str, spec: SendSpec, timeout_s: float = 120.0) -> SendResult:
+    with start_sender(ns, spec) as proc:
+        return proc.result(timeout_s)
+
+
+def wait_listening(pid: int, port: int, timeout_s: float = 10.0) -> None:
+    """Poll until a TCP socket listens on `port` in the network namespace of process `pid`.
+
+    /proc/PID/net/tcp{,6} show that process's namespace, so no helper process is needed.
+    """
+    deadline = time.monotonic() + timeout_s
+    wanted = f":{port:04X}"
+    while True:
+        rows = []
+        try:
+            for table in ("tcp", "tcp6"):  # a dual-stack listener (iperf3's) shows only in tcp6
+                with open(f"/proc/{pid}/net/{table}", encoding="ascii") as lines:
+                    rows += [line.split() for line in lines.readlines()[1:]]
+        except FileNotFoundError:
+            raise TrafficError(f"process {pid} exited before listening on port {port}") from None
+        if any(row[1].endswith(wanted) and row[3] == "0A" for row in rows):  # 0A: TCP_LISTEN
+            return
+        if time.monotonic() >= deadline:
+            raise TrafficError(f"nothing listens on TCP port {port} in process {pid}'s namespace after {timeout_s} s")
+        time.sleep(0.01)
+
+
+def start_tcp_server(ns: str, spec: TcpServerSpec, ready_timeout_s: float = 15.0) -> TrafficProcess[TcpResult]:
+    proc = TrafficProcess(ns, "harness.traffic.tcp", spec, TcpResult)
+    try:
+        proc.wait_ready(ready_timeout_s)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc
+
+
+def run_tcp_client(ns: str, spec: TcpClientSpec, timeout_s: float = 120.0) -> TcpResult:
+    with TrafficProcess(ns, "harness.traffic.tcp", spec, TcpResult) as proc:
+        return proc.result(timeout_s)
+
+
+# ---------------------------------------------------------------------------- a two-namespace testbed
+
+
+def _ip(*args: str) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise TrafficError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+
+
+def netns_exists(ns: str) -> bool:
+    return os.path.exists(f"{NETNS_DIR}/{ns}")
+
+
+def delete_netns(ns: str, timeout_s: float = 10.0) -> None:
+    """Delete a namespace by name and poll until its name is gone."""
+    if netns_exists(ns):
+        _ip("netns", "del", ns)
+    deadline = time.monotonic() + timeout_s
+    while netns_exists(ns) or ns in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                   text=True).stdout.split():
+        if time.monotonic() >= deadline:
+            raise TrafficError(f"network namespace {ns} still present {timeout_s} s after deletion")
+        time.sleep(0.01)
+
+
+@contextmanager
+def veth_testbed(ns_a: str, ns_b: str, addr_a: str = "10.99.0.0/31", addr_b: str = "10.99.0.1/31",
+                 dev: str = "veth0") -> Iterator[tuple[str, str]]:
+    """Two namespaces joined by one veth pair, for traffic self-tests and benchmarks (not labs).
+
+    Nothing is created in the root namespace: the pair is born in ns_a with its peer moved
+    to ns_b in the same call. Namespaces of these names left by an earlier run are
+    replaced; both are deleted on exit, whatever happened. Yields the two bare addresses.
+    """
+    try:
+        for ns in (ns_a, ns_b):
+            delete_netns(ns)
+            _ip("netns", "add", ns)
+        _ip("-n", ns_a, "link", "add", dev, "type", "veth", "peer", "name", dev, "netns", ns_b)
+        for ns, addr in ((ns_a, addr_a), (ns_b, addr_b)):
+            _ip("-n", ns, "addr", "add", addr, "dev", dev)
+            _ip("-n", ns, "link", "set", "lo", "up")
+            _ip("-n", ns, "link", "set", dev, "up")
+        yield addr_a.split("/")[0], addr_b.split("/")[0]
+    finally:
+        failures = []
+        for ns in (ns_a, ns_b):
+            try:
+                delete_netns(ns)
+            except TrafficError as exc:
+                failures.append(str(exc))
+        if failures:
+            raise TrafficError("; ".join(failures))

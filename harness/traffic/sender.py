@@ -1,0 +1,349 @@
+"""Send RoCEv2 and UDP flows from the network namespace this process runs in.
+
+RoCEv2 goes out of one raw IPv4 socket (IP_HDRINCL): the kernel routes each packet, so
+the egress NIC, ECMP choice and neighbour resolution are the fabric's own, while the
+bytes stay exactly ours. UDP flows use one kernel UDP socket each.
+
+    nsenter --net=/run/netns/NS -- python -m harness.traffic.sender [--spec FILE|-]
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import errno
+import select
+import socket
+import struct
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.traffic.flows import (FlowSent, RoceFlow, SendResult, SendSpec, TrafficError, UdpFlow,
+                                   from_json, to_json)
+from harness.traffic.roce import (FABLAB_HEADER, FABLAB_MAGIC, PROBE_MAGIC, RC, RDMA_WRITE_FIRST,
+                                  RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RDMA_WRITE_ONLY, SEND_FIRST, SEND_LAST,
+                                  SEND_MIDDLE, SEND_ONLY, UC, RoceShape, RoceTemplate, roce_sport)
+
+_SEQ_TS = struct.Struct("!QQ")
+_SEQ_AT = 8  # seq and timestamp follow magic and flow id in the fablab header
+_NUD_INCOMPLETE = 0x01
+_PR_SET_TIMERSLACK = 29
+# A send the kernel refuses for lack of buffers is retried this long before it counts as dropped.
+_ENOBUFS_PATIENCE_NS = 20_000_000
+
+
+class SenderError(TrafficError):
+    """The sender could not set up its sockets or send."""
+
+
+def opcodes_of(flow: RoceFlow) -> tuple[int, ...]:
+    """Opcode of each packet position within a message."""
+    transport = RC if flow.transport == "RC" else UC
+    if flow.op == "write":
+        first, middle, last, only = RDMA_WRITE_FIRST, RDMA_WRITE_MIDDLE, RDMA_WRITE_LAST, RDMA_WRITE_ONLY
+    else:
+        first, middle, last, only = SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY
+    n = flow.message_packets
+    ops = (only,) if n == 1 else (first,) + (middle,) * (n - 2) + (last,)
+    return tuple(transport + op for op in ops)
+
+
+def send_order(count: int, omit: Sequence[int], late: Sequence[int]) -> Sequence[int]:
+    """Sequence number sent in each slot; -1 leaves the slot empty (an omitted packet)."""
+    if not omit and not late:
+        return range(count)
+    order = list(range(count))
+    for seq in late:
+        if seq + 1 < count:
+            order[seq], order[seq + 1] = order[seq + 1], order[seq]
+    dropped = set(omit)
+    return [-1 if s in dropped else s for s in order]
+
+
+def resolve_source(dst: str, device: str | None) -> str:
+    """The source address the kernel would pick towards dst (connecting UDP sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        if device:
+            _bind_device(probe, device)
+        try:
+            probe.connect((dst, 9))
+        except OSError as exc:
+            raise SenderError(f"no route to {dst}{f' via {device}' if device else ''}: {exc}") from exc
+        return probe.getsockname()[0]
+
+
+def _bind_device(sock: socket.socket, device: str) -> None:
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, device.encode())
+    except OSError as exc:
+        raise SenderError(f"cannot bind to device {device!r}: {exc}") from exc
+
+
+class _Counters:
+    def __init__(self) -> None:
+        self.retries = 0
+
+
+def _send_hard(sock: socket.socket, buf: bytes | bytearray, addr: tuple[str, int], counters: _Counters) -> bool:
+    """The slow path after a failed send: wait out full buffers, give up on unroutable packets.
+
+    A failover can leave the sender itself without a route for a moment; that packet is
+    lost like any other and the run goes on.
+    """
+    deadline = time.monotonic_ns() + _ENOBUFS_PATIENCE_NS
+    while True:
+        try:
+            sock.sendto(buf, addr)
+            return True
+        except OSError as exc:
+            if exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EPERM):
+                return False
+            if exc.errno not in (errno.ENOBUFS, errno.EAGAIN):
+                raise SenderError(f"send to {addr[0]} failed: {exc}") from exc
+            counters.retries += 1
+            remaining = deadline - time.monotonic_ns()
+            if remaining <= 0:
+                return False
+            select.select([], [sock], [], remaining / 1e9)
+
+
+class _RoceEmitter:
+    """One RoCEv2 flow: a template per opcode of its message, sent through the shared raw socket."""
+
+    def __init__(self, flow: RoceFlow, src: str, ttl: int, sock: socket.socket, counters: _Counters) -> None:
+        self.flow = flow
+        self.sport = flow.sport if flow.sport is not None else roce_sport(flow.src_qp)
+        templates: dict[int, RoceTemplate] = {}
+        for op in opcodes_of(flow):
+            if op not in templates:
+                templates[op] = RoceTemplate(RoceShape(
+                    src=src, dst=flow.dst, dst_qp=flow.dst_qp, opcode=op, sport=self.sport,
+                    payload_len=flow.payload_len, flow_id=flow.flow_id, ip_id=(flow.flow_id & 0xFFFF) or 1,
+                    ttl=ttl, dscp=flow.dscp, ecn=flow.ecn, dma_len=flow.payload_len * flow.message_packets))
+        self._fills = [templates[op].fill for op in opcodes_of(flow)]
+        self._probe = next(iter(templates.values())).probe()
+        self._start_psn = flow.start_psn
+        self._sock = sock
+        self._addr = (flow.dst, 0)
+        self._counters = counters
+        self.sent = 0
+        self.refused = 0
+        self.last_seq = -1
+        self.first_ns = 0
+        self.last_ns = 0
+
+    def emit(self, seq: int, ts_ns: int) -> None:
+        fills = self._fills
+        buf = fills[seq % len(fills)](self._start_psn + seq, seq, ts_ns)
+        try:
+            self._sock.sendto(buf, self._addr)
+        except OSError:
+            if not _send_hard(self._sock, buf, self._addr, self._counters):
+                self.refused += 1
+                return
+        if not self.sent:
+            self.first_ns = ts_ns
+        self.sent += 1
+        self.last_seq = seq
+        self.last_ns = ts_ns
+
+    def probe(self) -> None:
+        _send_hard(self._sock, self._probe, self._addr, self._counters)
+
+    def result(self) -> FlowSent:
+        return FlowSent(self.flow.flow_id, self.flow.dst_qp, self.sport, self.sent, self.last_seq,
+                        self.first_ns, self.last_ns, self.refused)
+
+
+class _UdpEmitter:
+    """One UDP flow on its own kernel socket (its own source port)."""
+
+    def __init__(self, flow: UdpFlow, src: str, ttl: int, device: str | None, counters: _Counters) -> None:
+        self.flow = flow
+        self._sock = sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if device:
+            _bind_device(sock, device)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, flow.dscp << 2)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, ttl)
+        try:
+            sock.bind((src, flow.sport))
+        except OSError as exc:
+            sock.close()
+            raise SenderError(f"UDP flow {flow.flow_id}: cannot bind {src}:{flow.sport}: {exc}") from exc
+        self.sport = sock.getsockname()[1]
+        self._buf = bytearray(FABLAB_HEADER.pack(FABLAB_MAGIC, flow.flow_id, 0, 0).ljust(flow.payload_len, b"\0"))
+        self._probe = FABLAB_HEADER.pack(PROBE_MAGIC, flow.flow_id, 0, 0).ljust(flow.payload_len, b"\0")
+        self._addr = (flow.dst, flow.dport)
+        self._counters = counters
+        self.sent = 0
+        self.refused = 0
+        self.last_seq = -1
+        self.first_ns = 0
+        self.last_ns = 0
+
+    def emit(self, seq: int, ts_ns: int) -> None:
+        buf = self._buf
+        _SEQ_TS.pack_into(buf, _SEQ_AT, seq, ts_ns)
+        try:
+            self._sock.sendto(buf, self._addr)
+        except OSError:
+            if not _send_hard(self._sock, buf, self._addr, self._counters):
+                self.refused += 1
+                return
+        if not self.sent:
+            self.first_ns = ts_ns
+        self.sent += 1
+        self.last_seq = seq
+        self.last_ns = ts_ns
+
+    def probe(self) -> None:
+        _send_hard(self._sock, self._probe, self._addr, self._counters)
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def result(self) -> FlowSent:
+        return FlowSent(self.flow.flow_id, None, self.sport, self.sent, self.last_seq, self.first_ns, self.last_ns,
+                        self.refused)
+
+
+def _incomplete_neighbours() -> int:
+    from pyroute2 import IPRoute  # imported here: only priming needs netlink
+
+    with IPRoute() as ipr:
+        return sum(1 for family in (socket.AF_INET, socket.AF_INET6)
+                   for n in ipr.neigh("dump", family=family) if n["state"] & _NUD_INCOMPLETE)
+
+
+def _prime(emitters: Sequence[_RoceEmitter | _UdpEmitter], timeout_s: float) -> bool:
+    """Send a probe on every 5-tuple and wait until no next hop is still being resolved.
+
+    Packets the kernel queues for an unresolved neighbour beyond its small queue are
+    dropped, which would show up as loss on the first packets of a fast run.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for emitter in emitters:
+            emitter.probe()
+        resend = time.monotonic() + 0.05
+        while time.monotonic() < resend:
+            if not _incomplete_neighbours():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.001)
+
+
+def _wait_until_wall(start_at_ns: int) -> None:
+    while (remaining := start_at_ns - time.time_ns()) > 0:
+        time.sleep(remaining / 1e9)
+
+
+def _run_fast(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Sequence[int]], count: int) -> None:
+    time_ns = time.time_ns
+    pairs = list(zip(emits, orders))
+    for i in range(count):
+        for emit, order in pairs:
+            seq = order[i]
+            if seq >= 0:
+                emit(seq, time_ns())
+
+
+def _tighten_timer_slack() -> None:
+    """Ask for 1 us timer slack (Linux prctl PR_SET_TIMERSLACK): with the default 50 us every
+    short sleep between slots overshoots by about that much."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # pacing still holds the average rate, with more jitter
+
+
+def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Sequence[int]], count: int,
+               rate_pps: float) -> int:
+    """Slot k of all flows' interleaved packets is due at start + k * step, from one fixed origin
+    so that sleep overshoot never accumulates: a late packet goes out at once and the
+    next ones are back on schedule. Returns the worst lateness in ns."""
+    _tighten_timer_slack()
+    time_ns, clock, sleep = time.time_ns, time.perf_counter_ns, time.sleep
+    flows = len(emits)
+    step_ns = 1e9 / (rate_pps * flows)
+    max_lag = 0
+    start = clock()
+    for k in range(count * flows):
+        i, j = divmod(k, flows)
+        seq = orders[j][i]
+        if seq < 0:
+            continue
+        due = start + int(k * step_ns)
+        now = clock()
+        if now < due:
+            sleep((due - now) / 1e9)
+        elif now - due > max_lag:
+            max_lag = now - due
+        emits[j](seq, time_ns())
+    return max_lag
+
+
+def send(spec: SendSpec) -> SendResult:
+    """Send `spec` from the current network namespace; blocks until done."""
+    counters = _Counters()
+    emitters: list[_RoceEmitter | _UdpEmitter] = []
+    raw: socket.socket | None = None
+    try:
+        if any(isinstance(f, RoceFlow) for f in spec.flows):
+            try:
+                raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+            except PermissionError as exc:
+                raise SenderError("raw sockets need CAP_NET_RAW (run as root)") from exc
+            if spec.device:
+                _bind_device(raw, spec.device)
+        sources: dict[str, str] = {}
+        for flow in spec.flows:
+            if not flow.src and flow.dst not in sources:
+                sources[flow.dst] = resolve_source(flow.dst, spec.device)
+            src = flow.src or sources[flow.dst]
+            if isinstance(flow, RoceFlow):
+                assert raw is not None
+                emitters.append(_RoceEmitter(flow, src, spec.ttl, raw, counters))
+            else:
+                emitters.append(_UdpEmitter(flow, src, spec.ttl, spec.device, counters))
+        primed = _prime(emitters, spec.prime_timeout_s) if spec.prime else True
+        count = spec.packets_per_flow
+        orders = [send_order(count, e.flow.omit, e.flow.late) for e in emitters]
+        emits = [e.emit for e in emitters]
+        if spec.start_at_ns is not None:
+            _wait_until_wall(spec.start_at_ns)
+        start_ns = time.time_ns()
+        max_lag = 0
+        if spec.rate_pps is None:
+            _run_fast(emits, orders, count)
+        else:
+            max_lag = _run_paced(emits, orders, count, spec.rate_pps)
+        end_ns = time.time_ns()
+        return SendResult(tuple(e.result() for e in emitters), start_ns, end_ns, max_lag, counters.retries, primed)
+    finally:
+        for e in emitters:
+            if isinstance(e, _UdpEmitter):
+                e.close()
+        if raw is not None:
+            raw.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.traffic.sender", description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", default="-", help="SendSpec JSON file, or - for stdin (default)")
+    args = parser.parse_args(argv)
+    try:
+        text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
+        result = send(from_json(SendSpec, text))
+    except (HarnessError, OSError) as exc:
+        print(f"sender: {exc}", file=sys.stderr)
+        return 1
+    print(to_json(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,235 @@
+"""TCP bulk transfer over kernel sockets, and an iperf3 wrapper for machines that have it.
+
+    nsenter --net=/run/netns/NS -- python -m harness.traffic.tcp [--spec FILE|-]
+
+The spec decides the role: a TcpServerSpec listens (printing `READY <port>` on stderr
+once listening), a TcpClientSpec sends. Both print a TcpResult as JSON on stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import selectors
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.traffic.flows import (SpecError, TcpClientSpec, TcpResult, TcpServerSpec, TcpStream, TrafficError,
+                                   from_dict, to_json)
+from harness.traffic.runner import run_in_netns, wait_listening
+
+READY = "READY"
+_CHUNK = 256 * 1024
+
+
+class TcpError(TrafficError):
+    """A TCP transfer failed (refused, reset, timed out)."""
+
+
+def _name(addr: tuple) -> str:
+    return f"{addr[0]}:{addr[1]}"
+
+
+def serve(spec: TcpServerSpec, on_ready: Callable[[], None] | None = None) -> TcpResult:
+    """Accept spec.streams connections and read each to EOF, all at once in one thread."""
+    deadline = time.monotonic() + spec.timeout_s
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((spec.bind, spec.port))
+    except OSError as exc:
+        listener.close()
+        raise TcpError(f"cannot listen on {spec.bind}:{spec.port}: {exc}") from exc
+    listener.listen(spec.streams)
+    listener.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, None)
+    open_streams: dict[socket.socket, list] = {}  # conn -> [local, remote, bytes, start_ns]
+    done: list[TcpStream] = []
+    accepted = 0
+    buf = bytearray(_CHUNK)
+    if on_ready is not None:
+        on_ready()
+    try:
+        while len(done) < spec.streams:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TcpError(f"server: {len(done)} of {spec.streams} streams done after {spec.timeout_s} s")
+            for key, _ in sel.select(min(remaining, 0.5)):
+                if key.data is None:
+                    conn, peer = listener.accept()
+                    conn.setblocking(False)
+                    open_streams[conn] = [_name(conn.getsockname()), _name(peer), 0, time.time_ns()]
+                    sel.register(conn, selectors.EVENT_READ, conn)
+                    accepted += 1
+                    if accepted == spec.streams:
+                        sel.unregister(listener)
+                    continue
+                conn = key.data
+                try:
+                    n = conn.recv_into(buf)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except ConnectionError as exc:
+                    raise TcpError(f"server: stream from {open_streams[conn][1]} broke: {exc}") from exc
+                state = open_streams[conn]
+                if n:
+                    state[2] += n
+                    continue
+                sel.unregister(conn)
+                conn.close()
+                del open_streams[conn]
+                done.append(TcpStream(state[0], state[1], state[2], state[3], time.time_ns()))
+    finally:
+        for conn in open_streams:
+            conn.close()
+        sel.close()
+        listener.close()
+    return TcpResult("server", tuple(done), min(s.start_ns for s in done), max(s.end_ns for s in done))
+
+
+def _one_stream(spec: TcpClientSpec, index: int, out: list, errors: list) -> None:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            if spec.device:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, spec.device.encode())
+            if spec.sport:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("", spec.sport + index))
+            sock.settimeout(spec.timeout_s)
+            sock.connect((spec.dst, spec.port))
+            local, remote = _name(sock.getsockname()), _name(sock.getpeername())  # gone once closed
+            start = time.time_ns()
+            chunk = memoryview(bytes(_CHUNK))
+            sent = 0
+            if spec.bytes_per_stream is not None:
+                while sent < spec.bytes_per_stream:
+                    part = chunk[:min(_CHUNK, spec.bytes_per_stream - sent)]
+                    sock.sendall(part)
+                    sent += len(part)
+            else:
+                stop_at = time.monotonic() + (spec.duration_s or 0)
+                while time.monotonic() < stop_at:
+                    sock.sendall(chunk)
+                    sent += _CHUNK
+            # The server closes once it has read everything: that, not our last write, ends the transfer.
+            sock.shutdown(socket.SHUT_WR)
+            while sock.recv(4096):
+                pass
+            out[index] = TcpStream(local, remote, sent, start, time.time_ns())
+    except OSError as exc:
+        errors.append(f"stream {index} to {spec.dst}:{spec.port}: {exc}")
+
+
+def transfer(spec: TcpClientSpec) -> TcpResult:
+    """Send over spec.streams parallel connections (threads: sendall releases the GIL)."""
+    out: list = [None] * spec.streams
+    errors: list[str] = []
+    threads = [threading.Thread(target=_one_stream, args=(spec, i, out, errors), daemon=True)
+               for i in range(spec.streams)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise TcpError("; ".join(errors))
+    streams = tuple(out)
+    return TcpResult("client", streams, min(s.start_ns for s in streams), max(s.end_ns for s in streams))
+
+
+# ---------------------------------------------------------------------------- iperf3
+
+
+def iperf3_path() -> str | None:
+    return shutil.which("iperf3")
+
+
+def iperf3_server_argv(port: int, bind: str | None = None) -> list[str]:
+    """A one-shot iperf3 server (exits after one test)."""
+    return ["iperf3", "-s", "-1", "-J", "-p", str(port)] + (["-B", bind] if bind else [])
+
+
+def iperf3_client_argv(spec: TcpClientSpec) -> list[str]:
+    argv = ["iperf3", "-c", spec.dst, "-p", str(spec.port), "-P", str(spec.streams), "-J"]
+    if spec.bytes_per_stream is not None:
+        argv += ["-n", str(spec.bytes_per_stream * spec.streams)]
+    else:
+        argv += ["-t", str(spec.duration_s)]
+    if spec.sport:
+        argv += ["--cport", str(spec.sport)]
+    return argv
+
+
+def parse_iperf3(text: str) -> TcpResult:
+    """A TcpResult from `iperf3 -c ... -J` output (the sender's view of each stream)."""
+    try:
+        data = json.loads(text)
+        if "error" in data:
+            raise TcpError(f"iperf3: {data['error']}")
+        epoch_ns = int(data["start"]["timestamp"]["timesecs"]) * 1_000_000_000
+        peers = {c["socket"]: c for c in data["start"]["connected"]}
+        streams = []
+        for entry in data["end"]["streams"]:
+            sender = entry["sender"]
+            conn = peers[sender["socket"]]
+            streams.append(TcpStream(f"{conn['local_host']}:{conn['local_port']}",
+                                     f"{conn['remote_host']}:{conn['remote_port']}", int(sender["bytes"]),
+                                     epoch_ns + int(sender["start"] * 1e9), epoch_ns + int(sender["end"] * 1e9)))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TcpError(f"unexpected iperf3 JSON: {exc!r}") from exc
+    return TcpResult("client", tuple(streams), min(s.start_ns for s in streams),
+                     max(s.end_ns for s in streams), tool="iperf3")
+
+
+def run_iperf3(client_ns: str, server_ns: str, spec: TcpClientSpec, timeout_s: float = 120.0) -> TcpResult:
+    """iperf3 between two namespaces (only where iperf3 is installed)."""
+    if iperf3_path() is None:
+        raise TcpError("iperf3 is not installed")
+    server = run_in_netns(server_ns, iperf3_server_argv(spec.port), stdin=subprocess.DEVNULL)
+    try:
+        wait_listening(server.pid, spec.port, timeout_s=10.0)
+        client = run_in_netns(client_ns, iperf3_client_argv(spec), stdin=subprocess.DEVNULL)
+        try:
+            out, err = client.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            client.communicate()
+            raise TcpError(f"iperf3 client still running after {timeout_s} s; killed") from None
+        if client.returncode != 0 and not out:
+            raise TcpError(f"iperf3 client failed: {err.decode(errors='replace').strip()}")
+        return parse_iperf3(out.decode())
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.communicate()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.traffic.tcp", description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", default="-", help="TcpServerSpec or TcpClientSpec JSON file, or - (stdin)")
+    args = parser.parse_args(argv)
+    try:
+        text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise SpecError("a TCP spec is a JSON object")
+        if "dst" in data:
+            result = transfer(from_dict(TcpClientSpec, data))
+        else:
+            server = from_dict(TcpServerSpec, data)
+            result = serve(server, on_ready=lambda: print(f"{READY} {server.port}", file=sys.stderr, flush=True))
+    except (HarnessError, OSError, ValueError) as exc:
+        print(f"tcp: {exc}", file=sys.stderr)
+        return 1
+    print(to_json(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""Traffic between two real network namespaces joined by a veth pair (needs root).
+
+The fixture creates fl_trafdev_a and fl_trafdev_b (nothing in the root namespace), and
+deletes both whatever happens, polling until they are gone.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from scapy.compat import raw
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import IP, UDP
+
+from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, TcpClientSpec, TcpServerSpec, TrafficError,
+                                   UdpFlow, losses)
+from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RETH, parse_udp_payload,
+                                  roce_sport, verify_icrc)
+from harness.traffic.runner import (netns_exists, run_sender, run_tcp_client, start_receiver, start_tcp_server,
+                                    veth_testbed)
+from harness.traffic.tcp import iperf3_path, run_iperf3
+
+NS_A, NS_B = "fl_trafdev_a", "fl_trafdev_b"
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: creates network namespaces and raw sockets"),
+    pytest.mark.skipif(shutil.which("ip") is None or shutil.which("nsenter") is None,
+                       reason="needs iproute2 (ip) and util-linux (nsenter)"),
+]
+
+
+@pytest.fixture(scope="module")
+def testbed():
+    """(sender address, receiver address) of a veth pair between fl_trafdev_a and fl_trafdev_b."""
+    try:
+        with veth_testbed(NS_A, NS_B) as addresses:
+            yield addresses
+    finally:
+        assert not netns_exists(NS_A) and not netns_exists(NS_B)
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert "fl_trafdev_" not in listed
+
+
+def roce_flows(dst: str, n: int, **kw) -> tuple[RoceFlow, ...]:
+    return tuple(RoceFlow(flow_id=i + 1, dst=dst, dst_qp=0x100 + i, src_qp=0x200 + i, **kw) for i in range(n))
+
+
+def send_and_receive(send: SendSpec, receive: ReceiveSpec):
+    with start_receiver(NS_B, receive) as receiver:
+        sent = run_sender(NS_A, send)
+        receiver.stop()  # drains what has arrived; on a veth pair everything has by now
+        return sent, receiver.result(60)
+
+
+def test_roce_burst_arrives_complete_per_qp(testbed):
+    _, dst = testbed
+    flows = roce_flows(dst, 8)
+    sent, got = send_and_receive(SendSpec(flows=flows, packets=3000),
+                                 ReceiveSpec(duration_s=60, expect_packets=8 * 3000))
+    assert sent.packets == 8 * 3000 and sent.primed
+    assert got.stop_reason == "expected" and got.malformed == 0
+    assert [f.key for f in got.flows] == [f.dst_qp for f in flows]
+    for flow, f in zip(flows, got.flows):
+        assert f.flow_id == flow.flow_id and f.dst_qp == flow.dst_qp
+        assert (f.received, f.unique, f.lost, f.reordered, f.duplicates, f.psn_gaps) == (3000, 3000, 0, 0, 0, 0)
+        assert f.seq_runs == ((0, 2999),) and f.gaps == ()
+        assert 0 <= f.latency_min_ns <= f.latency_avg_ns <= f.latency_max_ns
+    assert set(losses(sent, got).values()) == {0}
+    assert {s.sport for s in sent.flows} == {roce_sport(f.src_qp) for f in flows}
+
+
+def test_psn_gap_and_reordering_are_detected(testbed):
+    _, dst = testbed
+    clean, gappy, late = roce_flows(dst, 3, start_psn=0xFFFFF0)  # PSNs wrap mid-run: not a gap
+    gappy = RoceFlow(**{**gappy.__dict__, "omit": (20, 21)})
+    late = RoceFlow(**{**late.__dict__, "late": (30,)})
+    sent, got = send_and_receive(SendSpec(flows=(clean, gappy, late), packets=100),
+                                 ReceiveSpec(duration_s=30, expect_packets=298))
+    c, g, r = got.flow(clean.dst_qp), got.flow(gappy.dst_qp), got.flow(late.dst_qp)
+    assert (c.received, c.psn_gaps, c.lost, c.reordered) == (100, 0, 0, 0)
+    assert (g.received, g.psn_gaps, g.psn_missing, g.lost, g.reordered) == (98, 1, 2, 2, 0)
+    assert [(x.after_seq, x.next_seq) for x in g.gaps] == [(19, 22)] and g.gaps[0].window_ns > 0
+    assert (r.received, r.reordered, r.lost, r.psn_gaps, r.psn_missing) == (100, 1, 0, 1, 1)
+    assert losses(sent, got) == {clean.flow_id: 0, gappy.flow_id: 0, late.flow_id: 0}  # never sent, not lost
+
+
+def test_constant_rate_per_flow(testbed):
+    _, dst = testbed
+    rate, seconds, n = 1000.0, 2.0, 16
+    sent, got = send_and_receive(SendSpec(flows=roce_flows(dst, n), rate_pps=rate, duration_s=seconds),
+                                 ReceiveSpec(duration_s=30, expect_packets=n * int(rate * seconds)))
+    assert got.stop_reason == "expected"
+    for s in sent.flows:
+        assert s.packets == 2000
+        assert s.rate_pps == pytest.approx(rate, rel=0.10)
+    for f in got.flows:
+        assert f.lost == 0
+        assert f.rate_pps == pytest.approx(rate, rel=0.10)
+    # 10 ms buckets: on average 10 packets per flow per bucket while the flow runs.
+    busy = [c for f in got.flows for c in f.buckets if c]
+    assert sum(busy) == n * 2000 and sum(busy) / len(busy) == pytest.approx(10, rel=0.25)
+
+
+def test_received_bytes_are_valid_rocev2(testbed):
+    _, dst = testbed
+    flow = RoceFlow(flow_id=9, dst=dst, dst_qp=0xABC, src_qp=0x77, message_packets=3, payload_len=128)
+    _, got = send_and_receive(SendSpec(flows=(flow,), packets=6),
+                              ReceiveSpec(duration_s=30, expect_packets=6, capture=7))
+    packets = [bytes.fromhex(h) for h in got.captured]
+    data = [p for p in packets if parse_udp_payload(raw(IP(p)[UDP].payload)).magic == b"FLB1"]
+    assert len(packets) == 7 and len(data) == 6  # one probe first, then the six packets
+    opcodes = []
+    for p in data:
+        pkt = IP(p)
+        assert pkt[BTH].dqpn == 0xABC and pkt.tos == 0x68 and pkt[UDP].dport == 4791 and pkt[UDP].chksum == 0
+        assert pkt[UDP].sport == roce_sport(0x77)
+        assert verify_icrc(p)
+        wire_icrc = pkt[BTH].icrc
+        pkt[BTH].icrc = None  # let scapy compute it from scratch
+        assert IP(raw(pkt))[BTH].icrc == wire_icrc
+        opcodes.append(pkt[BTH].opcode)
+        assert (RETH in pkt) == (pkt[BTH].opcode == RC + RDMA_WRITE_FIRST)
+    assert opcodes == [RC + RDMA_WRITE_FIRST, RC + RDMA_WRITE_MIDDLE, RC + RDMA_WRITE_LAST] * 2
+
+
+def test_udp_flows(testbed):
+    _, dst = testbed
+    flows = tuple(UdpFlow(flow_id=40 + i, dst=dst, sport=31000 + i) for i in range(4))
+    sent, got = send_and_receive(SendSpec(flows=flows, packets=2000, device="veth0"),
+                                 ReceiveSpec(protocol="udp", port=flows[0].dport, duration_s=30,
+                                             expect_packets=8000))
+    assert [f.key for f in got.flows] == [40, 41, 42, 43]
+    assert all(f.received == 2000 and f.lost == 0 and f.dst_qp is None for f in got.flows)
+    assert [s.sport for s in sent.flows] == [31000, 31001, 31002, 31003]
+
+
+def test_sender_errors_surface(testbed):
+    _, dst = testbed
+    with pytest.raises(TrafficError, match="device"):
+        run_sender(NS_A, SendSpec(flows=roce_flows(dst, 1), packets=1, device="nosuchnic0"))
+    with pytest.raises(TrafficError, match="no route"):
+        run_sender(NS_A, SendSpec(flows=roce_flows("192.0.2.200", 1), packets=1))
+    with pytest.raises(TrafficError, match="does not exist"):
+        run_sender("fl_trafdev_absent", SendSpec(flows=roce_flows(dst, 1), packets=1))
+
+
+def test_receiver_stops_on_request_and_reports_quiet(testbed):
+    with start_receiver(NS_B, ReceiveSpec(duration_s=60)) as receiver:
+        receiver.stop()
+        got = receiver.result(10)
+    assert got.stop_reason == "stopped" and got.flows == ()
+    _, dst = testbed
+    with start_receiver(NS_B, ReceiveSpec(duration_s=60, quiet_s=0.3)) as receiver:
+        run_sender(NS_A, SendSpec(flows=roce_flows(dst, 1), packets=10))
+        got = receiver.result(10)
+    assert got.stop_reason == "quiet" and got.packets == 10
+
+
+def test_tcp_transfer(testbed):
+    _, dst = testbed
+    size = 8 << 20
+    with start_tcp_server(NS_B, TcpServerSpec(streams=2, timeout_s=30)) as server:
+        client = run_tcp_client(NS_A, TcpClientSpec(dst=dst, streams=2, bytes_per_stream=size, timeout_s=30))
+        served = server.result(30)
+    assert client.bytes == served.bytes == 2 * size
+    assert len({s.local for s in client.streams}) == 2 and client.gbps > 0
+    assert {s.remote for s in served.streams} == {s.local for s in client.streams}
+
+
+@pytest.mark.skipif(iperf3_path() is None, reason="iperf3 is not installed (optional)")
+def test_iperf3(testbed):
+    _, dst = testbed
+    result = run_iperf3(NS_A, NS_B, TcpClientSpec(dst=dst, duration_s=1.0))
+    assert result.tool == "iperf3" and result.bytes > 0
