@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 validate: deps
-	$(BIN)/fablab render $(TOPOLOGY) -o out/$(TOPOLOGY)
+	$(BIN)/fablab validate $(TOPOLOGY)
 
 test: deps
 	$(BIN)/pytest tests labs

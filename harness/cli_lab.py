@@ -167,7 +167,40 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harness.cli import out
+    from harness.validate import validate
+
+    plan = make_plan(load_fabric(args.topology))
+    verdicts = validate(plan, Path(args.results), name=args.name, runtime=args.runtime,
+                        progress=progress_printer(not args.json), topology=args.topology)
+    failed = [v for v in verdicts if v.passed is False]
+    if args.json:
+        print(json.dumps({"topology": args.topology, "passed": not failed, "results": args.results,
+                          "checks": [v.__dict__ for v in verdicts]}, indent=2))
+    else:
+        t = Table(title=f"fablab validate {args.topology}", show_lines=True)
+        for col in ("check", "result", "figures", "plot"):
+            t.add_column(col, overflow="fold")
+        for v in verdicts:
+            mark = "[green]PASS[/green]" if v.passed else "[red]FAIL[/red]" if v.passed is False else "n/a"
+            t.add_row(v.check, mark, escape(v.reason), "\n".join(v.plots))
+        out.print(t)
+        out.print(f"results (JSON, PNG): {args.results}/" + ("" if not failed else f"  — {len(failed)} check(s) failed"))
+    return 3 if failed else 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("validate", help="boot, prove isolation, ECMP and failover, report, tear down")
+    s.add_argument("topology", help="built-in name or path to a .py file")
+    s.add_argument("--name", help="lab name (default: the cluster's name)")
+    s.add_argument("--runtime", default="netns", help=f"one of: {', '.join(RUNTIMES)} (default netns)")
+    s.add_argument("--results", default="results", help="directory for JSON results and PNG plots")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_validate)
+
     s = sub.add_parser("up", help="boot a topology and wait until it has converged")
     s.add_argument("topology", help="built-in name or path to a .py file")
     s.add_argument("--name", help="lab name (default: the cluster's name)")

@@ -38,11 +38,12 @@ class LinkHandle:
         return (c.a_node, c.a_port), (c.b_node, c.b_port)
 
     def down(self) -> None:
-        """Carrier loss: the a end goes down, so the far end sees no carrier."""
-        self.lab.runtime.set_link(self.lab.name, self.cable.a_node, self.cable.a_port, up=False)
+        """Carrier loss: the upper end (spine side) goes down, so the lower end, the leaf
+        that must route around it, sees its carrier drop, as when a cable is pulled."""
+        self.lab.runtime.set_link(self.lab.name, self.cable.b_node, self.cable.b_port, up=False)
 
     def up(self) -> None:
-        self.lab.runtime.set_link(self.lab.name, self.cable.a_node, self.cable.a_port, up=True)
+        self.lab.runtime.set_link(self.lab.name, self.cable.b_node, self.cable.b_port, up=True)
 
     def gray(self) -> None:
         """Both ends drop every frame they receive; carriers stay up, only BFD can tell."""

@@ -47,3 +47,53 @@ class Results:
         path = self.directory / "summary.json"
         path.write_text(json.dumps({"written": time.strftime("%Y-%m-%dT%H:%M:%S"), "checks": self.entries}, indent=2))
         return path
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_ecmp(result, path: Path) -> Path:
+    """Packets per uplink, with the mean and the ±25 % band."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    names = list(result.per_path)
+    counts = [result.per_path[n] for n in names]
+    ax.bar(names, counts, color=["#1f77b4" if result.passed else "#d62728"] * len(names))
+    ax.axhline(result.mean, color="black", linewidth=1, label="mean")
+    ax.axhspan(result.mean * 0.75, result.mean * 1.25, color="green", alpha=0.12, label="±25 % of mean")
+    ax.set_title(f"ECMP on {result.leaf}: {result.flows} RoCEv2 QPs (Jain {result.jain_index:.3f})")
+    ax.set_ylabel("packets (kernel counters)")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_failover(result, path: Path) -> Path:
+    """Received rate over time, with the failure and the restore marked."""
+    plt = _pyplot()
+    t = result.timeline
+    width_s = t["bucket_ms"] / 1000
+    xs = [i * width_s for i in range(len(t["received"]))]
+    ys = [n / width_s for n in t["received"]]
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.plot(xs, ys, linewidth=1, label="received (pps)")
+    ax.axhline(t["offered_pps"], color="grey", linestyle=":", label="offered")
+    ax.axvline(t["failure_ms"] / 1000, color="#d62728", label=f"{result.mode} failure")
+    ax.axvline(t["restore_ms"] / 1000, color="#2ca02c", label="restore")
+    ax.set_xlabel("s")
+    ax.set_ylabel("packets/s")
+    ax.set_title(f"{result.mode} failure of {result.link}: worst loss window {result.worst_window_ms:.0f} ms "
+                 f"(budget {result.budget_ms:.0f})")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)

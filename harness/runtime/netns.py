@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import time
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,8 +33,11 @@ MGMT_TABLE = "fablab_mgmt"
 GRAY_TABLE = "fablab_gray"
 
 
-def _switch_sysctls(hash_policy: int) -> dict[str, int]:
-    return {
+_HASH_SEED = Path("/proc/sys/net/ipv4/fib_multipath_hash_seed")
+
+
+def _switch_sysctls(name: str, hash_policy: int) -> dict[str, int]:
+    values = {
         "net.ipv4.ip_forward": 1,
         "net.ipv6.conf.all.forwarding": 1,
         "net.ipv4.fib_multipath_hash_policy": hash_policy,
@@ -46,6 +50,11 @@ def _switch_sysctls(hash_policy: int) -> dict[str, int]:
         "net.ipv6.conf.default.accept_dad": 0,
         "net.ipv6.conf.all.accept_dad": 0,
     }
+    if _HASH_SEED.exists():
+        # A fixed seed per switch: runs repeat, and switches still hash differently
+        # (one shared seed would polarise a multi-tier fabric).
+        values["net.ipv4.fib_multipath_hash_seed"] = zlib.crc32(name.encode()) & 0x7FFFFFFF
+    return values
 
 
 # Hosts never forward (a GPU node sits on FE, BE and mgmt: forwarding would bridge planes),
@@ -145,7 +154,7 @@ class NetnsRuntime:
             ns = namespace(lab, node.name)
             nsutil.create(ns)
             if node.role.is_routed:
-                values = _switch_sysctls(hash_of[node.name])
+                values = _switch_sysctls(node.name, hash_of[node.name])
             else:
                 values = dict(_HOST_SYSCTLS)
             nsutil.write_sysctls(ns, values)
