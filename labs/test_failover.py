@@ -30,3 +30,22 @@ def test_failover_within_budget(lab, results, mode):
     assert result.flows_on_failed_link > 0  # the failure hit traffic, so the figures mean something
     assert result.lost_elsewhere == 0
     assert result.passed, result.reason
+
+
+def test_gray_failure_without_bfd_is_caught(lab, results):
+    from harness.checks.sabotage import bfd_off
+    from harness.wait import until
+
+    leaf = lab.plan.host("gpu01").nic("rail0").peer
+    spine = lab.plan.switch(leaf).fabric_ports[0].peer
+    def routed_without_bfd() -> bool:  # sessions reset when BFD goes: wait for BGP and the FIB only
+        return not [s for s in lab.shortfalls() if s.missing_routes or s.sessions_up < s.sessions_expected]
+
+    with bfd_off(lab, [leaf, spine]):
+        until(routed_without_bfd, 60, "BGP to converge without BFD")
+        result = check_failover(lab, mode="gray", leaf=leaf, spine=spine, flows=16, rate_pps=1000)
+    results.record("failover-gray-bfd-off", result)
+    assert not result.passed
+    assert result.detected_ms is None and "is BFD on" in result.reason
+    assert result.worst_window_ms > result.budget_ms
+    until(lambda: not lab.shortfalls(), 60, "the fabric to converge again with BFD back on")

@@ -12,7 +12,7 @@ pauses GPUs, and lets a compromised frontend host reach the compute fabric. FE a
 built as physically separate networks for that reason; this lab proves it on the real
 data plane (kernel forwarding, FRR's routes), not on a drawing.
 
-Make it fail: `lab.py`-level sabotage is below — a stray cable between an FE leaf and a BE
+Make it fail (the two tests after the first do): a stray cable between an FE leaf and a BE
 leaf that the fabric's port template brings into BGP, or a dual-homed GPU node that
 forwards while its FE leaf routes the BE range to it. Both must be caught, and the
 failure must name the path the leak takes.

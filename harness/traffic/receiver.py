@@ -116,6 +116,10 @@ def receive(spec: ReceiveSpec, on_ready: Callable[[], None] | None = None,
             on_ready()
         flows, probes, malformed, reason = _loop(sock, spec, stop)
         end_ns = time.time_ns()
+        if capture is not None:
+            # The packets are queued on the capture socket already; under load its thread
+            # may lag the main loop: let it drain before stopping it.
+            capture.join(timeout=1.0)
     finally:
         capture_stop.set()
         sock.close()
