@@ -13,6 +13,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from harness.checks.result import Outcome
 from harness.errors import HarnessError
 from harness.observe.flowcount import FlowCounters
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec, losses
@@ -23,7 +24,7 @@ MIN_EXPECTED_PER_PATH = 625
 
 
 @dataclass(frozen=True)
-class EcmpResult:
+class EcmpResult(Outcome):
     source: str
     destination: str
     leaf: str
@@ -41,10 +42,6 @@ class EcmpResult:
     hash_policy: int
     seconds: float
     problems: tuple[str, ...] = field(default=())
-
-    @property
-    def passed(self) -> bool:
-        return not self.problems
 
     @property
     def reason(self) -> str:

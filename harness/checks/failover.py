@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from harness.checks.ecmp import _far_peer, first_gpu_nic
+from harness.checks.result import Outcome
 from harness.errors import HarnessError
 from harness.observe.flowcount import FlowCounters
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec, losses
@@ -37,7 +38,7 @@ class FlowLoss:
 
 
 @dataclass(frozen=True)
-class FailoverResult:
+class FailoverResult(Outcome):
     mode: str  # hard | gray
     link: str
     flows: int
@@ -55,10 +56,6 @@ class FailoverResult:
     timeline: dict  # for plots: bucket_ms, received per bucket, failure/restore offsets
     seconds: float
     problems: tuple[str, ...] = field(default=())
-
-    @property
-    def passed(self) -> bool:
-        return not self.problems
 
     @property
     def reason(self) -> str:

@@ -24,7 +24,7 @@ from harness.render.frr import frr_conf
 from harness.runtime import nsutil, processes
 from harness.runtime.base import Progress, TeardownReport, quiet
 from harness.runtime.processes import start_time
-from harness.runtime.frr import FrrNode, check_installed, pathspace_dir
+from harness.runtime.frr import DAEMONS, FrrNode, check_installed, pathspace_dir
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
                                    labs, load, namespace, run_dir, save)
 
@@ -227,6 +227,8 @@ class NetnsRuntime:
         for sw, node in zip(plan.switches, nodes):
             node.wait_for(["zserv.api"])
             started(sw.name, node.start(("bfdd", "bgpd")))
+        for node in nodes:
+            node.wait_for([f"{daemon}.vty" for daemon in DAEMONS])
         return state
 
     # ------------------------------------------------------------------ teardown
@@ -328,8 +330,11 @@ def observe(plan: Plan, lab: str) -> list[Shortfall]:
     def look(sw: SwitchPlan) -> Shortfall:
         peers, bfd = (), ()
         if exp[sw.name].sessions:
-            summary, bfd_doc = frr_node(lab, sw.name).vtysh_json("show bgp ipv4 unicast summary json",
-                                                                 "show bfd peers json")
+            try:
+                summary, bfd_doc = frr_node(lab, sw.name).vtysh_json("show bgp ipv4 unicast summary json",
+                                                                     "show bfd peers json")
+            except RuntimeError_:
+                summary, bfd_doc = {}, []  # a daemon not answering yet: no sessions seen, the poll goes on
             peers = bgp_peers(sw.name, summary)  # type: ignore[arg-type]
             bfd = bfd_peers(sw.name, bfd_doc)  # type: ignore[arg-type]
         with nsutil.ipr(namespace(lab, sw.name)) as s:

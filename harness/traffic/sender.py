@@ -109,83 +109,28 @@ def _send_hard(sock: socket.socket, buf: bytes | bytearray, addr: tuple[str, int
             select.select([], [sock], [], remaining / 1e9)
 
 
-class _RoceEmitter:
-    """One RoCEv2 flow: a template per opcode of its message, sent through the shared raw socket."""
+class _Emitter:
+    """Sends one flow's packets and keeps its account; subclasses say how a packet is filled."""
 
-    def __init__(self, flow: RoceFlow, src: str, ttl: int, sock: socket.socket, counters: _Counters) -> None:
-        self.flow = flow
-        self.sport = flow.sport if flow.sport is not None else roce_sport(flow.src_qp)
-        templates: dict[int, RoceTemplate] = {}
-        for op in opcodes_of(flow):
-            if op not in templates:
-                templates[op] = RoceTemplate(RoceShape(
-                    src=src, dst=flow.dst, dst_qp=flow.dst_qp, opcode=op, sport=self.sport,
-                    payload_len=flow.payload_len, flow_id=flow.flow_id, ip_id=(flow.flow_id & 0xFFFF) or 1,
-                    ttl=ttl, dscp=flow.dscp, ecn=flow.ecn, dma_len=flow.payload_len * flow.message_packets))
-        self._fills = [templates[op].fill for op in opcodes_of(flow)]
-        self._probe = next(iter(templates.values())).probe()
-        self._start_psn = flow.start_psn
-        self._sock = sock
-        self._addr = (flow.dst, 0)
-        self._counters = counters
+    flow: RoceFlow | UdpFlow
+    sport: int
+    _sock: socket.socket
+    _addr: tuple[str, int]
+    _probe: bytes
+
+    def _setup(self, sock: socket.socket, addr: tuple[str, int], counters: _Counters) -> None:
+        self._sock, self._addr, self._counters = sock, addr, counters
         self.sent = 0
         self.refused = 0
         self.last_seq = -1
         self.first_ns = 0
         self.last_ns = 0
 
-    def emit(self, seq: int, ts_ns: int) -> None:
-        fills = self._fills
-        buf = fills[seq % len(fills)](self._start_psn + seq, seq, ts_ns)
-        try:
-            self._sock.sendto(buf, self._addr)
-        except OSError:
-            if not _send_hard(self._sock, buf, self._addr, self._counters):
-                self.refused += 1
-                return
-        if not self.sent:
-            self.first_ns = ts_ns
-        self.sent += 1
-        self.last_seq = seq
-        self.last_ns = ts_ns
-
-    def probe(self) -> None:
-        _send_hard(self._sock, self._probe, self._addr, self._counters)
-
-    def result(self) -> FlowSent:
-        return FlowSent(self.flow.flow_id, self.flow.dst_qp, self.sport, self.sent, self.last_seq,
-                        self.first_ns, self.last_ns, self.refused)
-
-
-class _UdpEmitter:
-    """One UDP flow on its own kernel socket (its own source port)."""
-
-    def __init__(self, flow: UdpFlow, src: str, ttl: int, device: str | None, counters: _Counters) -> None:
-        self.flow = flow
-        self._sock = sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        if device:
-            _bind_device(sock, device)
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, flow.dscp << 2)
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, ttl)
-        try:
-            sock.bind((src, flow.sport))
-        except OSError as exc:
-            sock.close()
-            raise SenderError(f"UDP flow {flow.flow_id}: cannot bind {src}:{flow.sport}: {exc}") from exc
-        self.sport = sock.getsockname()[1]
-        self._buf = bytearray(FABLAB_HEADER.pack(FABLAB_MAGIC, flow.flow_id, 0, 0).ljust(flow.payload_len, b"\0"))
-        self._probe = FABLAB_HEADER.pack(PROBE_MAGIC, flow.flow_id, 0, 0).ljust(flow.payload_len, b"\0")
-        self._addr = (flow.dst, flow.dport)
-        self._counters = counters
-        self.sent = 0
-        self.refused = 0
-        self.last_seq = -1
-        self.first_ns = 0
-        self.last_ns = 0
+    def fill(self, seq: int, ts_ns: int) -> bytes | bytearray:
+        raise NotImplementedError
 
     def emit(self, seq: int, ts_ns: int) -> None:
-        buf = self._buf
-        _SEQ_TS.pack_into(buf, _SEQ_AT, seq, ts_ns)
+        buf = self.fill(seq, ts_ns)
         try:
             self._sock.sendto(buf, self._addr)
         except OSError:
@@ -202,11 +147,63 @@ class _UdpEmitter:
         _send_hard(self._sock, self._probe, self._addr, self._counters)
 
     def close(self) -> None:
-        self._sock.close()
+        """Only per-flow sockets are closed here; the shared raw socket is the sender's."""
 
     def result(self) -> FlowSent:
-        return FlowSent(self.flow.flow_id, None, self.sport, self.sent, self.last_seq, self.first_ns, self.last_ns,
-                        self.refused)
+        dst_qp = self.flow.dst_qp if isinstance(self.flow, RoceFlow) else None
+        return FlowSent(self.flow.flow_id, dst_qp, self.sport, self.sent, self.last_seq,
+                        self.first_ns, self.last_ns, self.refused)
+
+
+class _RoceEmitter(_Emitter):
+    """One RoCEv2 flow: a template per opcode of its message, sent through the shared raw socket."""
+
+    def __init__(self, flow: RoceFlow, src: str, ttl: int, sock: socket.socket, counters: _Counters) -> None:
+        self.flow = flow
+        self.sport = flow.sport if flow.sport is not None else roce_sport(flow.src_qp)
+        templates: dict[int, RoceTemplate] = {}
+        for op in opcodes_of(flow):
+            if op not in templates:
+                templates[op] = RoceTemplate(RoceShape(
+                    src=src, dst=flow.dst, dst_qp=flow.dst_qp, opcode=op, sport=self.sport,
+                    payload_len=flow.payload_len, flow_id=flow.flow_id, ip_id=(flow.flow_id & 0xFFFF) or 1,
+                    ttl=ttl, dscp=flow.dscp, ecn=flow.ecn, dma_len=flow.payload_len * flow.message_packets))
+        self._fills = [templates[op].fill for op in opcodes_of(flow)]
+        self._probe = next(iter(templates.values())).probe()
+        self._start_psn = flow.start_psn
+        self._setup(sock, (flow.dst, 0), counters)
+
+    def fill(self, seq: int, ts_ns: int) -> bytearray:
+        fills = self._fills
+        return fills[seq % len(fills)](self._start_psn + seq, seq, ts_ns)
+
+
+class _UdpEmitter(_Emitter):
+    """One UDP flow on its own kernel socket (its own source port)."""
+
+    def __init__(self, flow: UdpFlow, src: str, ttl: int, device: str | None, counters: _Counters) -> None:
+        self.flow = flow
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if device:
+            _bind_device(sock, device)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, flow.dscp << 2)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, ttl)
+        try:
+            sock.bind((src, flow.sport))
+        except OSError as exc:
+            sock.close()
+            raise SenderError(f"UDP flow {flow.flow_id}: cannot bind {src}:{flow.sport}: {exc}") from exc
+        self.sport = sock.getsockname()[1]
+        self._buf = bytearray(FABLAB_HEADER.pack(FABLAB_MAGIC, flow.flow_id, 0, 0).ljust(flow.payload_len, b"\0"))
+        self._probe = FABLAB_HEADER.pack(PROBE_MAGIC, flow.flow_id, 0, 0).ljust(flow.payload_len, b"\0")
+        self._setup(sock, (flow.dst, flow.dport), counters)
+
+    def fill(self, seq: int, ts_ns: int) -> bytearray:
+        _SEQ_TS.pack_into(self._buf, _SEQ_AT, seq, ts_ns)
+        return self._buf
+
+    def close(self) -> None:
+        self._sock.close()
 
 
 def _incomplete_neighbours() -> int:
@@ -217,7 +214,7 @@ def _incomplete_neighbours() -> int:
                    for n in ipr.neigh("dump", family=family) if n["state"] & _NUD_INCOMPLETE)
 
 
-def _prime(emitters: Sequence[_RoceEmitter | _UdpEmitter], timeout_s: float) -> bool:
+def _prime(emitters: Sequence[_Emitter], timeout_s: float) -> bool:
     """Send a probe on every 5-tuple and wait until no next hop is still being resolved.
 
     Packets the kernel queues for an unresolved neighbour beyond its small queue are
@@ -289,7 +286,7 @@ def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Seq
 def send(spec: SendSpec) -> SendResult:
     """Send `spec` from the current network namespace; blocks until done."""
     counters = _Counters()
-    emitters: list[_RoceEmitter | _UdpEmitter] = []
+    emitters: list[_Emitter] = []
     raw: socket.socket | None = None
     try:
         if any(isinstance(f, RoceFlow) for f in spec.flows):
@@ -325,8 +322,7 @@ def send(spec: SendSpec) -> SendResult:
         return SendResult(tuple(e.result() for e in emitters), start_ns, end_ns, max_lag, counters.retries, primed)
     finally:
         for e in emitters:
-            if isinstance(e, _UdpEmitter):
-                e.close()
+            e.close()
         if raw is not None:
             raw.close()
 
