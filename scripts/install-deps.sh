@@ -23,3 +23,9 @@ echo "installing Debian packages: ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${need[@]}"
+# Debian starts FRR's own service in the root namespace on install; fablab runs FRR only
+# inside lab namespaces, so a frr package it installed is left stopped and disabled.
+if printf '%s\n' "${need[@]}" | grep -qx frr && command -v systemctl >/dev/null 2>&1 \
+        && [ -d /run/systemd/system ]; then
+    systemctl disable --now frr.service || true
+fi
