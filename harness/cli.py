@@ -9,18 +9,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from harness.catalog import builtins, load_fabric
+from harness.console import err, out
 from harness.errors import HarnessError, TopologyError
 from harness.plan import make_plan, summary
 from harness.render import artifacts, write_artifacts
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

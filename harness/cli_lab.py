@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.catalog import load_fabric
+from harness.console import err, out
 from harness.errors import HarnessError
 from harness.lab import Lab
 from harness.plan import make_plan
@@ -18,8 +19,6 @@ from harness.runtime.state import labs, load
 
 
 def progress_printer(enabled: bool = True):
-    from harness.cli import err
-
     start = time.monotonic()
 
     def progress(phase: str, detail: str) -> None:
@@ -41,8 +40,6 @@ def _sessions(lab: Lab) -> dict[str, int]:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from harness.cli import out
-
     fabric = load_fabric(args.topology)
     lab = Lab.up(make_plan(fabric), name=args.name, runtime=args.runtime, replace=args.replace,
                  progress=progress_printer(not args.json), timeout=args.timeout, topology=args.topology,
@@ -69,8 +66,6 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from harness.cli import out
-
     report = get_runtime(_runtime_of(args.lab)).down(args.lab)
     if args.json:
         print(json.dumps(report.__dict__, indent=2))
@@ -88,8 +83,6 @@ def _runtime_of(lab: str) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from harness.cli import out
-
     if args.lab:
         lab = Lab.attach(args.lab)
         from harness.runtime.netns import observe
@@ -135,13 +128,11 @@ def cmd_exec(args: argparse.Namespace) -> int:
     argv = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
     if not argv:
         raise HarnessError("no command given: fablab exec LAB NODE -- CMD [ARGS...]")
-    lab._node(args.node)
+    lab.check_node(args.node)
     return subprocess.call(lab.runtime.exec_argv(lab.name, args.node, argv))
 
 
 def cmd_link(args: argparse.Namespace) -> int:
-    from harness.cli import out
-
     lab = Lab.attach(args.lab)
     handle = lab.link(args.a, args.b, args.index)
     getattr(handle, args.action)()
@@ -150,8 +141,6 @@ def cmd_link(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    from harness.cli import out
-
     removed = []
     for name in RUNTIMES:
         rt = get_runtime(name)
@@ -170,7 +159,6 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from harness.cli import out
     from harness.validate import validate
 
     plan = make_plan(load_fabric(args.topology))

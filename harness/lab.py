@@ -105,7 +105,7 @@ class Lab:
     def exec(self, node: str, cmd: Sequence[str] | str, check: bool = False, timeout: float | None = 60.0,
              input: str | None = None) -> subprocess.CompletedProcess:
         """Run a command in a node; a string runs through `sh -c`."""
-        self._node(node)
+        self.check_node(node)
         argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         run = subprocess.run(self.runtime.exec_argv(self.name, node, argv), capture_output=True, text=True,
                              timeout=timeout, input=input)
@@ -114,15 +114,15 @@ class Lab:
         return run
 
     def popen(self, node: str, argv: Sequence[str], **kwargs) -> subprocess.Popen:
-        self._node(node)
+        self.check_node(node)
         return subprocess.Popen(self.runtime.exec_argv(self.name, node, list(argv)), **kwargs)
 
     def namespace(self, node: str) -> str:
         """The network namespace of a node (netns runtime)."""
-        self._node(node)
+        self.check_node(node)
         return self.runtime.namespace(self.name, node)
 
-    def _node(self, node: str) -> None:
+    def check_node(self, node: str) -> None:
         names = [n.name for n in self.plan.fabric.nodes]
         if node not in names:
             raise HarnessError(f"lab {self.name} has no node {node!r}; nodes: {', '.join(names)}")
