@@ -19,7 +19,8 @@ from harness.runtime.nsutil import nsenter
 
 FRR_BIN = Path("/usr/lib/frr")
 DAEMONS = ("zebra", "bfdd", "bgpd")
-FRR_PATHSPACE = Path("/var/run/frr")
+FRR_STATE = Path("/var/run/frr")
+FRR_CONFIG = Path("/etc/frr")
 
 
 def check_installed() -> None:
@@ -50,14 +51,21 @@ class FrrNode:
     def prepare(self, frr_conf: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.config.write_text(frr_conf)
+        (self.directory / "vtysh.conf").write_text("")
         frr = pwd.getpwnam("frr")
-        paths = [self.directory, self.config]
+        paths = [self.directory, self.config, self.directory / "vtysh.conf"]
         for daemon in DAEMONS:
             path = self.daemon_config(daemon)
             path.write_text(split_config(frr_conf, daemon))
             paths.append(path)
         for path in paths:
             os.chown(path, frr.pw_uid, frr.pw_gid)
+        # FRR's own paths for `-N ns` lead to the run directory, so that plain
+        # `vtysh -N <namespace>` reaches this instance as FRR's docs describe.
+        for link in pathspace_dirs(self.ns):
+            remove_path(link)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(self.directory)
 
     def argv(self, daemon: str) -> list[str]:
         d = self.directory
@@ -129,9 +137,16 @@ class FrrNode:
         return docs
 
 
-def pathspace_dir(ns: str) -> Path:
-    """FRR creates this (empty) for `-N ns`; teardown removes it."""
-    return FRR_PATHSPACE / ns
+def pathspace_dirs(ns: str) -> tuple[Path, Path]:
+    """FRR's state and config paths for `-N ns`: links to the run directory while the lab runs."""
+    return FRR_STATE / ns, FRR_CONFIG / ns
+
+
+def remove_path(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def split_config(frr_conf: str, daemon: str) -> str:

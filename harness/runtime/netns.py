@@ -24,7 +24,7 @@ from harness.render.frr import frr_conf
 from harness.runtime import nsutil, processes
 from harness.runtime.base import Progress, TeardownReport, quiet
 from harness.runtime.processes import start_time
-from harness.runtime.frr import DAEMONS, FrrNode, check_installed, pathspace_dir
+from harness.runtime.frr import DAEMONS, FRR_CONFIG, FRR_STATE, FrrNode, check_installed, pathspace_dirs, remove_path
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
                                    labs, load, namespace, run_dir, save)
 
@@ -249,8 +249,9 @@ class NetnsRuntime:
         killed = processes.terminate(pids)
         removed = [ns for ns in sorted(namespaces) if nsutil.remove(ns)]
         left = nsutil.wait_gone(namespaces)
-        for ns in namespaces:
-            shutil.rmtree(pathspace_dir(ns), ignore_errors=True)
+        for ns in namespaces | _pathspaces_of(lab):
+            for path in pathspace_dirs(ns):
+                remove_path(path)
         shutil.rmtree(run_dir(lab), ignore_errors=True)
         if left:
             raise RuntimeError_(f"namespaces of {lab} still present after teardown: {', '.join(left)}")
@@ -262,8 +263,7 @@ class NetnsRuntime:
         found = set(labs())
         found |= {lab for ns in nsutil.list_namespaces() if (lab := lab_of_namespace(ns))}
         found |= {lab for ns in processes.frr_pids_by_namespace(NS_PREFIX).values() if (lab := lab_of_namespace(ns))}
-        if Path("/var/run/frr").is_dir():
-            found |= {lab for p in Path("/var/run/frr").iterdir() if (lab := lab_of_namespace(p.name))}
+        found |= {lab for ns in _pathspaces() if (lab := lab_of_namespace(ns))}
         if not everything:
             found = {lab for lab in found if _stale(lab)}
         return sorted(found)
@@ -295,6 +295,15 @@ class NetnsRuntime:
 
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
         return frr_node(lab, node).vtysh_json(*commands)
+
+
+def _pathspaces() -> set[str]:
+    """Names under FRR's state and config directories that look like fablab namespaces."""
+    return {p.name for d in (FRR_STATE, FRR_CONFIG) if d.is_dir() for p in d.iterdir() if p.name.startswith(NS_PREFIX)}
+
+
+def _pathspaces_of(lab: str) -> set[str]:
+    return {ns for ns in _pathspaces() if lab_of_namespace(ns) == lab}
 
 
 def _stale(lab: str) -> bool:

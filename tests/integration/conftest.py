@@ -41,6 +41,7 @@ def leftovers_of(lab: str) -> list[str]:
     for path in (f"/run/fablab/{lab}",):
         if os.path.exists(path):
             found.append(path)
-    found += [f"/var/run/frr/{d}" for d in os.listdir("/var/run/frr") if d.startswith(prefix)] \
-        if os.path.isdir("/var/run/frr") else []
+    for directory in ("/var/run/frr", "/etc/frr"):
+        if os.path.isdir(directory):
+            found += [f"{directory}/{d}" for d in os.listdir(directory) if d.startswith(prefix)]
     return found

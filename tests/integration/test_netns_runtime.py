@@ -108,6 +108,14 @@ def test_same_name_is_refused(lab):
         Lab.up(BUILTINS["rail-only"](), name=lab.name)
 
 
+def test_plain_vtysh_reaches_a_switch_by_its_namespace(lab):
+    ns = lab.namespace("be-s1")
+    run = subprocess.run(["ip", "netns", "exec", ns, "vtysh", "-N", ns, "-c", "show bgp summary"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and "local AS number 64600" in run.stdout, run.stdout + run.stderr
+    assert run.stderr == ""
+
+
 def test_attach_sees_the_same_lab(lab):
     again = Lab.attach(lab.name)
     assert again.plan == lab.plan and again.bgp_peers("be-s1") and again.state.phase == "up"
