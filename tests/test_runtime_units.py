@@ -66,3 +66,14 @@ def test_bfdd_gets_only_its_block_and_the_rest_goes_to_zebra_and_bgpd():
     assert "profile fabric" in bfdd and "router bgp" not in bfdd
     assert "router bgp 64600" in bgpd and "detect-multiplier" not in bgpd
     assert "neighbor fabric bfd profile fabric" in bgpd
+
+
+def test_clab_runtime_names_what_is_missing(monkeypatch):
+    import shutil
+
+    from harness.errors import PrerequisiteError
+    from harness.runtime.clab import check_prerequisites
+
+    monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "containerlab" else f"/usr/bin/{tool}")
+    with pytest.raises(PrerequisiteError, match="containerlab.dev/install"):
+        check_prerequisites()

@@ -163,3 +163,33 @@ def _poll(condition, what: str, timeout: float = 15.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for: {what() if callable(what) else what}")
         time.sleep(0.05)
+
+
+def test_cli_validate_on_rail_only_reports_every_check(lab_name, tmp_path):
+    import json
+
+    run = subprocess.run(FABLAB + ["validate", "rail-only", "--name", lab_name, "--results", str(tmp_path), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    checks = {c["check"]: c for c in report["checks"]}
+    assert checks["isolation"]["passed"] is True
+    assert checks["ecmp"]["passed"] is None and "no spine tier" in checks["ecmp"]["reason"]
+    assert (tmp_path / "isolation.json").exists() and (tmp_path / "summary.json").exists()
+    assert leftovers_of(lab_name) == []
+
+
+def test_cli_up_json_and_down(lab_name):
+    import json
+
+    run = subprocess.run(FABLAB + ["up", "rail-only", "--name", lab_name, "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    assert summary["lab"] == lab_name and summary["switches"] == 8
+    assert summary["bgp_up"] == summary["bgp_expected"] == 8  # rail-only: only the FE Clos (4 links, 2 ends)
+    assert set(summary["timings_s"]) >= {"namespaces", "links", "daemons", "converged", "total"}
+    status = subprocess.run(FABLAB + ["status", "--json"], capture_output=True, text=True)
+    assert lab_name in status.stdout
+    assert subprocess.run(FABLAB + ["down", lab_name], capture_output=True).returncode == 0
+    assert leftovers_of(lab_name) == []
