@@ -18,7 +18,7 @@ from harness.errors import HarnessError
 from harness.model import Cluster, Fabric, Plane, build
 from harness.observe.convergence import Shortfall
 from harness.observe.counters import Counters, interface_counters
-from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers, kernel_routes
+from harness.observe.routing import ROUTE_ARGV, BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers, kernel_routes
 from harness.plan import CableRow, Plan, make_plan
 from harness.runtime import get_runtime
 from harness.runtime.base import Progress, Runtime, TeardownReport, quiet
@@ -150,8 +150,8 @@ class Lab:
             return interface_counters(s, ifname)
 
     def routes(self, node: str) -> dict[IPv4Network, Route]:
-        with self.runtime.netlink(self.name, node) as s:
-            return kernel_routes(s)
+        """The node's kernel FIB (IPv4, main table)."""
+        return kernel_routes(self.exec(node, ROUTE_ARGV, check=True).stdout)
 
     def bgp_peers(self, node: str) -> tuple[BgpPeer, ...]:
         (doc,) = self.runtime.vtysh_json(self.name, node, "show bgp ipv4 unicast summary json")

@@ -18,7 +18,7 @@ from pyroute2 import IPRoute
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.model import Plane, cluster_to_dict
 from harness.observe.convergence import Shortfall, expectations, shortfall
-from harness.observe.routing import bfd_peers, bgp_peers, kernel_routes
+from harness.observe.routing import ROUTE_ARGV, bfd_peers, bgp_peers, kernel_routes
 from harness.plan import Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.runtime import nsutil, processes
@@ -346,8 +346,8 @@ def observe(plan: Plan, lab: str) -> list[Shortfall]:
                 summary, bfd_doc = {}, []  # a daemon not answering yet: no sessions seen, the poll goes on
             peers = bgp_peers(sw.name, summary)  # type: ignore[arg-type]
             bfd = bfd_peers(sw.name, bfd_doc)  # type: ignore[arg-type]
-        with nsutil.ipr(namespace(lab, sw.name)) as s:
-            fib = kernel_routes(s)
+        fib = kernel_routes(subprocess.run(nsutil.nsenter(namespace(lab, sw.name), ROUTE_ARGV),
+                                           capture_output=True, text=True, check=True).stdout)
         return shortfall(exp[sw.name], peers, bfd, fib)
 
     # vtysh round trips dominate; a few at once keep a poll of 40 switches under a second.
