@@ -117,15 +117,20 @@ class TrafficProcess(Generic[R]):
         return f"exit {self.proc.returncode}: {(self._stderr_head + rest).decode(errors='replace').strip()}"
 
 
-def start_receiver(ns: str, spec: ReceiveSpec, ready_timeout_s: float = 15.0) -> TrafficProcess[ReceiveResult]:
-    """A receiver in `ns`, bound and ready when this returns."""
-    proc = TrafficProcess(ns, "harness.traffic.receiver", spec, ReceiveResult)
+def _start_ready(ns: str, module: str, spec: Any, result_type: type[R], timeout_s: float) -> TrafficProcess[R]:
+    """A process that reports READY once bound; killed if it does not."""
+    proc = TrafficProcess(ns, module, spec, result_type)
     try:
-        proc.wait_ready(ready_timeout_s)
+        proc.wait_ready(timeout_s)
     except BaseException:
         proc.kill()
         raise
     return proc
+
+
+def start_receiver(ns: str, spec: ReceiveSpec, ready_timeout_s: float = 15.0) -> TrafficProcess[ReceiveResult]:
+    """A receiver in `ns`, bound and ready when this returns."""
+    return _start_ready(ns, "harness.traffic.receiver", spec, ReceiveResult, ready_timeout_s)
 
 
 def start_sender(ns: str, spec: SendSpec) -> TrafficProcess[SendResult]:
@@ -160,13 +165,7 @@ def wait_listening(pid: int, port: int, timeout_s: float = 10.0) -> None:
 
 
 def start_tcp_server(ns: str, spec: TcpServerSpec, ready_timeout_s: float = 15.0) -> TrafficProcess[TcpResult]:
-    proc = TrafficProcess(ns, "harness.traffic.tcp", spec, TcpResult)
-    try:
-        proc.wait_ready(ready_timeout_s)
-    except BaseException:
-        proc.kill()
-        raise
-    return proc
+    return _start_ready(ns, "harness.traffic.tcp", spec, TcpResult, ready_timeout_s)
 
 
 def run_tcp_client(ns: str, spec: TcpClientSpec, timeout_s: float = 120.0) -> TcpResult:
