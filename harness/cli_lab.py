@@ -29,11 +29,7 @@ def progress_printer(enabled: bool = True):
 
 
 def _sessions(lab: Lab) -> dict[str, int]:
-    from harness.runtime.netns import observe
-
-    if lab.runtime.name != "netns":
-        return {}
-    looks = observe(lab.plan, lab.name)
+    looks = lab.observe()
     return {"bgp_up": sum(s.sessions_up for s in looks), "bgp_expected": sum(s.sessions_expected for s in looks),
             "bfd_up": sum(s.bfd_up for s in looks), "bfd_expected": sum(s.bfd_expected for s in looks),
             "switches_converged": sum(1 for s in looks if s.ok), "switches": len(looks)}
@@ -85,9 +81,7 @@ def _runtime_of(lab: str) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     if args.lab:
         lab = Lab.attach(args.lab)
-        from harness.runtime.netns import observe
-
-        looks = observe(lab.plan, lab.name) if lab.runtime.name == "netns" else []
+        looks = lab.observe()
         if args.json:
             print(json.dumps({"lab": lab.name, "phase": lab.state.phase, "topology": lab.state.topology,
                               "switches": [s.__dict__ for s in looks]}, indent=2, default=list))

@@ -10,19 +10,22 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
+from typing import TypeVar
 
 from harness.errors import HarnessError
 from harness.model import Cluster, Fabric, Plane, build
 from harness.observe.convergence import Shortfall
 from harness.observe.counters import Counters, interface_counters
-from harness.observe.routing import ROUTE_ARGV, BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers, kernel_routes
+from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers
 from harness.plan import CableRow, Plan, make_plan
 from harness.runtime import get_runtime
 from harness.runtime.base import Progress, Runtime, TeardownReport, quiet
 from harness.runtime.state import LabState, load
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,8 @@ class LinkHandle:
 class Lab:
     def __init__(self, state: LabState, plan: Plan, runtime: Runtime) -> None:
         self.state = state
-        self.plan = plan
         self.runtime = runtime
+        self.plan = runtime.plan_of(state.lab, plan)
         self.extra_cables: list[CableRow] = []  # cabled at runtime (see harness.checks.sabotage)
 
     # ------------------------------------------------------------------ lifecycle
@@ -118,9 +121,43 @@ class Lab:
         return subprocess.Popen(self.runtime.exec_argv(self.name, node, list(argv)), **kwargs)
 
     def namespace(self, node: str) -> str:
-        """The network namespace of a node (netns runtime)."""
+        """The node's network namespace, a name under /run/netns on every runtime."""
         self.check_node(node)
         return self.runtime.namespace(self.name, node)
+
+    def ns_exec(self, node: str, argv: Sequence[str], check: bool = False, timeout: float | None = 60.0,
+                input: str | None = None) -> subprocess.CompletedProcess:
+        """Run a host tool (nft, ip, tc) in the node's network namespace: the same tool on every
+        runtime, whatever the node's image has."""
+        self.check_node(node)
+        run = subprocess.run(self.runtime.ns_argv(self.name, node, list(argv)), capture_output=True, text=True,
+                             timeout=timeout, input=input)
+        if check and run.returncode != 0:
+            raise HarnessError(f"{node}: {' '.join(argv)} exited {run.returncode}: {run.stderr.strip()}")
+        return run
+
+    def netlink(self, node: str):
+        """A netlink socket (pyroute2 IPRoute) in the node's namespace; close it when done."""
+        self.check_node(node)
+        return self.runtime.netlink(self.name, node)
+
+    def in_namespace(self, node: str, fn: Callable[[], T]) -> T:
+        """Run fn in a thread that has joined the node's namespace (sockets made there stay there)."""
+        self.check_node(node)
+        return self.runtime.run_in(self.name, node, fn)
+
+    def sysctl(self, node: str, key: str) -> str:
+        self.check_node(node)
+        return self.runtime.read_sysctl(self.name, node, key)
+
+    def set_sysctls(self, node: str, values: dict[str, str | int]) -> None:
+        self.check_node(node)
+        self.runtime.write_sysctls(self.name, node, values)
+
+    def vtysh(self, node: str, *commands: str) -> str:
+        """FRR's vtysh in a switch; several commands run in one call, in order."""
+        self.check_node(node)
+        return self.runtime.vtysh(self.name, node, *commands)
 
     def check_node(self, node: str) -> None:
         names = [n.name for n in self.plan.fabric.nodes]
@@ -146,12 +183,13 @@ class Lab:
     # ------------------------------------------------------------------ observation
 
     def counters(self, node: str, ifname: str | None = None) -> dict[str, Counters]:
-        with self.runtime.netlink(self.name, node) as s:
+        with self.netlink(node) as s:
             return interface_counters(s, ifname)
 
     def routes(self, node: str) -> dict[IPv4Network, Route]:
         """The node's kernel FIB (IPv4, main table)."""
-        return kernel_routes(self.exec(node, ROUTE_ARGV, check=True).stdout)
+        self.check_node(node)
+        return self.runtime.fib(self.name, node)
 
     def bgp_peers(self, node: str) -> tuple[BgpPeer, ...]:
         (doc,) = self.runtime.vtysh_json(self.name, node, "show bgp ipv4 unicast summary json")
@@ -161,10 +199,12 @@ class Lab:
         (doc,) = self.runtime.vtysh_json(self.name, node, "show bfd peers json")
         return bfd_peers(node, doc)  # type: ignore[arg-type]
 
-    def shortfalls(self) -> list[Shortfall]:
-        from harness.runtime.netns import observe
+    def observe(self) -> list[Shortfall]:
+        """Every switch against the plan: sessions up, prefixes at their ECMP width."""
+        return self.runtime.observe(self.plan, self.name)
 
-        return [s for s in observe(self.plan, self.name) if not s.ok]
+    def shortfalls(self) -> list[Shortfall]:
+        return [s for s in self.observe() if not s.ok]
 
     def address(self, node: str, nic: str) -> str:
         return str(self.plan.host(node).nic(nic).address.ip)

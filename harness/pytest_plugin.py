@@ -20,8 +20,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--results-dir", default="results", help="where check results (JSON, PNG) go")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """An unknown runtime, or clab without what it needs, stops the run at once: asked for
+    explicitly, it must not turn into a run of skipped labs."""
+    name = config.getoption("runtime", default="netns")
+    if name == "netns":
+        return
+    from harness.errors import HarnessError
+    from harness.runtime import RUNTIMES
+
+    if name not in RUNTIMES:
+        raise pytest.UsageError(f"--runtime {name}: unknown; valid runtimes: {', '.join(RUNTIMES)}")
+    from harness.runtime import get_runtime
+
+    try:
+        get_runtime(name).check_prerequisites()
+    except HarnessError as e:
+        raise pytest.UsageError(f"--runtime {name}: {e}") from None
+
+
 def skip_reason(runtime: str) -> str | None:
-    """Why a lab cannot boot here, or None. The labs skip with it rather than fail."""
+    """Why a netns lab cannot boot here, or None. The labs skip with it rather than fail."""
     if runtime != "netns":
         return None
     if os.geteuid() != 0:

@@ -141,6 +141,4 @@ def _far_peer(plan, host: str, nic) -> tuple[str, str]:
 
 
 def _sysctl(lab, node: str, key: str) -> str:
-    from harness.runtime import nsutil
-
-    return nsutil.read_sysctl(lab.namespace(node), key)
+    return lab.sysctl(node, key)

@@ -152,10 +152,9 @@ def _leaked_routes(lab, fib: Fib) -> list[str]:
 def check_isolation(lab, timeout: float = 5.0) -> IsolationResult:
     t0 = time.monotonic()
     probes = _probes(lab)
-    ns = {n: lab.namespace(n) for n in lab.nodes()}
-    hosts = {h.name: ns[h.name] for h in lab.plan.hosts}
+    hosts = [h.name for h in lab.plan.hosts]
     macs: dict[tuple[str, str], bytes] = {}
-    with Fib(lab) as fib, ProbeSession(hosts) as session:
+    with Fib(lab) as fib, ProbeSession(hosts, lab.in_namespace) as session:
         def mac(node: str, port: str) -> bytes:
             if (node, port) not in macs:
                 macs[(node, port)] = fib.mac(node, port)
@@ -165,7 +164,7 @@ def check_isolation(lab, timeout: float = 5.0) -> IsolationResult:
         for p in probes:
             data = frame(mac(p.src_node, p.src_nic), mac(p.next_hop_node, p.next_hop_port), p.src_addr,
                          p.dst_addr, p.id)
-            sock = session.sender(ns[p.src_node], p.src_nic)
+            sock = session.sender(p.src_node, p.src_nic)
             for _ in range(COPIES):
                 sock.send(data)
         expected = {p.id for p in probes if p.expect_delivery}

@@ -12,7 +12,6 @@ from ipaddress import IPv4Network
 from harness.errors import HarnessError
 from harness.model import FE_NIC, Plane
 from harness.plan import CableRow, port_name
-from harness.runtime import nsutil
 
 
 @dataclass
@@ -34,9 +33,7 @@ class Sabotage:
 
 
 def _vtysh_config(lab, node: str, *lines: str) -> None:
-    from harness.runtime.netns import frr_node
-
-    frr_node(lab.name, node).vtysh("configure terminal", *lines)
+    lab.vtysh(node, "configure terminal", *lines)
 
 
 def _free_port(lab, switch: str) -> str:
@@ -55,10 +52,10 @@ def stray_cable(lab, a: str, b: str) -> Sabotage:
         if node not in {s.name for s in lab.plan.switches}:
             raise HarnessError(f"stray_cable joins routed switches; {node!r} is not one")
     pa, pb = _free_port(lab, a), _free_port(lab, b)
-    with nsutil.ipr(lab.namespace(a)) as s:
+    with lab.netlink(a) as s:
         s.link("add", ifname=pa, kind="veth", peer={"ifname": pb, "net_ns_fd": lab.namespace(b)})
         s.link("set", ifname=pa, state="up")
-    with nsutil.ipr(lab.namespace(b)) as s:
+    with lab.netlink(b) as s:
         s.link("set", ifname=pb, state="up")
     for node, port in ((a, pa), (b, pb)):
         asn = lab.plan.switch(node).asn
@@ -71,7 +68,7 @@ def stray_cable(lab, a: str, b: str) -> Sabotage:
     def undo() -> None:
         for node, port in ((a, pa), (b, pb)):
             _vtysh_config(lab, node, f"router bgp {lab.plan.switch(node).asn}", f"no neighbor {port}")
-        with nsutil.ipr(lab.namespace(a)) as s:
+        with lab.netlink(a) as s:
             s.link("del", ifname=pa)
         lab.extra_cables.remove(row)
 
@@ -84,14 +81,14 @@ def leak_route(lab, host: str) -> Sabotage:
     nic = lab.plan.host(host).nic(FE_NIC)
     leaf = nic.peer
     be = str(IPv4Network(lab.plan.fabric.cluster.addressing.be))
-    nsutil.write_sysctls(lab.namespace(host), {"net.ipv4.ip_forward": 1})
-    with nsutil.ipr(lab.namespace(leaf)) as s:
+    lab.set_sysctls(host, {"net.ipv4.ip_forward": 1})
+    with lab.netlink(leaf) as s:
         s.route("add", dst=be, gateway=str(nic.address.ip))
 
     def undo() -> None:
-        with nsutil.ipr(lab.namespace(leaf)) as s:
+        with lab.netlink(leaf) as s:
             s.route("del", dst=be, gateway=str(nic.address.ip))
-        nsutil.write_sysctls(lab.namespace(host), {"net.ipv4.ip_forward": 0})
+        lab.set_sysctls(host, {"net.ipv4.ip_forward": 0})
 
     return Sabotage(f"route {be} on {leaf} via {host} ({nic.address.ip}), which forwards", undo)
 
@@ -99,13 +96,13 @@ def leak_route(lab, host: str) -> Sabotage:
 def l3_hashing(lab, switches: list[str] | None = None) -> Sabotage:
     """ECMP on addresses only (fib_multipath_hash_policy=0): RoCEv2's low entropy shows."""
     names = switches or [s.name for s in lab.plan.switches if s.plane is Plane.BE]
-    before = {n: nsutil.read_sysctl(lab.namespace(n), "net.ipv4.fib_multipath_hash_policy") for n in names}
+    before = {n: lab.sysctl(n, "net.ipv4.fib_multipath_hash_policy") for n in names}
     for n in names:
-        nsutil.write_sysctls(lab.namespace(n), {"net.ipv4.fib_multipath_hash_policy": 0})
+        lab.set_sysctls(n, {"net.ipv4.fib_multipath_hash_policy": 0})
 
     def undo() -> None:
         for n, value in before.items():
-            nsutil.write_sysctls(lab.namespace(n), {"net.ipv4.fib_multipath_hash_policy": value})
+            lab.set_sysctls(n, {"net.ipv4.fib_multipath_hash_policy": value})
 
     return Sabotage(f"L3-only ECMP hashing on {', '.join(names)}", undo)
 

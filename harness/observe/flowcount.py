@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 
 from harness.errors import RuntimeError_
 
@@ -21,8 +20,8 @@ class FlowCounters:
         self.table = f"fablab_count_{next(_ids)}"
 
     def _nft(self, argv: list[str], stdin: str | None = None) -> str:
-        run = subprocess.run(self.lab.runtime.exec_argv(self.lab.name, self.node, ["nft", *argv]),
-                             input=stdin, capture_output=True, text=True)
+        # The host's nft in the switch's namespace: SONiC-VS images have no nft.
+        run = self.lab.ns_exec(self.node, ["nft", *argv], input=stdin)
         if run.returncode != 0:
             raise RuntimeError_(f"nft on {self.node}: {run.stderr.strip()}")
         return run.stdout

@@ -30,7 +30,7 @@ class Fib:
 
     def socket(self, node: str):
         if node not in self._sockets:
-            self._sockets[node] = self.lab.runtime.netlink(self.lab.name, node)
+            self._sockets[node] = self.lab.netlink(node)
         return self._sockets[node]
 
     def interfaces(self, node: str) -> dict[int, str]:

@@ -1,13 +1,32 @@
-"""What a runtime is: a small interface, separate from node kinds and from the Lab API."""
+"""What a runtime is: a small interface, separate from node kinds and from the Lab API.
+
+Both runtimes give every node a network namespace linked under /run/netns (netns: the
+namespace itself; containerlab: a link to the container's), so everything that acts on a
+node's network from the host (netlink, sysctls, nft, AF_PACKET sockets, `ip route`) is
+shared in `NamespaceAccess`. What differs (booting, running a command with the node's own
+tools, vtysh, which interface carries a cable) each runtime says for itself.
+"""
 from __future__ import annotations
 
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from ipaddress import IPv4Network
+from typing import Protocol, TypeVar
 
 from pyroute2 import IPRoute
 
-from harness.plan import Plan
+from harness.errors import RuntimeError_
+from harness.observe.convergence import Shortfall, expectations, shortfall
+from harness.observe.routing import ROUTE_ARGV, Route, bfd_peers, bgp_peers, kernel_routes
+from harness.plan import Plan, SwitchPlan
+from harness.runtime import nsutil
 from harness.runtime.state import LabState
+
+T = TypeVar("T")
+GRAY_TABLE = "fablab_gray"
 
 
 class Progress(Protocol):
@@ -36,14 +55,133 @@ class Runtime(Protocol):
 
     def leftovers(self, everything: bool = False) -> list[str]: ...
 
+    def check_prerequisites(self) -> None:
+        """Raise PrerequisiteError naming what this machine lacks for this runtime."""
+        ...
+
+    def plan_of(self, lab: str, plan: Plan) -> Plan:
+        """The plan as this runtime runs it (clab: the lab's own mgmt subnet)."""
+        ...
+
+    # -- a node's own tools (its filesystem and namespace)
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]: ...
 
+    def vtysh(self, lab: str, node: str, *commands: str) -> str: ...
+
+    def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]: ...
+
+    # -- a node's network namespace, from the host
     def namespace(self, lab: str, node: str) -> str: ...
+
+    def ns_argv(self, lab: str, node: str, argv: list[str]) -> list[str]: ...
 
     def netlink(self, lab: str, node: str) -> IPRoute: ...
 
-    def set_link(self, lab: str, node: str, ifname: str, up: bool) -> None: ...
+    def run_in(self, lab: str, node: str, fn: Callable[[], T]) -> T: ...
 
-    def set_gray(self, lab: str, node: str, ifname: str, on: bool) -> None: ...
+    def read_sysctl(self, lab: str, node: str, key: str) -> str: ...
 
-    def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]: ...
+    def write_sysctls(self, lab: str, node: str, values: dict[str, str | int]) -> None: ...
+
+    def fib(self, lab: str, node: str) -> dict[IPv4Network, Route]: ...
+
+    # -- failures of a cable end: `port` is the plan's port name
+    def set_link(self, lab: str, node: str, port: str, up: bool) -> None: ...
+
+    def set_gray(self, lab: str, node: str, port: str, on: bool) -> None: ...
+
+    # -- convergence, by the same rule on every runtime
+    def observe(self, plan: Plan, lab: str) -> list[Shortfall]: ...
+
+
+class NamespaceAccess:
+    """What both runtimes do the same way: act on a node's network namespace from the host."""
+
+    name = "?"
+
+    def namespace(self, lab: str, node: str) -> str:
+        raise NotImplementedError
+
+    def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
+        raise NotImplementedError
+
+    def plan_of(self, lab: str, plan: Plan) -> Plan:
+        return plan
+
+    def ns_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
+        return nsutil.nsenter(self.namespace(lab, node), argv)
+
+    def netlink(self, lab: str, node: str) -> IPRoute:
+        return nsutil.ipr(self.namespace(lab, node))
+
+    def run_in(self, lab: str, node: str, fn: Callable[[], T]) -> T:
+        return nsutil.run_in(self.namespace(lab, node), fn)
+
+    def read_sysctl(self, lab: str, node: str, key: str) -> str:
+        return nsutil.read_sysctl(self.namespace(lab, node), key)
+
+    def write_sysctls(self, lab: str, node: str, values: dict[str, str | int]) -> None:
+        nsutil.write_sysctls(self.namespace(lab, node), values)
+
+    def gray_port(self, lab: str, node: str, port: str) -> str:
+        """The kernel interface whose ingress a gray failure drops (where the kernel routes)."""
+        return port
+
+    def set_gray(self, lab: str, node: str, port: str, on: bool) -> None:
+        """Drop everything arriving on the port at the netdev ingress hook; the carrier stays up."""
+        ifname = self.gray_port(lab, node, port)
+        table = f"{GRAY_TABLE}_{ifname}"
+        if on:
+            ruleset = (f"table netdev {table} {{\n  chain ingress {{\n"
+                       f'    type filter hook ingress device "{ifname}" priority 0; policy drop;\n  }}\n}}\n')
+        else:
+            ruleset = f"delete table netdev {table}\n"
+        nsutil.nft(self.namespace(lab, node), ruleset)
+
+    def fib(self, lab: str, node: str) -> dict[IPv4Network, Route]:
+        run = subprocess.run(self.ns_argv(lab, node, ROUTE_ARGV), capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError_(f"{node}: reading the FIB failed: {run.stderr.strip()}")
+        return kernel_routes(run.stdout)
+
+    def observe(self, plan: Plan, lab: str) -> list[Shortfall]:
+        """One look at every switch: sessions and FIB against what the plan expects."""
+        exp = expectations(plan)
+
+        def look(sw: SwitchPlan) -> Shortfall:
+            peers, bfd = (), ()
+            if exp[sw.name].sessions:
+                try:
+                    summary, bfd_doc = self.vtysh_json(lab, sw.name, "show bgp ipv4 unicast summary json",
+                                                       "show bfd peers json")
+                except RuntimeError_:
+                    summary, bfd_doc = {}, []  # a daemon not answering yet: no sessions seen, the poll goes on
+                peers = bgp_peers(sw.name, summary)  # type: ignore[arg-type]
+                bfd = bfd_peers(sw.name, bfd_doc)  # type: ignore[arg-type]
+            return shortfall(exp[sw.name], peers, bfd, self.fib(lab, sw.name))
+
+        # vtysh round trips dominate; a few at once keep a poll of 40 switches under a second.
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return list(pool.map(look, plan.switches))
+
+
+def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progress: Progress = quiet,
+                   now: Callable[[], float] = time.monotonic) -> None:
+    """Poll until every BGP and BFD session is up and every planned prefix is in each
+    switch's FIB at its ECMP width; raise naming the switches still short at the deadline."""
+    deadline = now() + timeout
+    total = len(plan.switches)
+    last = -1
+    while True:
+        shortfalls = [s for s in runtime.observe(plan, lab) if not s.ok]
+        done = total - len(shortfalls)
+        if not shortfalls:
+            progress("converged", f"{total}/{total} switches: every session up, every prefix at its ECMP width")
+            return
+        if done != last:
+            progress("converging", f"{done}/{total} switches converged")
+            last = done
+        if now() > deadline:
+            detail = "; ".join(str(s) for s in shortfalls[:5])
+            raise RuntimeError_(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): {detail}")
+        time.sleep(0.1)

@@ -1,114 +1,420 @@
-"""The containerlab runtime: hands the rendered <lab>.clab.yml to the containerlab CLI.
+"""The containerlab runtime: the rendered <lab>.clab.yml on Docker, SONiC-VS switches.
+
+`up` checks every prerequisite before anything is made, deploys, and then trusts nothing
+containerlab says: it reads `containerlab inspect`, waits for each container's network
+namespace (containerlab links it at /run/netns/<container>), for each switch's init script
+(rendered next to config_db.json; it writes /tmp/fablab-init.status in the container), checks
+independently that each switch loaded its config_db and has every planned port, and waits
+for convergence by the same rule as the netns runtime (vtysh in the container, the kernel
+FIB from the host). Containers are named fablab-<lab>-<node> (topology `prefix: fablab`).
 
 It runs where Docker, containerlab and a docker-sonic-vs image exist (see the Vagrantfile);
-on this project's CI machine it stops at the prerequisite check with a clear message.
-Nodes are driven with `docker exec` on the container names containerlab gives them
-(prefix `fablab`: fablab-<lab>-<node>).
+elsewhere `up` stops at the prerequisite check with a message naming what is missing.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import time
-
-from pyroute2 import IPRoute
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from pathlib import Path
 
 from harness.errors import PrerequisiteError, RuntimeError_
-from harness.plan import Plan
+from harness.model import build, cluster_to_dict
+from harness.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
-from harness.runtime.base import Progress, TeardownReport, quiet
+from harness.render.containerlab import SONIC_IMAGE
+from harness.runtime import nsutil
+from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
+from harness.runtime.frr import json_documents
 from harness.runtime.processes import start_time
 from harness.runtime.state import LabState, check_lab_name, is_stale, labs, load, run_dir, save
 
+PREFIX = "fablab"
+INIT_STATUS = "/tmp/fablab-init.status"
+INIT_LOG = "/tmp/fablab-init.log"
+IMAGE_ENV = "FABLAB_SONIC_IMAGE"
+DOCS = "README.md, 'The containerlab runtime'"
 
-def check_prerequisites() -> None:
+
+def sonic_image() -> str:
+    return os.environ.get(IMAGE_ENV, SONIC_IMAGE)
+
+
+# ---------------------------------------------------------------------- commands (pure)
+
+def deploy_argv(topology: Path, replace: bool = False) -> list[str]:
+    return ["containerlab", "deploy", "-t", str(topology)] + (["--reconfigure"] if replace else [])
+
+
+def destroy_argv(topology: Path) -> list[str]:
+    return ["containerlab", "destroy", "-t", str(topology), "--cleanup"]
+
+
+def inspect_argv(lab: str) -> list[str]:
+    # By lab name (the `containerlab=<lab>` label), not -t: with -t, inspect exits 1 as soon
+    # as one node's container is missing, and that is just what the caller wants to learn.
+    return ["containerlab", "inspect", "--name", lab, "--format", "json"]
+
+
+def container_name(lab: str, node: str) -> str:
+    return f"{PREFIX}-{lab}-{node}"
+
+
+@dataclass(frozen=True)
+class Container:
+    """One row of `containerlab inspect`."""
+
+    name: str
+    state: str
+    kind: str = ""
+    image: str = ""
+    ipv4: str = ""
+    lab: str = ""
+
+
+def parse_inspect(text: str) -> list[Container]:
+    """Both shapes containerlab has printed: `{"containers": [...]}` (before 0.68) and
+    `{"<lab>": [...]}` keyed by lab name (0.68 and later); an empty answer is no container."""
+    if not text.strip():
+        return []
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise RuntimeError_(f"containerlab inspect printed no JSON ({e}): {text[:200]!r}") from e
+    if isinstance(doc, dict) and isinstance(doc.get("containers"), list):
+        entries = doc["containers"]
+    elif isinstance(doc, dict):
+        entries = [e for rows in doc.values() if isinstance(rows, list) for e in rows]
+    elif isinstance(doc, list):
+        entries = doc
+    else:
+        raise RuntimeError_(f"containerlab inspect: unexpected JSON {type(doc).__name__}")
+    out = []
+    for e in entries:
+        if not isinstance(e, dict) or "name" not in e:
+            raise RuntimeError_(f"containerlab inspect: an entry without a name: {e!r}")
+        out.append(Container(name=e["name"], state=str(e.get("state", "")), kind=str(e.get("kind", "")),
+                             image=str(e.get("image", "")), ipv4=str(e.get("ipv4_address", "")),
+                             lab=str(e.get("lab_name", e.get("labName", "")))))
+    return out
+
+
+@dataclass(frozen=True)
+class InitStatus:
+    """What a switch's init script says in /tmp/fablab-init.status."""
+
+    state: str  # pending (no file yet) | running | ok | failed
+    step: str = ""
+    detail: str = ""
+
+
+def parse_init_status(text: str | None) -> InitStatus:
+    """`running <step>`, `ok` or `failed <step>: <detail>`; no file yet is `pending`."""
+    line = (text or "").strip().splitlines()[-1:] or [""]
+    line = line[0].strip()
+    if not line:
+        return InitStatus("pending")
+    word, _, rest = line.partition(" ")
+    if word == "ok":
+        return InitStatus("ok")
+    if word == "running":
+        return InitStatus("running", rest.strip())
+    if word == "failed":
+        step, _, detail = rest.partition(":")
+        return InitStatus("failed", step.strip(), detail.strip())
+    return InitStatus("failed", "status", f"unreadable status line {line!r}")
+
+
+def poll_all(items: Iterable[str], probe: Callable[[str], bool], timeout: float, what: str,
+             now: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep,
+             progress: Progress = quiet) -> None:
+    """Poll `probe(item)` until every item is done (True); a probe raises to fail at once.
+    At the deadline, raise naming the items still waiting."""
+    waiting = list(items)
+    total = len(waiting)
+    deadline = now() + timeout
+    while waiting:
+        waiting = [i for i in waiting if not probe(i)]
+        if not waiting:
+            break
+        if now() > deadline:
+            raise RuntimeError_(f"{what}: {len(waiting)}/{total} not ready after {timeout:.0f} s: "
+                                + ", ".join(waiting[:8]) + (" ..." if len(waiting) > 8 else ""))
+        progress(what, f"{total - len(waiting)}/{total} ready")
+        pause(0.5)
+
+
+# ---------------------------------------------------------------------- prerequisites
+
+Run = Callable[..., subprocess.CompletedProcess]
+
+
+def check_prerequisites(image: str | None = None, which: Callable[[str], str | None] = shutil.which,
+                        run: Run = subprocess.run) -> None:
+    """Everything the clab runtime needs, checked before anything is made."""
+    image = image or sonic_image()
+    if os.geteuid() != 0:
+        raise PrerequisiteError("the clab runtime needs root (containerlab, and host tools in the containers' "
+                                "namespaces): run with sudo")
     for tool, how in (("docker", "apt-get install docker.io"),
-                      ("containerlab", "see https://containerlab.dev/install/ (or use --runtime netns)")):
-        if shutil.which(tool) is None:
+                      ("containerlab", "see https://containerlab.dev/install/ (or use --runtime netns)"),
+                      ("nft", "apt-get install nftables"), ("nsenter", "apt-get install util-linux")):
+        if which(tool) is None:
             raise PrerequisiteError(f"the clab runtime needs {tool}: {how}")
+    info = run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
+    if info.returncode != 0:
+        raise PrerequisiteError("the Docker daemon does not answer (`docker info` failed: "
+                                f"{info.stderr.strip()[:200]}): systemctl start docker")
+    found = run(["docker", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True)
+    if found.returncode != 0:
+        raise PrerequisiteError(f"the SONiC image {image} is not loaded: docker load -i docker-sonic-vs.gz "
+                                f"&& docker tag <loaded image> {image} (or set {IMAGE_ENV}); see {DOCS}")
 
 
-class ClabRuntime:
+# ---------------------------------------------------------------------- the runtime
+
+class ClabRuntime(NamespaceAccess):
     name = "clab"
 
-    def _topology(self, lab: str):
+    def __init__(self, run: Run = subprocess.run) -> None:
+        self._run = run
+        self._plans: dict[str, Plan] = {}
+
+    def check_prerequisites(self) -> None:
+        check_prerequisites(run=self._run)
+
+    @staticmethod
+    def topology_file(lab: str) -> Path:
         return run_dir(lab) / "clab" / f"{lab}.clab.yml"
+
+    # ------------------------------------------------------------------ boot
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
            timeout: float = 600.0, detached: bool = False) -> LabState:
         check_lab_name(lab)
-        check_prerequisites()
-        if lab in labs() and not replace:
-            raise RuntimeError_(f"a lab named {lab!r} is already running: `fablab down {lab}` or --replace")
-        from harness.model import cluster_to_dict
+        image = sonic_image()
+        check_prerequisites(image, run=self._run)
+        from harness.mgmtnet import lab_mgmt_network, with_mgmt_network
 
-        state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
-                         namespaces=(), runner_pid=os.getpid(),
-                         owner_pid=0 if detached else os.getpid(), created=time.time(),
-                         runner_start=start_time(os.getpid()), owner_start=0 if detached else start_time(os.getpid()))
-        save(state)
-        write_artifacts(artifacts(plan, lab=lab), run_dir(lab) / "clab")
-        progress("deploy", f"containerlab deploy -t {self._topology(lab)}")
-        t = time.monotonic()
-        run = subprocess.run(["containerlab", "deploy", "-t", str(self._topology(lab))] + (["--reconfigure"] if replace else []),
-                             capture_output=True, text=True, timeout=timeout)
-        if run.returncode != 0:
+        if lab in labs():
+            if not replace:
+                raise RuntimeError_(f"a lab named {lab!r} is already running: `fablab down {lab}` first, "
+                                    "pick another --name, or pass --replace")
+            progress("replace", f"removing the running lab {lab}")
             self.down(lab)
-            raise RuntimeError_(f"containerlab deploy failed: {run.stderr.strip()[-2000:]}")
-        state = state.with_(phase="up", timings={"deploy": round(time.monotonic() - t, 3)})
+        taken = {IPv4Network(load(other).mgmt_network) for other in labs() if _clab_state(other)}
+        network = lab_mgmt_network(lab, len(plan.fabric.nodes), taken=taken)
+        plan = with_mgmt_network(plan, network)
+        files = artifacts(plan, lab=lab, sonic_image=image)  # before touching anything
+        state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
+                         namespaces=tuple(container_name(lab, n.name) for n in plan.fabric.nodes),
+                         runner_pid=os.getpid(), owner_pid=0 if detached else os.getpid(), created=time.time(),
+                         runner_start=start_time(os.getpid()), owner_start=0 if detached else start_time(os.getpid()),
+                         mgmt_network=str(network))
+        save(state)
+        self._plans[lab] = plan
+        timings: dict[str, float] = {}
+        deadline = time.monotonic() + timeout
+        try:
+            write_artifacts(files, self.topology_file(lab).parent)
+            t = time.monotonic()
+            progress("deploy", f"containerlab deploy: {len(plan.switches)} SONiC-VS switches, "
+                               f"{len(plan.hosts)} hosts, mgmt {network}")
+            self._deploy(lab, replace, deadline)
+            timings["deploy"] = time.monotonic() - t
+            t = time.monotonic()
+            self._wait_containers(plan, lab, deadline, progress)
+            timings["containers"] = time.monotonic() - t
+            t = time.monotonic()
+            self._wait_switches(plan, lab, deadline, progress)
+            self._wait_hosts(plan, lab, deadline, progress)
+            timings["config"] = time.monotonic() - t
+            t = time.monotonic()
+            wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress)
+            timings["converged"] = time.monotonic() - t
+        except BaseException:
+            if os.getpid() == state.runner_pid:
+                progress("teardown", f"boot of {lab} failed or was interrupted: removing what was made")
+                self.down(lab)
+            raise
+        timings["total"] = sum(timings.values())
+        state = state.with_(phase="up", timings={k: round(v, 3) for k, v in timings.items()})
         save(state)
         return state
 
+    def _deploy(self, lab: str, replace: bool, deadline: float) -> None:
+        try:
+            run = self._run(deploy_argv(self.topology_file(lab), replace), capture_output=True, text=True,
+                            timeout=max(1.0, deadline - time.monotonic()), cwd=self.topology_file(lab).parent)
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError_(f"containerlab deploy of {lab} did not finish in time") from e
+        if run.returncode != 0:
+            raise RuntimeError_(f"containerlab deploy of {lab} failed ({run.returncode}): "
+                                f"{(run.stderr or run.stdout).strip()[-2000:]}")
+
+    def inspect(self, lab: str) -> list[Container]:
+        run = self._run(inspect_argv(lab), capture_output=True, text=True, timeout=60)
+        if run.returncode != 0:
+            raise RuntimeError_(f"containerlab inspect of {lab} failed: {(run.stderr or run.stdout).strip()[-500:]}")
+        return parse_inspect(run.stdout)
+
+    def _wait_containers(self, plan: Plan, lab: str, deadline: float, progress: Progress) -> None:
+        """Every planned node a running container, its namespace linked under /run/netns."""
+        running = {c.name: c for c in self.inspect(lab)}
+        wanted = {container_name(lab, n.name): n.name for n in plan.fabric.nodes}
+        missing = sorted(wanted[c] for c in wanted if c not in running)
+        stopped = sorted(f"{wanted[c]} ({running[c].state})" for c in wanted
+                         if c in running and running[c].state.lower() != "running")
+        if missing or stopped:
+            raise RuntimeError_(f"containerlab deployed {lab} without " + "; ".join(
+                part for part in (f"nodes {', '.join(missing)}" if missing else "",
+                                  f"running nodes {', '.join(stopped)}" if stopped else "") if part))
+        poll_all([n.name for n in plan.fabric.nodes],
+                 lambda node: os.path.exists(f"{nsutil.NETNS_DIR}/{container_name(lab, node)}"),
+                 deadline - time.monotonic(), "namespaces", progress=progress)
+
+    def switch_status(self, lab: str, switch: str) -> InitStatus:
+        run = self._run(self.exec_argv(lab, switch, ["cat", INIT_STATUS]), capture_output=True, text=True, timeout=30)
+        return parse_init_status(run.stdout if run.returncode == 0 else "")
+
+    def _switch_ready(self, plan: Plan, lab: str, switch: str) -> bool:
+        status = self.switch_status(lab, switch)
+        if status.state == "failed":
+            log = self._run(self.exec_argv(lab, switch, ["tail", "-n", "20", INIT_LOG]), capture_output=True,
+                            text=True, timeout=30).stdout
+            raise RuntimeError_(f"{switch}: init step {status.step!r} failed: {status.detail}\n{log.strip()}")
+        if status.state != "ok":
+            return False
+        # The script said ok; check the two things everything else rests on, independently.
+        hostname = self._run(self.exec_argv(lab, switch, ["sonic-db-cli", "CONFIG_DB", "HGET",
+                                                          "DEVICE_METADATA|localhost", "hostname"]),
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+        if hostname != switch:
+            raise RuntimeError_(f"{switch}: CONFIG_DB holds hostname {hostname!r}, not {switch!r}: "
+                                "the rendered config_db.json was not loaded")
+        with self.netlink(lab, switch) as s:
+            present = {link.get_attr("IFLA_IFNAME") for link in s.get_links()}
+        sw = plan.switch(switch)
+        absent = [p.name for p in sw.ports if p.name not in present]
+        if absent:
+            raise RuntimeError_(f"{switch}: ports {', '.join(absent)} do not exist in the container "
+                                f"(HwSKU {getattr(sw, 'hwsku', '?')}): its lanemap does not match the config")
+        return True
+
+    def _wait_switches(self, plan: Plan, lab: str, deadline: float, progress: Progress) -> None:
+        poll_all([sw.name for sw in plan.switches], lambda sw: self._switch_ready(plan, lab, sw),
+                 deadline - time.monotonic(), "switch init", progress=progress)
+
+    def _wait_hosts(self, plan: Plan, lab: str, deadline: float, progress: Progress) -> None:
+        def ready(host: str) -> bool:
+            with self.netlink(lab, host) as s:
+                have = {(a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in s.get_addr(family=2)}
+            want = {(str(n.address.ip), n.address.network.prefixlen) for n in plan.host(host).nics
+                    if n.gateway is not None}
+            return want <= have
+
+        poll_all([h.name for h in plan.hosts], ready, deadline - time.monotonic(), "host addresses",
+                 progress=progress)
+
+    # ------------------------------------------------------------------ teardown
+
     def down(self, lab: str) -> TeardownReport:
         t = time.monotonic()
-        topo = self._topology(lab)
+        topo = self.topology_file(lab)
+        try:
+            names = load(lab).namespaces
+        except Exception:
+            names = ()
+        removed = 0
         if topo.exists() and shutil.which("containerlab"):
-            subprocess.run(["containerlab", "destroy", "-t", str(topo), "--cleanup"], capture_output=True, text=True)
+            run = self._run(destroy_argv(topo), capture_output=True, text=True, timeout=600, cwd=topo.parent)
+            if run.returncode != 0:
+                raise RuntimeError_(f"containerlab destroy of {lab} failed: {(run.stderr or run.stdout).strip()[-800:]}"
+                                    f"; the lab's files stay in {run_dir(lab)}")
+            left = [n for n in names if os.path.exists(f"{nsutil.NETNS_DIR}/{n}")]
+            if left:
+                raise RuntimeError_(f"containers of {lab} still present after destroy: {', '.join(left)}")
+            removed = len(names)
+        elif topo.exists() and shutil.which("docker"):
+            raise RuntimeError_(f"lab {lab} was deployed with containerlab, which is not on PATH now: "
+                                f"reinstall it, then `fablab down {lab}`")
         shutil.rmtree(run_dir(lab), ignore_errors=True)
-        return TeardownReport(lab, 0, 0, time.monotonic() - t)
+        self._plans.pop(lab, None)
+        return TeardownReport(lab, 0, removed, time.monotonic() - t)
 
     def leftovers(self, everything: bool = False) -> list[str]:
-        found = [lab for lab in labs() if _runtime_of(lab) == self.name]
+        """clab labs only: the netns runtime's labs are never this runtime's to remove."""
+        found = [lab for lab in labs() if _clab_state(lab)]
         return found if everything else [lab for lab in found if is_stale(load(lab))]
 
+    # ------------------------------------------------------------------ driving
+
+    def plan_of(self, lab: str, plan: Plan) -> Plan:
+        from harness.mgmtnet import with_mgmt_network
+
+        state = load(lab)
+        return with_mgmt_network(plan, IPv4Network(state.mgmt_network)) if state.mgmt_network else plan
+
+    def _plan(self, lab: str) -> Plan:
+        if lab not in self._plans:
+            self._plans[lab] = self.plan_of(lab, make_plan(build(load(lab).declared_cluster())))
+        return self._plans[lab]
+
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
-        return ["docker", "exec", f"fablab-{lab}-{node}", *argv]
+        return ["docker", "exec", "-i", container_name(lab, node), *argv]
 
     def namespace(self, lab: str, node: str) -> str:
-        raise RuntimeError_("probing namespaces directly is a netns-runtime feature")
+        return container_name(lab, node)
 
-    def netlink(self, lab: str, node: str) -> IPRoute:
-        raise RuntimeError_("netlink access to nodes is a netns-runtime feature; use exec on clab")
+    def carrier_port(self, lab: str, node: str, port: str) -> str:
+        """The veth end of a cable: a SONiC port's containerlab endpoint (ethN); a host NIC itself.
+        Downing the SONiC tap (EthernetN) instead would leave the peer's carrier up."""
+        plan = self._plan(lab)
+        if node in {s.name for s in plan.switches}:
+            for p in plan.switch(node).ports:
+                if p.name == port:
+                    return p.clab
+            raise RuntimeError_(f"{node} has no port {port!r} in lab {lab}")
+        return port
 
-    def set_link(self, lab: str, node: str, ifname: str, up: bool) -> None:
-        self._run(lab, node, ["ip", "link", "set", ifname, "up" if up else "down"])
+    # Gray failure stays on the port name (NamespaceAccess.gray_port): SONiC-VS copies frames
+    # between ethN and the tap EthernetN, where the kernel routes, and its AF_PACKET socket on
+    # ethN would see frames before an ingress drop there.
 
-    def set_gray(self, lab: str, node: str, ifname: str, on: bool) -> None:
-        if on:
-            rules = (f'table netdev fablab_gray_{ifname} {{ chain ingress {{ type filter hook ingress '
-                     f'device "{ifname}" priority 0; policy drop; }} }}')
-        else:
-            rules = f"delete table netdev fablab_gray_{ifname}"
-        self._run(lab, node, ["nft", rules])
+    def set_link(self, lab: str, node: str, port: str, up: bool) -> None:
+        ifname = self.carrier_port(lab, node, port)
+        with self.netlink(lab, node) as s:
+            found = s.link_lookup(ifname=ifname)
+            if not found:
+                raise RuntimeError_(f"{node}: no interface {ifname} (cable end of {port})")
+            s.link("set", index=found[0], state="up" if up else "down")
 
-    def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
-        import json
-
-        docs = []
+    def vtysh(self, lab: str, node: str, *commands: str) -> str:
+        argv = ["vtysh"]
         for c in commands:
-            docs.append(json.loads(self._run(lab, node, ["vtysh", "-c", c])))
-        return docs
-
-    def _run(self, lab: str, node: str, argv: list[str]) -> str:
-        run = subprocess.run(self.exec_argv(lab, node, argv), capture_output=True, text=True)
+            argv += ["-c", c]
+        try:
+            run = self._run(self.exec_argv(lab, node, argv), capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError_(f"vtysh in {container_name(lab, node)} timed out: {' / '.join(commands)}") from e
         if run.returncode != 0:
-            raise RuntimeError_(f"{node}: {' '.join(argv)}: {run.stderr.strip()}")
+            raise RuntimeError_(f"vtysh in {container_name(lab, node)} failed ({run.returncode}): "
+                                f"{(run.stderr or run.stdout).strip()[:500]}")
         return run.stdout
 
+    def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
+        return json_documents(self.vtysh(lab, node, *commands), len(commands),
+                              f"vtysh in {container_name(lab, node)}")
 
-def _runtime_of(lab: str) -> str:
+
+def _clab_state(lab: str) -> bool:
     try:
-        return load(lab).runtime
+        return load(lab).runtime == "clab"
     except Exception:
-        return "netns"
+        return False
+

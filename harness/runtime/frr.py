@@ -122,19 +122,27 @@ class FrrNode:
 
     def vtysh_json(self, *commands: str) -> list[object]:
         """Several `... json` commands in one vtysh call; one parsed document per command."""
-        text = self.vtysh(*commands)
-        decoder = json.JSONDecoder()
-        docs, i = [], 0
-        while len(docs) < len(commands):
+        return json_documents(self.vtysh(*commands), len(commands), f"vtysh in {self.ns}")
+
+
+def json_documents(text: str, count: int, where: str) -> list[object]:
+    """The `count` JSON documents vtysh printed one after another."""
+    decoder = json.JSONDecoder()
+    docs: list[object] = []
+    i = 0
+    try:
+        while len(docs) < count:
             while i < len(text) and text[i].isspace():
                 i += 1
             if i >= len(text):
                 break
             doc, i = decoder.raw_decode(text, i)
             docs.append(doc)
-        if len(docs) != len(commands):
-            raise RuntimeError_(f"vtysh in {self.ns}: expected {len(commands)} JSON documents, got {len(docs)}")
-        return docs
+    except ValueError as e:
+        raise RuntimeError_(f"{where}: unreadable JSON ({e}): {text[:200]!r}") from e
+    if len(docs) != count:
+        raise RuntimeError_(f"{where}: expected {count} JSON documents, got {len(docs)}")
+    return docs
 
 
 def pathspace_dirs(ns: str) -> tuple[Path, Path]:

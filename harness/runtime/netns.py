@@ -6,31 +6,25 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 import zlib
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pyroute2 import IPRoute
 
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.model import Plane, cluster_to_dict
-from harness.observe.convergence import Shortfall, expectations, shortfall
-from harness.observe.routing import ROUTE_ARGV, bfd_peers, bgp_peers, kernel_routes
-from harness.plan import Plan, SwitchPlan
+from harness.plan import Plan
 from harness.render.frr import frr_conf
 from harness.runtime import nsutil, processes
-from harness.runtime.base import Progress, TeardownReport, quiet
-from harness.runtime.processes import start_time
+from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
 from harness.runtime.frr import DAEMONS, FRR_CONFIG, FRR_STATE, FrrNode, check_installed, pathspace_dirs, remove_path
+from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
                                    labs, load, namespace, run_dir, save)
 
 OOB_BRIDGE = "br0"
 MGMT_TABLE = "fablab_mgmt"
-GRAY_TABLE = "fablab_gray"
 
 
 _HASH_SEED = Path("/proc/sys/net/ipv4/fib_multipath_hash_seed")
@@ -92,14 +86,11 @@ def check_prerequisites() -> None:
         raise PrerequisiteError("this kernel lacks multipath routing (net.ipv4.fib_multipath_hash_policy)")
 
 
-def nft(ns: str, ruleset: str) -> None:
-    run = subprocess.run(nsutil.nsenter(ns, ["nft", "-f", "-"]), input=ruleset, capture_output=True, text=True)
-    if run.returncode != 0:
-        raise RuntimeError_(f"nft in {ns}: {run.stderr.strip()}")
-
-
-class NetnsRuntime:
+class NetnsRuntime(NamespaceAccess):
     name = "netns"
+
+    def check_prerequisites(self) -> None:
+        check_prerequisites()
 
     # ------------------------------------------------------------------ boot
 
@@ -133,7 +124,7 @@ class NetnsRuntime:
             state = self._daemons(plan, lab, state, configs, progress)
             timings["daemons"] = time.monotonic() - t
             t = time.monotonic()
-            wait_converged(plan, lab, timeout, progress)
+            wait_converged(self, plan, lab, timeout, progress)
             timings["converged"] = time.monotonic() - t
         except BaseException:
             if os.getpid() == state.runner_pid:  # never from a forked helper process
@@ -198,7 +189,7 @@ class NetnsRuntime:
             for s in sockets.values():
                 s.close()
         for sw in plan.switches:
-            nft(namespace(lab, sw.name), _MGMT_RULES)
+            nsutil.nft(namespace(lab, sw.name), _MGMT_RULES)
 
     @staticmethod
     def _oob_bridge(plan: Plan, s: IPRoute) -> None:
@@ -259,11 +250,13 @@ class NetnsRuntime:
 
     def leftovers(self, everything: bool = False) -> list[str]:
         """Labs left behind: no readable state, or a dead owner (see state.is_stale); with
-        `everything`, every lab with anything on the system."""
+        `everything`, every lab with anything on the system. Labs of another runtime are
+        never this runtime's to remove."""
         found = set(labs())
         found |= {lab for ns in nsutil.list_namespaces() if (lab := lab_of_namespace(ns))}
         found |= {lab for ns in processes.frr_pids_by_namespace(NS_PREFIX).values() if (lab := lab_of_namespace(ns))}
         found |= {lab for ns in _pathspaces() if (lab := lab_of_namespace(ns))}
+        found = {lab for lab in found if _runtime_of(lab) in (None, self.name)}
         if not everything:
             found = {lab for lab in found if _stale(lab)}
         return sorted(found)
@@ -276,22 +269,12 @@ class NetnsRuntime:
     def namespace(self, lab: str, node: str) -> str:
         return namespace(lab, node)
 
-    def netlink(self, lab: str, node: str) -> IPRoute:
-        return nsutil.ipr(namespace(lab, node))
-
-    def set_link(self, lab: str, node: str, ifname: str, up: bool) -> None:
+    def set_link(self, lab: str, node: str, port: str, up: bool) -> None:
         with self.netlink(lab, node) as s:
-            s.link("set", index=_index(s, ifname), state="up" if up else "down")
+            s.link("set", index=_index(s, port), state="up" if up else "down")
 
-    def set_gray(self, lab: str, node: str, ifname: str, on: bool) -> None:
-        """Drop everything arriving on ifname at the netdev ingress hook; the carrier stays up."""
-        ns = namespace(lab, node)
-        table = f"{GRAY_TABLE}_{ifname}"
-        if on:
-            nft(ns, f"table netdev {table} {{\n  chain ingress {{\n"
-                    f'    type filter hook ingress device "{ifname}" priority 0; policy drop;\n  }}\n}}\n')
-        else:
-            nft(ns, f"delete table netdev {table}\n")
+    def vtysh(self, lab: str, node: str, *commands: str) -> str:
+        return frr_node(lab, node).vtysh(*commands)
 
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
         return frr_node(lab, node).vtysh_json(*commands)
@@ -306,12 +289,19 @@ def _pathspaces_of(lab: str) -> set[str]:
     return {ns for ns in _pathspaces() if lab_of_namespace(ns) == lab}
 
 
+def _runtime_of(lab: str) -> str | None:
+    try:
+        return load(lab).runtime
+    except Exception:  # no state, or unreadable
+        return None
+
+
 def _stale(lab: str) -> bool:
     try:
         state = load(lab)
     except Exception:  # no state, or unreadable: nothing vouches for it
         return True
-    return state.runtime != "netns" or is_stale(state)
+    return is_stale(state)
 
 
 def frr_node(lab: str, switch: str) -> FrrNode:
@@ -330,46 +320,3 @@ def _mem_available() -> float:
         if line.startswith("MemAvailable:"):
             return float(line.split()[1])
     return 0.0
-
-
-def observe(plan: Plan, lab: str) -> list[Shortfall]:
-    """One look at every switch: sessions and FIB against what the plan expects."""
-    exp = expectations(plan)
-
-    def look(sw: SwitchPlan) -> Shortfall:
-        peers, bfd = (), ()
-        if exp[sw.name].sessions:
-            try:
-                summary, bfd_doc = frr_node(lab, sw.name).vtysh_json("show bgp ipv4 unicast summary json",
-                                                                     "show bfd peers json")
-            except RuntimeError_:
-                summary, bfd_doc = {}, []  # a daemon not answering yet: no sessions seen, the poll goes on
-            peers = bgp_peers(sw.name, summary)  # type: ignore[arg-type]
-            bfd = bfd_peers(sw.name, bfd_doc)  # type: ignore[arg-type]
-        fib = kernel_routes(subprocess.run(nsutil.nsenter(namespace(lab, sw.name), ROUTE_ARGV),
-                                           capture_output=True, text=True, check=True).stdout)
-        return shortfall(exp[sw.name], peers, bfd, fib)
-
-    # vtysh round trips dominate; a few at once keep a poll of 40 switches under a second.
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(look, plan.switches))
-
-
-def wait_converged(plan: Plan, lab: str, timeout: float, progress: Progress = quiet,
-                   now: Callable[[], float] = time.monotonic) -> None:
-    deadline = now() + timeout
-    total = len(plan.switches)
-    last = -1
-    while True:
-        shortfalls = [s for s in observe(plan, lab) if not s.ok]
-        done = total - len(shortfalls)
-        if not shortfalls:
-            progress("converged", f"{total}/{total} switches: every session up, every prefix at its ECMP width")
-            return
-        if done != last:
-            progress("converging", f"{done}/{total} switches converged")
-            last = done
-        if now() > deadline:
-            detail = "; ".join(str(s) for s in shortfalls[:5])
-            raise RuntimeError_(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): {detail}")
-        time.sleep(0.1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -100,3 +101,10 @@ def read_sysctl(ns: str, key: str) -> str:
 def ipr(ns: str) -> IPRoute:
     """A netlink socket bound to namespace `ns` (close it when done)."""
     return IPRoute(netns=ns)
+
+
+def nft(ns: str, ruleset: str) -> None:
+    """Apply an nftables ruleset in namespace `ns` with the host's nft (images may lack it)."""
+    run = subprocess.run(nsenter(ns, ["nft", "-f", "-"]), input=ruleset, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError_(f"nft in {ns}: {run.stderr.strip()}")

@@ -63,6 +63,7 @@ class LabState:
     owner_start: int = 0
     created: float = 0.0
     timings: dict = field(default_factory=dict)
+    mgmt_network: str = ""  # clab: the lab's own mgmt subnet (Docker refuses overlapping ones)
 
     @property
     def run_dir(self) -> Path:

@@ -13,10 +13,10 @@ import select
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from harness.runtime import nsutil
 
 PROBE_PORT = 33434
 MAGIC = b"FLPROBE1"
@@ -81,28 +81,33 @@ def parse(data: bytes) -> int | None:
     return struct.unpack("!I", body[8:12])[0]
 
 
-class ProbeSession:
-    """Sockets for one round of probes: listeners in `listen_ns`, senders opened on demand."""
+OpenIn = Callable[[str, Callable[[], socket.socket]], socket.socket]
 
-    def __init__(self, listen: dict[str, str]) -> None:
-        """listen: node name -> namespace."""
+
+class ProbeSession:
+    """Sockets for one round of probes: listeners on `listen` nodes, senders opened on demand.
+
+    `open_in(node, fn)` runs fn in the node's network namespace (`Lab.in_namespace`)."""
+
+    def __init__(self, listen: list[str], open_in: OpenIn) -> None:
+        self._open_in = open_in
         self._listeners: dict[socket.socket, str] = {}
         self._senders: dict[tuple[str, str], socket.socket] = {}
-        for node, ns in listen.items():
-            sock = nsutil.run_in(ns, lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP)))
+        for node in listen:
+            sock = open_in(node, lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP)))
             sock.setblocking(False)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             self._listeners[sock] = node
 
-    def sender(self, ns: str, ifname: str) -> socket.socket:
-        key = (ns, ifname)
+    def sender(self, node: str, ifname: str) -> socket.socket:
+        key = (node, ifname)
         if key not in self._senders:
             def open_socket() -> socket.socket:
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                 s.bind((ifname, 0))
                 return s
 
-            self._senders[key] = nsutil.run_in(ns, open_socket)
+            self._senders[key] = self._open_in(node, open_socket)
         return self._senders[key]
 
     def collect(self, expected: set[int], deadline: float, quiet: float = 0.3) -> list[Arrival]:

@@ -1,0 +1,251 @@
+"""The clab runtime without containerlab: commands, inspect parsing, readiness logic, errors.
+
+containerlab, a Docker daemon with privileges and the SONiC image do not exist on this
+machine; these tests never pretend they ran. What needs them runs in the Vagrant VM
+(`pytest labs/ --runtime clab`)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import PrerequisiteError, RuntimeError_
+from harness.model import build
+from harness.plan import make_plan
+from harness.runtime import clab, state
+from harness.runtime.clab import (ClabRuntime, InitStatus, check_prerequisites, container_name, deploy_argv,
+                                  destroy_argv, inspect_argv, parse_init_status, parse_inspect, poll_all)
+from topologies import BUILTINS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def completed(rc: int = 0, out: str = "", err: str = "") -> subprocess.CompletedProcess:
+    return subprocess.CompletedProcess([], rc, out, err)
+
+
+# ---------------------------------------------------------------------- commands
+
+def test_commands_name_the_lab_topology_file():
+    topo = Path("/run/fablab/x/clab/x.clab.yml")
+    assert deploy_argv(topo) == ["containerlab", "deploy", "-t", str(topo)]
+    assert deploy_argv(topo, replace=True)[-1] == "--reconfigure"
+    assert destroy_argv(topo) == ["containerlab", "destroy", "-t", str(topo), "--cleanup"]
+    assert inspect_argv("x") == ["containerlab", "inspect", "--name", "x", "--format", "json"]
+
+
+def test_containers_and_namespaces_carry_the_lab_name():
+    rt = ClabRuntime()
+    assert container_name("lab7", "be-s1") == "fablab-lab7-be-s1"
+    assert rt.namespace("lab7", "be-s1") == "fablab-lab7-be-s1"  # containerlab's /run/netns link
+    assert rt.exec_argv("lab7", "gpu01", ["ip", "-j", "addr"]) == [
+        "docker", "exec", "-i", "fablab-lab7-gpu01", "ip", "-j", "addr"]
+    assert rt.ns_argv("lab7", "be-s1", ["nft", "list", "ruleset"])[:2] == [
+        "nsenter", "--net=/run/netns/fablab-lab7-be-s1"]
+
+
+# ---------------------------------------------------------------------- inspect
+
+ROW = {"lab_name": "x", "labPath": "x.clab.yml", "name": "fablab-x-be-s1", "container_id": "0123456789ab",
+       "image": "docker-sonic-vs:latest", "kind": "sonic-vs", "state": "running",
+       "ipv4_address": "198.18.0.3/26", "ipv6_address": "N/A", "owner": "root"}
+
+
+def test_inspect_before_0_68_is_a_containers_list():
+    rows = parse_inspect(json.dumps({"containers": [ROW, ROW | {"name": "fablab-x-gpu01", "kind": "linux"}]}))
+    assert [c.name for c in rows] == ["fablab-x-be-s1", "fablab-x-gpu01"]
+    assert rows[0].state == "running" and rows[0].kind == "sonic-vs" and rows[0].ipv4 == "198.18.0.3/26"
+
+
+def test_inspect_since_0_68_is_keyed_by_lab():
+    rows = parse_inspect(json.dumps({"x": [ROW], "y": [ROW | {"name": "fablab-y-be-s1", "lab_name": "y"}]}))
+    assert [(c.name, c.lab) for c in rows] == [("fablab-x-be-s1", "x"), ("fablab-y-be-s1", "y")]
+
+
+def test_inspect_of_nothing_is_no_container():
+    assert parse_inspect("") == [] and parse_inspect("{}") == [] and parse_inspect('{"containers": []}') == []
+
+
+def test_inspect_garbage_is_a_clear_error():
+    with pytest.raises(RuntimeError_, match="no JSON"):
+        parse_inspect("time=... level=error msg=no containers found")
+
+
+def test_inspect_entry_without_name_is_refused():
+    with pytest.raises(RuntimeError_, match="without a name"):
+        parse_inspect(json.dumps({"containers": [{"state": "running"}]}))
+
+
+# ---------------------------------------------------------------------- init status
+
+@pytest.mark.parametrize("text, expected", [
+    (None, InitStatus("pending")),
+    ("", InitStatus("pending")),
+    ("running config_db\n", InitStatus("running", "config_db")),
+    ("ok\n", InitStatus("ok")),
+    ("failed bfdd: bfdd did not answer within 60 s\n", InitStatus("failed", "bfdd", "bfdd did not answer within 60 s")),
+    ("running ports\nok\n", InitStatus("ok")),
+])
+def test_init_status_lines(text, expected):
+    assert parse_init_status(text) == expected
+
+
+def test_unreadable_init_status_fails_rather_than_waits():
+    assert parse_init_status("???").state == "failed"
+
+
+# ---------------------------------------------------------------------- polling
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+    def pause(self, s: float) -> None:
+        self.t += s
+
+
+def test_poll_all_returns_once_every_item_is_ready():
+    clock = Clock()
+    ready_at = {"a": 1.0, "b": 3.0}
+    poll_all(ready_at, lambda i: clock.t >= ready_at[i], 10, "switch init", clock.now, clock.pause)
+    assert 3.0 <= clock.t < 4.0
+
+
+def test_poll_all_names_what_is_still_waiting_at_the_deadline():
+    clock = Clock()
+    with pytest.raises(RuntimeError_, match=r"switch init: 1/2 not ready after 5 s: b"):
+        poll_all(["a", "b"], lambda i: i == "a", 5, "switch init", clock.now, clock.pause)
+
+
+def test_poll_all_stops_at_the_first_failure():
+    clock = Clock()
+
+    def probe(item: str) -> bool:
+        raise RuntimeError_(f"{item}: init step 'config_db' failed")
+
+    with pytest.raises(RuntimeError_, match="config_db"):
+        poll_all(["be-s1"], probe, 60, "switch init", clock.now, clock.pause)
+    assert clock.t == 0.0
+
+
+# ---------------------------------------------------------------------- readiness of one switch
+
+def fake_exec(answers: dict[str, subprocess.CompletedProcess]):
+    calls = []
+
+    def run(argv, **kwargs):
+        calls.append(argv)
+        for key, answer in answers.items():
+            if key in " ".join(argv):
+                return answer
+        return completed(1, "", "not faked")
+
+    return run, calls
+
+
+def test_a_switch_still_running_init_is_not_ready():
+    run, calls = fake_exec({"fablab-init.status": completed(0, "running frr\n")})
+    rt = ClabRuntime(run=run)
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    assert rt._switch_ready(plan, "x", "be-s1") is False
+    assert calls[0][:4] == ["docker", "exec", "-i", "fablab-x-be-s1"]
+
+
+def test_a_failed_init_step_fails_the_boot_naming_switch_and_step():
+    run, _ = fake_exec({"fablab-init.status": completed(0, "failed config_db: redis did not answer\n"),
+                        "fablab-init.log": completed(0, "waiting for redis\n")})
+    rt = ClabRuntime(run=run)
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    with pytest.raises(RuntimeError_, match=r"be-s1: init step 'config_db' failed: redis did not answer"):
+        rt._switch_ready(plan, "x", "be-s1")
+
+
+def test_ok_is_not_trusted_when_config_db_was_not_loaded():
+    run, _ = fake_exec({"fablab-init.status": completed(0, "ok\n"), "HGET": completed(0, "sonic\n")})
+    rt = ClabRuntime(run=run)
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    with pytest.raises(RuntimeError_, match="hostname 'sonic', not 'be-s1'"):
+        rt._switch_ready(plan, "x", "be-s1")
+
+
+# ---------------------------------------------------------------------- links
+
+def test_link_down_acts_on_the_containerlab_veth_end_not_the_sonic_tap():
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    rt = ClabRuntime()
+    rt._plans["x"] = plan
+    leaf = plan.switch("be-g1-r0")
+    for port in leaf.ports:
+        assert rt.carrier_port("x", leaf.name, port.name) == port.clab
+        assert port.clab.startswith("eth") and port.clab != port.name
+    assert rt.carrier_port("x", "gpu01", "rail0") == "rail0"  # a linux host's NIC is the veth itself
+    assert rt.gray_port("x", leaf.name, leaf.ports[0].name) == leaf.ports[0].name  # where the kernel routes
+    with pytest.raises(RuntimeError_, match="no port 'Ethernet999'"):
+        rt.carrier_port("x", leaf.name, "Ethernet999")
+
+
+# ---------------------------------------------------------------------- prerequisites
+
+def test_missing_containerlab_is_named_with_where_to_get_it():
+    if os.geteuid() != 0:
+        pytest.skip("the root check comes first")
+    with pytest.raises(PrerequisiteError, match="containerlab.dev/install"):
+        check_prerequisites("img", which=lambda t: None if t == "containerlab" else f"/usr/bin/{t}")
+
+
+def test_a_docker_daemon_that_does_not_answer_is_named():
+    if os.geteuid() != 0:
+        pytest.skip("the root check comes first")
+    with pytest.raises(PrerequisiteError, match="Docker daemon"):
+        check_prerequisites("img", which=lambda t: f"/usr/bin/{t}",
+                            run=lambda argv, **kw: completed(1, "", "Cannot connect to the Docker daemon"))
+
+
+def test_a_missing_sonic_image_says_how_to_load_it():
+    if os.geteuid() != 0:
+        pytest.skip("the root check comes first")
+
+    def run(argv, **kw):
+        return completed(0, "27.0\n") if argv[1] == "info" else completed(1, "", "No such image")
+
+    with pytest.raises(PrerequisiteError, match=r"docker-sonic-vs:latest is not loaded: docker load"):
+        check_prerequisites("docker-sonic-vs:latest", which=lambda t: f"/usr/bin/{t}", run=run)
+
+
+def test_fablab_up_clab_fails_at_once_and_makes_nothing(tmp_path):
+    env = os.environ | {"FABLAB_RUN_DIR": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "up", "ai-cluster", "--runtime", "clab",
+                          "--name", "cl1"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert run.returncode != 0
+    assert "clab runtime needs" in run.stderr or "Docker daemon" in run.stderr or "root" in run.stderr, run.stderr
+    assert list(tmp_path.iterdir()) == []  # no state, no artifacts: refused before anything was made
+
+
+def test_pytest_labs_with_clab_fails_at_once_naming_what_is_missing():
+    run = subprocess.run([sys.executable, "-m", "pytest", "labs", "--runtime", "clab", "-q", "-p", "no:cacheprovider"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode != 0
+    assert "--runtime clab:" in run.stderr + run.stdout, run.stderr + run.stdout
+
+
+# ---------------------------------------------------------------------- clean
+
+def test_clean_of_one_runtime_never_takes_a_lab_of_the_other(tmp_path, monkeypatch):
+    monkeypatch.setattr(state, "RUN_ROOT", tmp_path)
+    for lab, runtime in (("cl-old", "clab"), ("ns-old", "netns")):
+        state.save(state.LabState(lab=lab, runtime=runtime, topology="ai-cluster", cluster={}, namespaces=(),
+                                  runner_pid=2 ** 22 + 1, owner_pid=2 ** 22 + 1, phase="up"))  # owners long gone
+    assert ClabRuntime().leftovers(everything=True) == ["cl-old"]
+    assert ClabRuntime().leftovers() == ["cl-old"]
+    from harness.runtime.netns import NetnsRuntime
+
+    netns_found = NetnsRuntime().leftovers(everything=True)
+    assert "cl-old" not in netns_found and "ns-old" in netns_found
+    assert clab.ClabRuntime.name == "clab"
