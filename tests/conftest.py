@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from harness.plan import make_plan
 from topologies import BUILTINS
 
 SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "reference" / "clab.schema.json"
+# Public reference data (SONiC's HwSKU files and YANG models) lives beside the repo, not in it.
+REFERENCE = Path(os.environ.get("FABLAB_REFERENCE") or Path(__file__).resolve().parents[2] / "shared" / "reference")
 
 
 @pytest.fixture(scope="session")
@@ -42,4 +45,13 @@ def vtysh():
     path = shutil.which("vtysh")
     if path is None:
         pytest.skip("FRR is not installed (Debian package: frr); `make test` installs it")
+    return path
+
+
+@pytest.fixture(scope="session")
+def hwsku_dir():
+    """SONiC's port_config.ini of every HwSKU, as <HwSKU>.port_config.ini."""
+    path = REFERENCE / "sonic-hwsku"
+    if not path.is_dir():
+        pytest.skip(f"SONiC HwSKU files not found at {path} (set FABLAB_REFERENCE to the reference folder)")
     return path
