@@ -6,12 +6,15 @@ wrong transcription or a wrong rule in harness/hwsku.py cannot check itself.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
-from harness.hwsku import HWSKUS
+from harness.hwsku import HWSKUS, hwsku
+from harness.model import Cable, Cluster, build
+from harness.plan import make_plan
+from topologies import BUILTINS
 
 
 @dataclass(frozen=True)
@@ -39,3 +42,31 @@ def test_embedded_rows_equal_the_reference_file(sku, hwsku_dir):
     embedded = [RefRow(r.name, r.lanes, r.alias, r.index, r.speed) for r in sku.rows]
     assert embedded == reference
     assert [r.position for r in sku.rows] == list(range(len(reference)))
+
+
+def wide(nodes: int) -> Cluster:
+    """rail-only with `nodes` GPU nodes: each rail leaf has one port per node."""
+    base = BUILTINS["rail-only"]()
+    return replace(base, name=f"wide{nodes}", gpu=replace(base.gpu, count=nodes),
+                   backend=replace(base.backend, leaf_ports=128),
+                   frontend=replace(base.frontend, leaves=4))
+
+
+@pytest.mark.parametrize(("nodes", "expected"), [
+    (32, "Force10-S6000"), (33, "Arista-7060X6-64PE"), (64, "Arista-7060X6-64PE"),
+    (65, "Arista-7060X6-64PE-O128S2"), (128, "Arista-7060X6-64PE-O128S2")])
+def test_a_switch_runs_the_default_hwsku_when_it_fits_else_the_smallest_that_does(nodes, expected):
+    leaf = make_plan(build(wide(nodes))).switch("be-r0")
+    assert leaf.hwsku == expected
+    rows = hwsku(expected).rows
+    assert [(p.name, p.clab) for p in leaf.ports] == [(r.name, f"eth{r.position + 1}") for r in rows[:nodes]]
+
+
+def test_a_named_port_keeps_its_own_row_and_the_others_fill_around_it():
+    c = replace(BUILTINS["ai-cluster"](), cables=(Cable("fe-l1", "fe-l2", a_port="Ethernet4", b_port="Ethernet120"),))
+    plan = make_plan(build(c))
+    l1 = {p.peer_port if p.peer == "fe-l2" else p.peer: (p.name, p.clab) for p in plan.switch("fe-l1").ports}
+    assert l1["Ethernet120"] == ("Ethernet4", "eth2")  # the named port, on its own row
+    assert l1["gpu01"] == ("Ethernet0", "eth1") and l1["gpu02"] == ("Ethernet8", "eth3")
+    l2 = {p.name: p.clab for p in plan.switch("fe-l2").ports}
+    assert l2["Ethernet120"] == "eth31"
