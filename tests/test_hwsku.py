@@ -6,14 +6,19 @@ wrong transcription or a wrong rule in harness/hwsku.py cannot check itself.
 """
 from __future__ import annotations
 
+import csv
+import io
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.hwsku import HWSKUS, hwsku
 from harness.model import Cable, Cluster, build
 from harness.plan import make_plan
+from harness.render import artifacts
 from topologies import BUILTINS
 
 
@@ -70,3 +75,53 @@ def test_a_named_port_keeps_its_own_row_and_the_others_fill_around_it():
     assert l1["gpu01"] == ("Ethernet0", "eth1") and l1["gpu02"] == ("Ethernet8", "eth3")
     l2 = {p.name: p.clab for p in plan.switch("fe-l2").ports}
     assert l2["Ethernet120"] == "eth31"
+
+
+def vs_lanemap(rows: list[RefRow]) -> dict[str, tuple[int, ...]]:
+    """docker-sonic-vs's lane map: the i-th row of port_config.ini (1-based) is eth<i>."""
+    return {f"eth{i}": row.lanes for i, row in enumerate(rows, start=1)}
+
+
+CLUSTERS = {**BUILTINS, "wide40": lambda: wide(40), "wide100": lambda: wide(100)}
+
+
+@pytest.fixture(scope="module", params=sorted(CLUSTERS))
+def rendered(request):
+    plan = make_plan(build(CLUSTERS[request.param]()))
+    return plan, artifacts(plan)
+
+
+def test_ports_are_their_hwsku_rows_and_cables_land_on_the_lanes_owner(rendered, hwsku_dir):
+    plan, files = rendered
+    dbs = {sw.name: json.loads(files[f"configs/{sw.name}/config_db.json"]) for sw in plan.switches}
+    refs = {}
+    for name, db in dbs.items():
+        sku = db["DEVICE_METADATA"]["localhost"]["hwsku"]
+        if sku not in refs:
+            refs[sku] = read_port_config(hwsku_dir / f"{sku}.port_config.ini")
+        by_name = {r.name: r for r in refs[sku]}
+        for port, fields in db["PORT"].items():
+            row = by_name.get(port)
+            assert row is not None, f"{name}: {port} is no port of {sku}"
+            assert (fields["lanes"], fields["alias"], fields["index"]) == \
+                (",".join(map(str, row.lanes)), row.alias, str(row.index)), f"{name} {port}"
+
+    # cabling.csv names SONiC ports, the clab file names container interfaces: both list
+    # the data-plane cables in the same order.
+    cables = [r for r in csv.DictReader(io.StringIO(files["cabling.csv"])) if r["plane"] != "mgmt"]
+    links = yaml.safe_load(files[f"{plan.name}.clab.yml"])["topology"]["links"]
+    assert len(cables) == len(links)
+    landed = 0
+    for cable, link in zip(cables, links):
+        ends = [ep.split(":") for ep in link["endpoints"]]
+        assert [n for n, _ in ends] == [cable["a_node"], cable["b_node"]]
+        for (node, eth), port in zip(ends, (cable["a_port"], cable["b_port"])):
+            if node not in dbs:
+                continue
+            sku = dbs[node]["DEVICE_METADATA"]["localhost"]["hwsku"]
+            lanes = dbs[node]["PORT"][port]["lanes"].split(",")
+            owner = vs_lanemap(refs[sku]).get(eth)
+            assert owner is not None and owner[0] == int(lanes[0]), \
+                f"{node}:{eth} (lanes {owner}) does not own the first lane of {port} ({lanes[0]})"
+            landed += 1
+    assert landed == sum(len(sw.ports) for sw in plan.switches)
