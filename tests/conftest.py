@@ -49,9 +49,15 @@ def vtysh():
 
 
 @pytest.fixture(scope="session")
-def hwsku_dir():
+def reference():
+    """The folder of public reference data; tests skip on what it lacks."""
+    return REFERENCE
+
+
+@pytest.fixture(scope="session")
+def hwsku_dir(reference):
     """SONiC's port_config.ini of every HwSKU, as <HwSKU>.port_config.ini."""
-    path = REFERENCE / "sonic-hwsku"
+    path = reference / "sonic-hwsku"
     if not path.is_dir():
         pytest.skip(f"SONiC HwSKU files not found at {path} (set FABLAB_REFERENCE to the reference folder)")
     return path
