@@ -125,3 +125,14 @@ def test_ports_are_their_hwsku_rows_and_cables_land_on_the_lanes_owner(rendered,
                 f"{node}:{eth} (lanes {owner}) does not own the first lane of {port} ({lanes[0]})"
             landed += 1
     assert landed == sum(len(sw.ports) for sw in plan.switches)
+
+
+def test_a_switch_off_the_default_hwsku_tells_docker_sonic_vs_which_to_run(clab_validator):
+    plan = make_plan(build(wide(40)))
+    doc = yaml.safe_load(artifacts(plan)[f"{plan.name}.clab.yml"])
+    assert not list(clab_validator.iter_errors(doc))
+    nodes = doc["topology"]["nodes"]
+    for sw in plan.switches:
+        expected = None if sw.hwsku == "Force10-S6000" else {"HWSKU": sw.hwsku}
+        assert nodes[sw.name].get("env") == expected, sw.name
+    assert nodes["be-r0"]["env"] == {"HWSKU": "Arista-7060X6-64PE"}
