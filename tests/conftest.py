@@ -12,9 +12,10 @@ from harness.model import build
 from harness.plan import make_plan
 from topologies import BUILTINS
 
-SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "reference" / "clab.schema.json"
-# Public reference data (SONiC's HwSKU files and YANG models) lives beside the repo, not in it.
+# Public reference data (containerlab's schema, SONiC's HwSKU files and YANG models) lives
+# beside the repo, not in it.
 REFERENCE = Path(os.environ.get("FABLAB_REFERENCE") or Path(__file__).resolve().parents[2] / "shared" / "reference")
+SCHEMA = REFERENCE / "clab.schema.json"
 
 
 @pytest.fixture(scope="session")
