@@ -8,6 +8,8 @@ Blocks are a power of two, at least a /24, large enough for the plane's host lin
 address of a host link follows the node's index, so it reads back to the node.
 The mgmt plane is flat: node k gets the (k+2)-th address (the first is left for the
 containerlab management bridge).
+Each routed switch runs as a SONiC HwSKU (harness/hwsku.py) and its ports are that HwSKU's
+rows: the smallest HwSKU with enough ports, the docker-sonic-vs default when it fits.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from harness.errors import Problem, TopologyError
-from harness.model import ECMP_HASHES, MGMT_NIC, Fabric, Link, Plane, Role, oversubscription, switch_mgmt_port
+from harness.hwsku import PortRow, choose, largest
+from harness.model import ECMP_HASHES, MGMT_NIC, Fabric, Link, Node, Plane, Role, oversubscription, switch_mgmt_port
 
 SWITCH_ROLES_ORDER = (Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
 
@@ -27,8 +30,8 @@ class Port:
     """One used port of a switch."""
 
     name: str  # SONiC name, e.g. Ethernet8 (also the kernel name in the netns runtime)
-    clab: str  # containerlab endpoint name of sonic-vs, e.g. eth3
-    index: int
+    clab: str  # containerlab endpoint name of sonic-vs, e.g. eth3: the interface owning the port's lanes
+    index: int  # row of the HwSKU's port_config.ini (0-based); on the OOB bridge, just a number
     peer: str
     peer_port: str
     plane: Plane
@@ -36,6 +39,7 @@ class Port:
     mtu: int
     address: IPv4Interface | None  # set on host-facing ports; fabric ports are unnumbered
     rail: int | None = None
+    row: PortRow | None = None  # the HwSKU's row of this port; None on the OOB bridge
 
     @property
     def unnumbered(self) -> bool:
@@ -56,6 +60,7 @@ class SwitchPlan:
     hash_policy: int
     plane_range: IPv4Network
     oversubscription: float | None
+    hwsku: str
     group: int | None = None
     rail: int | None = None
 
@@ -219,6 +224,18 @@ def make_plan(fabric: Fabric) -> Plan:
         if k > block.num_addresses - 2:
             problems.append(Problem(f"addressing.{plane.value}", f"{k} switches do not fit the loopback block {block}",
                                     "use a larger range"))
+
+    # Switch ports: downlinks (links where the switch is the upper end) first, then uplinks,
+    # each in declaration order, so host-facing ports take the HwSKU's first rows.
+    ports_of: dict[str, list[tuple[Link, bool]]] = defaultdict(list)
+    for lk in fabric.links:
+        ports_of[lk.b].append((lk, True))
+    for lk in fabric.links:
+        if lk.a_port != switch_mgmt_port():
+            ports_of[lk.a].append((lk, False))
+
+    skus, rows_of, sku_problems = _assign_rows(fabric, ports_of)
+    problems += sku_problems
     if problems:
         raise TopologyError(problems, source=fabric.name)
 
@@ -236,37 +253,14 @@ def make_plan(fabric: Fabric) -> Plan:
     mgmt_addr = {n.name: IPv4Interface(f"{mgmt_net.network_address + k + 2}/{mgmt_net.prefixlen}")
                  for k, n in enumerate(fabric.nodes)}
 
-    # Switch ports: downlinks (links where the switch is the upper end) first, then uplinks,
-    # each in declaration order, so host-facing ports start at Ethernet0.
-    ports_of: dict[str, list[tuple[Link, bool]]] = defaultdict(list)
-    for lk in fabric.links:
-        ports_of[lk.b].append((lk, True))
-    for lk in fabric.links:
-        if lk.a_port != switch_mgmt_port():
-            ports_of[lk.a].append((lk, False))
-
-    assigned: dict[tuple[int, bool], str] = {}  # (id(link), is_b_end) -> port name
-    numbered: dict[str, list[tuple[int, Link, bool]]] = {}
-    for sw, items in ports_of.items():
-        if not fabric.node(sw).is_switch:
-            continue
-        fixed = {(lk.b_port if is_b else lk.a_port) for lk, is_b in items} - {None}
-        rows = []
-        index = 0
-        for lk, is_b in items:
-            own = lk.b_port if is_b else lk.a_port
-            if own is None:
-                while port_name(index) in fixed:
-                    index += 1
-                own = port_name(index)
-                index += 1
-            assigned[(id(lk), is_b)] = own
-            rows.append((_port_index(own), lk, is_b))
-        numbered[sw] = rows
+    oob_names = _number_oob(fabric, ports_of)
 
     def end_port(lk: Link, is_b: bool) -> str:
         fixed = lk.b_port if is_b else lk.a_port
-        return fixed if fixed is not None else assigned[(id(lk), is_b)]
+        if fixed is not None:
+            return fixed
+        row = rows_of.get((id(lk), is_b))
+        return row.name if row is not None else oob_names[(id(lk), is_b)]
 
     mtu_of = {Plane.BE: c.backend.mtu, Plane.FE: c.frontend.mtu, Plane.MGMT: 1500}
     asn_of = _asns(fabric)
@@ -275,18 +269,19 @@ def make_plan(fabric: Fabric) -> Plan:
     switches: list[SwitchPlan] = []
     for node in sorted(routed, key=lambda n: SWITCH_ROLES_ORDER.index(n.role)):
         ports = []
-        for index, lk, is_b in sorted(numbered.get(node.name, []), key=lambda r: r[0]):
+        ends = [(rows_of[(id(lk), is_b)], lk, is_b) for lk, is_b in ports_of[node.name]]
+        for row, lk, is_b in sorted(ends, key=lambda e: e[0].position):
             peer = lk.a if is_b else lk.b
             addr = link_addr.get((lk.a, lk.a_port)) if is_b else None
             ports.append(Port(
-                name=end_port(lk, is_b), clab=clab_port_name(index), index=index, peer=peer,
+                name=row.name, clab=row.clab, index=row.position, peer=peer,
                 peer_port=end_port(lk, not is_b), plane=lk.plane, speed=lk.speed, mtu=mtu_of[lk.plane],
-                address=addr[0] if addr else None, rail=lk.rail))
+                address=addr[0] if addr else None, rail=lk.rail, row=row))
         plane = node.role.plane
         cfg = c.backend if plane is Plane.BE else c.frontend
         switches.append(SwitchPlan(
             name=node.name, role=node.role, plane=plane, asn=asn_of[node.name],
-            loopback=loopbacks[node.name], mgmt=mgmt_addr[node.name], ports=tuple(ports),
+            loopback=loopbacks[node.name], mgmt=mgmt_addr[node.name], ports=tuple(ports), hwsku=skus[node.name],
             mtu=cfg.mtu, lossless=plane is Plane.BE, hash_policy=ECMP_HASHES[cfg.ecmp_hash],
             plane_range=be_net if plane is Plane.BE else fe_net,
             oversubscription=oversubscription(fabric, node.name) if node.role in (Role.BE_LEAF, Role.FE_LEAF) else None,
@@ -315,7 +310,8 @@ def make_plan(fabric: Fabric) -> Plan:
         hosts.append(HostPlan(node.name, node.role, tuple(nics), group=node.group))
 
     oob_ports = []
-    for index, lk, is_b in sorted(numbered.get("oob1", []), key=lambda r: r[0]):
+    for lk, is_b in sorted(ports_of.get("oob1", []), key=lambda e: _port_index(end_port(*e))):
+        index = _port_index(end_port(lk, is_b))
         oob_ports.append(Port(name=end_port(lk, True), clab=clab_port_name(index), index=index, peer=lk.a,
                               peer_port=end_port(lk, False), plane=Plane.MGMT, speed=lk.speed, mtu=1500,
                               address=None))
@@ -326,6 +322,72 @@ def make_plan(fabric: Fabric) -> Plan:
         for lk in fabric.links)
     return Plan(fabric, tuple(switches), tuple(hosts), tuple(oob_ports), cables, mgmt_net,
                 rail_blocks, fe_block, _bom(fabric, cables))
+
+
+def _assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]
+                 ) -> tuple[dict[str, str], dict[tuple[int, bool], PortRow], list[Problem]]:
+    """Pick each routed switch's HwSKU and give every cable end on it a row of that HwSKU.
+
+    A port the user named keeps its own row; the others take the free rows in order.
+    Returns (switch -> HwSKU name, (id(link), is_b_end) -> row, problems).
+    """
+    cable_field = {id(lk): f"cables[{i}]" for i, lk in enumerate(lk for lk in fabric.links if lk.declared)}
+    skus: dict[str, str] = {}
+    rows_of: dict[tuple[int, bool], PortRow] = {}
+    problems: list[Problem] = []
+    for node in fabric.switches:
+        if not node.role.is_routed:
+            continue
+        items = ports_of.get(node.name, [])
+        named = frozenset(p for lk, is_b in items if (p := lk.b_port if is_b else lk.a_port) is not None)
+        sku = choose(len(items) - len(named), named)
+        if sku is None:
+            problems += _sku_problems(fabric, node, items, named, cable_field)
+            continue
+        skus[node.name] = sku.name
+        free = iter(r for r in sku.data_rows if r.name not in named)
+        for lk, is_b in items:
+            own = lk.b_port if is_b else lk.a_port
+            rows_of[(id(lk), is_b)] = sku.row(own) if own is not None else next(free)
+    return skus, rows_of, problems
+
+
+def _sku_problems(fabric: Fabric, node: Node, items: list[tuple[Link, bool]], named: frozenset[str],
+                  cable_field: dict[int, str]) -> list[Problem]:
+    big = largest()
+    if len(items) > big.data_ports:
+        return [Problem(f"switches.{node.name}",
+                        f"{node.name} needs {len(items)} ports; the largest supported HwSKU, {big.name}, "
+                        f"has {big.data_ports}", _SKU_HINTS[node.role])]
+    sku = choose(len(items)) or big  # what the switch would run, were its ports not named
+    return [Problem(cable_field.get(id(lk), f"switches.{node.name}"),
+                    f"{node.name} has no port {port!r}: it runs as HwSKU {sku.name}",
+                    f"name one of {sku.span}, or leave the port out and let the plan number it")
+            for lk, is_b in items if (port := lk.b_port if is_b else lk.a_port) in named and sku.row(port) is None]
+
+
+_SKU_HINTS = {
+    Role.BE_LEAF: "use more groups (rail-optimized) so each leaf serves fewer nodes",
+    Role.BE_SPINE: "lower backend.uplinks_per_spine (add spines to keep the bandwidth), or use fewer groups",
+    Role.FE_LEAF: "add FE leaves (frontend.leaves) so each serves fewer hosts",
+    Role.FE_SPINE: "use fewer FE leaves or split the frontend",
+}
+
+
+def _number_oob(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]) -> dict[tuple[int, bool], str]:
+    """The OOB switch is a Linux bridge, not SONiC: its ports are numbered, skipping named ones."""
+    names: dict[tuple[int, bool], str] = {}
+    for node in fabric.nodes_with(Role.OOB):
+        items = ports_of.get(node.name, [])
+        fixed = {lk.b_port if is_b else lk.a_port for lk, is_b in items} - {None}
+        index = 0
+        for lk, is_b in items:
+            if (lk.b_port if is_b else lk.a_port) is None:
+                while port_name(index) in fixed:
+                    index += 1
+                names[(id(lk), is_b)] = port_name(index)
+                index += 1
+    return names
 
 
 def _port_index(name: str) -> int:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -11,7 +12,10 @@ from harness.model import build
 from harness.plan import make_plan
 from topologies import BUILTINS
 
-SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "reference" / "clab.schema.json"
+# Public reference data (containerlab's schema, SONiC's HwSKU files and YANG models) lives
+# beside the repo, not in it.
+REFERENCE = Path(os.environ.get("FABLAB_REFERENCE") or Path(__file__).resolve().parents[2] / "shared" / "reference")
+SCHEMA = REFERENCE / "clab.schema.json"
 
 
 @pytest.fixture(scope="session")
@@ -42,4 +46,19 @@ def vtysh():
     path = shutil.which("vtysh")
     if path is None:
         pytest.skip("FRR is not installed (Debian package: frr); `make test` installs it")
+    return path
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """The folder of public reference data; tests skip on what it lacks."""
+    return REFERENCE
+
+
+@pytest.fixture(scope="session")
+def hwsku_dir(reference):
+    """SONiC's port_config.ini of every HwSKU, as <HwSKU>.port_config.ini."""
+    path = reference / "sonic-hwsku"
+    if not path.is_dir():
+        pytest.skip(f"SONiC HwSKU files not found at {path} (set FABLAB_REFERENCE to the reference folder)")
     return path

@@ -7,6 +7,7 @@ import pytest
 
 from harness.errors import TopologyError
 from harness.model import Addressing, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Management, build
+from harness.plan import make_plan
 from topologies import BUILTINS
 
 
@@ -140,3 +141,28 @@ def test_every_problem_is_reported_at_once():
     fields = {p.split(":")[0] for p in problems_of(c)}
     assert {"gpu.count", "backend.rails", "frontend.leaves", "addressing.fe", "cables[0]",
             "backend.leaf_ports"} <= fields
+
+
+def plan_problems_of(cluster: Cluster) -> list[str]:
+    with pytest.raises(TopologyError) as info:
+        make_plan(build(cluster))
+    return [str(p) for p in info.value.problems]
+
+
+def test_switch_with_more_ports_than_any_hwsku():
+    # 130 nodes on one rail leaf: within the declared port budget, beyond every supported HwSKU.
+    c = replace(BUILTINS["rail-only"](), gpu=GpuNodes(count=130, gpus_per_node=4),
+                backend=replace(BUILTINS["rail-only"]().backend, leaf_ports=256),
+                frontend=replace(BUILTINS["rail-only"]().frontend, leaves=3))
+    problems = plan_problems_of(c)
+    assert [p for p in problems if p.startswith("switches.be-r")] == problems and len(problems) == 4
+    assert problems[0] == ("switches.be-r0: be-r0 needs 130 ports; the largest supported HwSKU, "
+                           "Arista-7060X6-64PE-O128S2, has 128 (hint: use more groups (rail-optimized) "
+                           "so each leaf serves fewer nodes)")
+
+
+def test_declared_port_unknown_to_the_hwsku():
+    c = replace(base(), cables=(Cable("fe-l1", "fe-l2", a_port="Ethernet2"),))
+    assert plan_problems_of(c) == [
+        "cables[0]: fe-l1 has no port 'Ethernet2': it runs as HwSKU Force10-S6000 (hint: name one of "
+        "Ethernet0..Ethernet124, or leave the port out and let the plan number it)"]

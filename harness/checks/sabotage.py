@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 
 from harness.errors import HarnessError
+from harness.hwsku import hwsku
 from harness.model import FE_NIC, Plane
-from harness.plan import CableRow, port_name
+from harness.plan import CableRow
 
 
 @dataclass
@@ -37,12 +38,13 @@ def _vtysh_config(lab, node: str, *lines: str) -> None:
 
 
 def _free_port(lab, switch: str) -> str:
+    """The first port of the switch's HwSKU that no cable uses, as an installer would pick."""
     used = {c.a_port for c in lab.all_cables() if c.a_node == switch}
     used |= {c.b_port for c in lab.all_cables() if c.b_node == switch}
-    index = 0
-    while port_name(index) in used:
-        index += 1
-    return port_name(index)
+    for row in hwsku(lab.plan.switch(switch).hwsku).rows:
+        if row.name not in used:
+            return row.name
+    raise HarnessError(f"{switch} has no free port left for a stray cable")
 
 
 def stray_cable(lab, a: str, b: str) -> Sabotage:

@@ -5,6 +5,7 @@ and each node gets its planned mgmt address as `mgmt-ipv4`.
 """
 from __future__ import annotations
 
+from harness.hwsku import DEFAULT_HWSKU
 from harness.model import Plane
 from harness.plan import HostPlan, Plan
 from harness.render.templates import render_template
@@ -41,4 +42,4 @@ def clab_yaml(plan: Plan, lab: str | None = None, sonic_image: str = SONIC_IMAGE
               host_image: str = HOST_IMAGE) -> str:
     return render_template(
         "clab.yml.j2", lab=lab or plan.name, plan=plan, sonic_image=sonic_image, host_image=host_image,
-        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=clab_links(plan))
+        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=clab_links(plan), default_hwsku=DEFAULT_HWSKU)

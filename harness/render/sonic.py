@@ -1,8 +1,11 @@
 """SONiC config_db.json per switch.
 
 config_db is data, not text: it is built as a mapping and serialised with sorted keys, so
-the golden files are stable. On BE switches the lossless RoCEv2 settings are included:
-PFC on priority 3, DSCP 26 -> TC 3, ECN/WRED on queue 3, CNP (DSCP 48) on strict queue 6.
+the golden files are stable. PORT names, lanes, aliases and indexes are the rows of the
+switch's HwSKU (the plan picks it), so docker-sonic-vs wires each PORT to its container
+interface. On BE switches the lossless RoCEv2 settings are included: PFC on priority 3,
+DSCP 26 -> TC 3, ECN/WRED on queue 3, CNP (DSCP 48) on strict queue 6, and the buffers a
+lossless class needs on hardware (ingress PG 3 and egress queue 3 profiles, cable lengths).
 """
 from __future__ import annotations
 
@@ -15,8 +18,14 @@ ROCE_PRIORITY = 3
 ROCE_DSCP = 26
 CNP_DSCP = 48
 CNP_PRIORITY = 6
-_TYPES = {Role.BE_LEAF: "LeafRouter", Role.FE_LEAF: "LeafRouter",
-          Role.BE_SPINE: "SpineRouter", Role.FE_SPINE: "SpineRouter"}
+# SONiC's device roles by tier: a 2-tier Clos has ToRs under leaves ("SpineRouter" means T2).
+_TYPES = {Role.BE_LEAF: "ToRRouter", Role.FE_LEAF: "ToRRouter",
+          Role.BE_SPINE: "LeafRouter", Role.FE_SPINE: "LeafRouter"}
+MGMT_PORT = "eth0"
+# Per-port cable lengths size the PFC headroom on hardware: host links are in-rack copper or
+# short optics, leaf-spine links cross the hall.
+HOST_CABLE = "5m"
+FABRIC_CABLE = "40m"
 
 
 def _mac(sw: SwitchPlan) -> str:
@@ -32,7 +41,7 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
             "bgp_asn": str(sw.asn),
             "type": _TYPES[sw.role],
             "platform": "x86_64-kvm_x86_64-r0",
-            "hwsku": "Force10-S6000",
+            "hwsku": sw.hwsku,
             "mac": _mac(sw),
             # frr.conf is rendered by fablab, not by SONiC's templates from config_db.
             "docker_routing_config_mode": "split-unified",
@@ -41,13 +50,15 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
         "PORT": {},
         "INTERFACE": {},
         "LOOPBACK_INTERFACE": {"Loopback0": {}, f"Loopback0|{sw.loopback}": {}},
-        "MGMT_INTERFACE": {f"eth0|{sw.mgmt}": {}},
+        "MGMT_PORT": {MGMT_PORT: {"admin_status": "up", "alias": MGMT_PORT}},
+        # The gateway is the mgmt network's first host: the management bridge.
+        "MGMT_INTERFACE": {f"{MGMT_PORT}|{sw.mgmt}": {"gwaddr": str(next(plan.mgmt_network.hosts()))}},
     }
     for p in sw.ports:
-        lanes = ",".join(str(4 * p.index + k) for k in range(4))
+        row = p.row
         db["PORT"][p.name] = {
-            "admin_status": "up", "alias": f"Eth{p.index + 1}", "index": str(p.index),
-            "lanes": lanes, "mtu": str(p.mtu), "speed": str(p.speed * 1000),
+            "admin_status": "up", "alias": row.alias, "index": str(row.index),
+            "lanes": row.lanes_text, "mtu": str(p.mtu), "speed": str(p.speed * 1000),
             "description": f"{p.peer}:{p.peer_port}",
         }
         if p.unnumbered:
@@ -56,12 +67,13 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
             db["INTERFACE"][p.name] = {}
             db["INTERFACE"][f"{p.name}|{p.address}"] = {}
     if sw.lossless:
-        db.update(_lossless(sw))
+        db.update(_lossless(plan, sw))
     return db
 
 
-def _lossless(sw: SwitchPlan) -> dict[str, dict]:
+def _lossless(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
     names = [p.name for p in sw.ports]
+    switches = {s.name for s in plan.switches}
     dscp_to_tc = {str(d): "0" for d in range(64)}
     dscp_to_tc[str(ROCE_DSCP)] = str(ROCE_PRIORITY)
     dscp_to_tc[str(CNP_DSCP)] = str(CNP_PRIORITY)
@@ -91,8 +103,13 @@ def _lossless(sw: SwitchPlan) -> dict[str, dict]:
         "BUFFER_PROFILE": {
             "ingress_lossless_profile": {"pool": "ingress_lossless_pool", "size": "0",
                                          "dynamic_th": "-3", "xon": "18432", "xoff": "165888"},
+            "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "static_th": "12766208"},
         },
         "BUFFER_PG": {},
+        "BUFFER_QUEUE": {},
+        # "AZURE" is the key SONiC's own buffer template writes (buffers_config.j2).
+        "CABLE_LENGTH": {"AZURE": {p.name: FABRIC_CABLE if p.peer in switches else HOST_CABLE
+                                   for p in sw.ports}},
     }
     for name in names:
         tables["PORT_QOS_MAP"][name] = {
@@ -104,6 +121,7 @@ def _lossless(sw: SwitchPlan) -> dict[str, dict]:
         tables["QUEUE"][f"{name}|0"] = {"scheduler": "scheduler.0"}
         tables["PFC_WD"][name] = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
         tables["BUFFER_PG"][f"{name}|{ROCE_PRIORITY}"] = {"profile": "ingress_lossless_profile"}
+        tables["BUFFER_QUEUE"][f"{name}|{ROCE_PRIORITY}"] = {"profile": "egress_lossless_profile"}
     return tables
 
 

@@ -1,0 +1,136 @@
+"""The HwSKUs fablab renders SONiC switches as: their ports, lanes and aliases.
+
+docker-sonic-vs builds a lane map from the port_config.ini of the HwSKU it runs: the i-th
+port row (1-based, comments and blank lines skipped) gives its lanes to the container
+interface `eth<i>`, and a PORT is bridged to the interface that owns its first lane
+(sonic-buildimage src/sonic-device-data: Makefile up to 202511, generate_vs_hwsku.py on
+master). So a PORT only carries traffic when its name, lanes and alias are the HwSKU's own,
+and a switch has no more ports than its HwSKU has rows.
+
+The rows below are transcribed from SONiC's device tree (device/*/*/<HwSKU>/port_config.ini,
+the same in 202411 and master); tests/test_hwsku.py compares them with the files.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_HWSKU = "Force10-S6000"  # the HWSKU docker-sonic-vs runs unless told otherwise
+
+
+@dataclass(frozen=True)
+class PortRow:
+    """One row of a HwSKU's port_config.ini."""
+
+    name: str  # SONiC port name, e.g. Ethernet8
+    lanes: tuple[int, ...]
+    alias: str
+    index: int  # front-panel index as the HwSKU numbers it (0- or 1-based, per vendor)
+    speed: int  # Mb/s
+    position: int  # 0-based row number in the file
+
+    @property
+    def clab(self) -> str:
+        """The docker-sonic-vs interface that owns this row's lanes."""
+        return f"eth{self.position + 1}"
+
+    @property
+    def lanes_text(self) -> str:
+        return ",".join(str(lane) for lane in self.lanes)
+
+
+@dataclass(frozen=True)
+class HwSku:
+    name: str
+    rows: tuple[PortRow, ...]
+    data_ports: int  # the leading rows; the rest are slow service ports, used only when named
+
+    @property
+    def data_rows(self) -> tuple[PortRow, ...]:
+        return self.rows[:self.data_ports]
+
+    def row(self, name: str) -> PortRow | None:
+        for r in self.rows:
+            if r.name == name:
+                return r
+        return None
+
+    @property
+    def span(self) -> str:
+        """The names of its data ports, for messages."""
+        return f"{self.rows[0].name}..{self.rows[self.data_ports - 1].name}"
+
+
+# --------------------------------------------------------------------------- the data
+
+# First lane of each cage, in row order. Lanes of a cage are consecutive from there.
+_S6000_CAGES = (25, 29, 33, 37, 45, 41, 1, 5, 13, 9, 17, 21, 53, 49, 57, 61,
+                69, 65, 73, 77, 109, 105, 113, 117, 125, 121, 81, 85, 93, 89, 101, 97)
+_7060X6_CAGES = (17, 1, 9, 25, 57, 41, 33, 49, 89, 73, 65, 81, 121, 105, 97, 113,
+                 153, 137, 129, 145, 185, 169, 161, 177, 217, 201, 193, 209, 249, 233, 225, 241,
+                 273, 257, 265, 281, 313, 297, 289, 305, 345, 329, 321, 337, 377, 361, 353, 369,
+                 409, 393, 385, 401, 441, 425, 417, 433, 473, 457, 449, 465, 505, 489, 481, 497)
+# The two 10G SFP ports after the 64 OSFP cages of the 7060X6-64PE: (name, lane, cage).
+_7060X6_SFP = (("Ethernet512", 513, 65), ("Ethernet513", 515, 66))
+
+
+def _cages(cages: tuple[int, ...], lanes: int, split: int, step: int, alias: str, first_index: int,
+           speed: int) -> list[PortRow]:
+    """Rows of cages broken out in `split` ports each, named Ethernet<step*k> for the k-th row.
+
+    `alias` is formatted with n (the Ethernet number), c (1-based cage) and s (breakout letter).
+    """
+    rows: list[PortRow] = []
+    width = lanes // split
+    for c, first in enumerate(cages):
+        for s in range(split):
+            k = len(rows)
+            rows.append(PortRow(
+                name=f"Ethernet{step * k}", lanes=tuple(range(first + s * width, first + (s + 1) * width)),
+                alias=alias.format(n=step * k, c=c + 1, s="ab"[s] if split > 1 else ""),
+                index=c + first_index, speed=speed, position=k))
+    return rows
+
+
+def _sfp(rows: list[PortRow]) -> tuple[PortRow, ...]:
+    extra = [PortRow(name, (lane,), f"etp{cage}", cage, 10000, len(rows) + i)
+             for i, (name, lane, cage) in enumerate(_7060X6_SFP)]
+    return tuple(rows + extra)
+
+
+def _registry() -> tuple[HwSku, ...]:
+    s6000 = _cages(_S6000_CAGES, 4, 1, 4, "fortyGigE0/{n}", 0, 40000)
+    x64 = _cages(_7060X6_CAGES, 8, 1, 8, "etp{c}", 1, 800000)
+    x128 = _cages(_7060X6_CAGES, 8, 2, 4, "etp{c}{s}", 1, 400000)
+    return (
+        HwSku(DEFAULT_HWSKU, tuple(s6000), len(s6000)),  # Dell S6000: 32 × 40G
+        HwSku("Arista-7060X6-64PE", _sfp(x64), len(x64)),  # 64 × 800G OSFP (+ 2 × 10G)
+        HwSku("Arista-7060X6-64PE-O128S2", _sfp(x128), len(x128)),  # the same cages as 128 × 400G
+    )
+
+
+HWSKUS: tuple[HwSku, ...] = _registry()  # smallest first
+
+
+def hwsku(name: str) -> HwSku:
+    for h in HWSKUS:
+        if h.name == name:
+            return h
+    raise KeyError(f"unsupported HwSKU {name!r}; supported: {', '.join(h.name for h in HWSKUS)}")
+
+
+def largest() -> HwSku:
+    return max(HWSKUS, key=lambda h: h.data_ports)
+
+
+def choose(auto_ports: int, named: frozenset[str] = frozenset()) -> HwSku | None:
+    """The HwSKU for a switch with `auto_ports` ports to number and the `named` ports declared.
+
+    The default when it fits (it is what an unconfigured docker-sonic-vs runs), else the
+    smallest that fits; None when none does.
+    """
+    for h in sorted(HWSKUS, key=lambda h: (h.name != DEFAULT_HWSKU, h.data_ports)):
+        if all(h.row(n) for n in named):
+            free = sum(1 for r in h.data_rows if r.name not in named)
+            if auto_ports <= free:
+                return h
+    return None

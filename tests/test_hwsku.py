@@ -1,0 +1,138 @@
+"""Ports against SONiC's own HwSKU files: the rows fablab embeds, and what it renders from them.
+
+The reference port_config.ini files are parsed here on their own, and docker-sonic-vs's lane
+map is rebuilt from them as SONiC builds it (row i, 1-based, gives its lanes to eth<i>), so a
+wrong transcription or a wrong rule in harness/hwsku.py cannot check itself.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.hwsku import HWSKUS, hwsku
+from harness.model import Cable, Cluster, build
+from harness.plan import make_plan
+from harness.render import artifacts
+from topologies import BUILTINS
+
+
+@dataclass(frozen=True)
+class RefRow:
+    name: str
+    lanes: tuple[int, ...]
+    alias: str
+    index: int
+    speed: int
+
+
+def read_port_config(path: Path) -> list[RefRow]:
+    rows = []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, lanes, alias, index, speed = line.split()[:5]
+        rows.append(RefRow(name, tuple(int(x) for x in lanes.split(",")), alias, int(index), int(speed)))
+    return rows
+
+
+@pytest.mark.parametrize("sku", HWSKUS, ids=lambda s: s.name)
+def test_embedded_rows_equal_the_reference_file(sku, hwsku_dir):
+    reference = read_port_config(hwsku_dir / f"{sku.name}.port_config.ini")
+    embedded = [RefRow(r.name, r.lanes, r.alias, r.index, r.speed) for r in sku.rows]
+    assert embedded == reference
+    assert [r.position for r in sku.rows] == list(range(len(reference)))
+
+
+def wide(nodes: int) -> Cluster:
+    """rail-only with `nodes` GPU nodes: each rail leaf has one port per node."""
+    base = BUILTINS["rail-only"]()
+    return replace(base, name=f"wide{nodes}", gpu=replace(base.gpu, count=nodes),
+                   backend=replace(base.backend, leaf_ports=128),
+                   frontend=replace(base.frontend, leaves=4))
+
+
+@pytest.mark.parametrize(("nodes", "expected"), [
+    (32, "Force10-S6000"), (33, "Arista-7060X6-64PE"), (64, "Arista-7060X6-64PE"),
+    (65, "Arista-7060X6-64PE-O128S2"), (128, "Arista-7060X6-64PE-O128S2")])
+def test_a_switch_runs_the_default_hwsku_when_it_fits_else_the_smallest_that_does(nodes, expected):
+    leaf = make_plan(build(wide(nodes))).switch("be-r0")
+    assert leaf.hwsku == expected
+    rows = hwsku(expected).rows
+    assert [(p.name, p.clab) for p in leaf.ports] == [(r.name, f"eth{r.position + 1}") for r in rows[:nodes]]
+
+
+def test_a_named_port_keeps_its_own_row_and_the_others_fill_around_it():
+    c = replace(BUILTINS["ai-cluster"](), cables=(Cable("fe-l1", "fe-l2", a_port="Ethernet4", b_port="Ethernet120"),))
+    plan = make_plan(build(c))
+    l1 = {p.peer_port if p.peer == "fe-l2" else p.peer: (p.name, p.clab) for p in plan.switch("fe-l1").ports}
+    assert l1["Ethernet120"] == ("Ethernet4", "eth2")  # the named port, on its own row
+    assert l1["gpu01"] == ("Ethernet0", "eth1") and l1["gpu02"] == ("Ethernet8", "eth3")
+    l2 = {p.name: p.clab for p in plan.switch("fe-l2").ports}
+    assert l2["Ethernet120"] == "eth31"
+
+
+def vs_lanemap(rows: list[RefRow]) -> dict[str, tuple[int, ...]]:
+    """docker-sonic-vs's lane map: the i-th row of port_config.ini (1-based) is eth<i>."""
+    return {f"eth{i}": row.lanes for i, row in enumerate(rows, start=1)}
+
+
+CLUSTERS = {**BUILTINS, "wide40": lambda: wide(40), "wide100": lambda: wide(100)}
+
+
+@pytest.fixture(scope="module", params=sorted(CLUSTERS))
+def rendered(request):
+    plan = make_plan(build(CLUSTERS[request.param]()))
+    return plan, artifacts(plan)
+
+
+def test_ports_are_their_hwsku_rows_and_cables_land_on_the_lanes_owner(rendered, hwsku_dir):
+    plan, files = rendered
+    dbs = {sw.name: json.loads(files[f"configs/{sw.name}/config_db.json"]) for sw in plan.switches}
+    refs = {}
+    for name, db in dbs.items():
+        sku = db["DEVICE_METADATA"]["localhost"]["hwsku"]
+        if sku not in refs:
+            refs[sku] = read_port_config(hwsku_dir / f"{sku}.port_config.ini")
+        by_name = {r.name: r for r in refs[sku]}
+        for port, fields in db["PORT"].items():
+            row = by_name.get(port)
+            assert row is not None, f"{name}: {port} is no port of {sku}"
+            assert (fields["lanes"], fields["alias"], fields["index"]) == \
+                (",".join(map(str, row.lanes)), row.alias, str(row.index)), f"{name} {port}"
+
+    # cabling.csv names SONiC ports, the clab file names container interfaces: both list
+    # the data-plane cables in the same order.
+    cables = [r for r in csv.DictReader(io.StringIO(files["cabling.csv"])) if r["plane"] != "mgmt"]
+    links = yaml.safe_load(files[f"{plan.name}.clab.yml"])["topology"]["links"]
+    assert len(cables) == len(links)
+    landed = 0
+    for cable, link in zip(cables, links):
+        ends = [ep.split(":") for ep in link["endpoints"]]
+        assert [n for n, _ in ends] == [cable["a_node"], cable["b_node"]]
+        for (node, eth), port in zip(ends, (cable["a_port"], cable["b_port"])):
+            if node not in dbs:
+                continue
+            sku = dbs[node]["DEVICE_METADATA"]["localhost"]["hwsku"]
+            lanes = dbs[node]["PORT"][port]["lanes"].split(",")
+            owner = vs_lanemap(refs[sku]).get(eth)
+            assert owner is not None and owner[0] == int(lanes[0]), \
+                f"{node}:{eth} (lanes {owner}) does not own the first lane of {port} ({lanes[0]})"
+            landed += 1
+    assert landed == sum(len(sw.ports) for sw in plan.switches)
+
+
+def test_a_switch_off_the_default_hwsku_tells_docker_sonic_vs_which_to_run(clab_validator):
+    plan = make_plan(build(wide(40)))
+    doc = yaml.safe_load(artifacts(plan)[f"{plan.name}.clab.yml"])
+    assert not list(clab_validator.iter_errors(doc))
+    nodes = doc["topology"]["nodes"]
+    for sw in plan.switches:
+        expected = None if sw.hwsku == "Force10-S6000" else {"HWSKU": sw.hwsku}
+        assert nodes[sw.name].get("env") == expected, sw.name
+    assert nodes["be-r0"]["env"] == {"HWSKU": "Arista-7060X6-64PE"}
