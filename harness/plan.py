@@ -20,7 +20,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from harness.errors import Problem, TopologyError
 from harness.hwsku import PortRow, choose, largest
-from harness.model import ECMP_HASHES, MGMT_NIC, Fabric, Link, Node, Plane, Role, oversubscription, switch_mgmt_port
+from harness.model import ECMP_HASHES, Fabric, Link, Node, Plane, Role, oversubscription, switch_mgmt_port
 
 SWITCH_ROLES_ORDER = (Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
 
@@ -107,7 +107,11 @@ class HostPlan:
 
     @property
     def mgmt(self) -> Nic:
-        return self.nic(MGMT_NIC)
+        """The management NIC (mgmt0; a runtime may name it otherwise, e.g. eth0 on containerlab)."""
+        for n in self.nics:
+            if n.plane is Plane.MGMT:
+                return n
+        raise KeyError(f"{self.name} has no management NIC")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 
-from harness.model import FE_NIC, MGMT_NIC, Plane, Role
+from harness.model import FE_NIC, Plane, Role
 from harness.observe.paths import Fib, trace
 from harness.traffic.probe import Probe, ProbeSession, frame
 
@@ -102,7 +102,7 @@ def _probes(lab) -> list[Probe]:
     for h in plan.hosts:
         for sw in plan.switches:
             for dst_host, dst_nic in one_per_rail.values():
-                add(h.name, MGMT_NIC, (sw.name, "eth0"), dst_host.name, str(dst_nic.address.ip), False, "mgmt->be")
+                add(h.name, h.mgmt.name, (sw.name, "eth0"), dst_host.name, str(dst_nic.address.ip), False, "mgmt->be")
 
     # controls: the same planes must work
     for i, (h, nic) in enumerate(fe_nics):
@@ -118,7 +118,7 @@ def _probes(lab) -> list[Probe]:
     hosts = list(plan.hosts)
     for i, h in enumerate(hosts):
         dst = hosts[(i + 1) % len(hosts)]
-        add(h.name, MGMT_NIC, (dst.name, MGMT_NIC), dst.name, str(dst.mgmt.address.ip), True, "mgmt control")
+        add(h.name, h.mgmt.name, (dst.name, dst.mgmt.name), dst.name, str(dst.mgmt.address.ip), True, "mgmt control")
     return probes
 
 

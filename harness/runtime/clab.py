@@ -13,6 +13,7 @@ elsewhere `up` stops at the prerequisite check with a message naming what is mis
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ from ipaddress import IPv4Network
 from pathlib import Path
 
 from harness.errors import PrerequisiteError, RuntimeError_
-from harness.model import build, cluster_to_dict
+from harness.model import Plane, build, cluster_to_dict
 from harness.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
 from harness.render.containerlab import SONIC_IMAGE
@@ -38,6 +39,7 @@ PREFIX = "fablab"
 INIT_STATUS = "/tmp/fablab-init.status"
 INIT_LOG = "/tmp/fablab-init.log"
 IMAGE_ENV = "FABLAB_SONIC_IMAGE"
+MGMT_IFACE = "eth0"  # every container's interface on containerlab's management network
 DOCS = "README.md, 'The containerlab runtime'"
 
 
@@ -199,7 +201,7 @@ class ClabRuntime(NamespaceAccess):
         check_lab_name(lab)
         image = sonic_image()
         check_prerequisites(image, run=self._run)
-        from harness.mgmtnet import lab_mgmt_network, with_mgmt_network
+        from harness.mgmtnet import lab_mgmt_network
 
         if lab in labs():
             if not replace:
@@ -209,7 +211,7 @@ class ClabRuntime(NamespaceAccess):
             self.down(lab)
         taken = {IPv4Network(load(other).mgmt_network) for other in labs() if _clab_state(other)}
         network = lab_mgmt_network(lab, len(plan.fabric.nodes), taken=taken)
-        plan = with_mgmt_network(plan, network)
+        plan = clab_view(plan, network)
         files = artifacts(plan, lab=lab, sonic_image=image)  # before touching anything
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
                          namespaces=tuple(container_name(lab, n.name) for n in plan.fabric.nodes),
@@ -355,10 +357,8 @@ class ClabRuntime(NamespaceAccess):
     # ------------------------------------------------------------------ driving
 
     def plan_of(self, lab: str, plan: Plan) -> Plan:
-        from harness.mgmtnet import with_mgmt_network
-
         state = load(lab)
-        return with_mgmt_network(plan, IPv4Network(state.mgmt_network)) if state.mgmt_network else plan
+        return clab_view(plan, IPv4Network(state.mgmt_network) if state.mgmt_network else None)
 
     def _plan(self, lab: str) -> Plan:
         if lab not in self._plans:
@@ -410,6 +410,26 @@ class ClabRuntime(NamespaceAccess):
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
         return json_documents(self.vtysh(lab, node, *commands), len(commands),
                               f"vtysh in {container_name(lab, node)}")
+
+
+def clab_view(plan: Plan, network: IPv4Network | None) -> Plan:
+    """The plan as containerlab runs it: mgmt addresses in the lab's own subnet, and each
+    host's management NIC is its eth0 on containerlab's management network (not mgmt0)."""
+    from harness.mgmtnet import with_mgmt_network
+
+    if network is not None:
+        plan = with_mgmt_network(plan, network)
+    hosts = {h.name for h in plan.hosts}
+    change = dataclasses.replace
+
+    def nic(n):
+        return change(n, name=MGMT_IFACE) if n.plane is Plane.MGMT else n
+
+    def cable(c):
+        return change(c, a_port=MGMT_IFACE) if c.plane is Plane.MGMT and c.a_node in hosts else c
+
+    return change(plan, hosts=tuple(change(h, nics=tuple(nic(n) for n in h.nics)) for h in plan.hosts),
+                  cables=tuple(cable(c) for c in plan.cables))
 
 
 def _clab_state(lab: str) -> bool:
