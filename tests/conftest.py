@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -11,7 +12,9 @@ from harness.model import build
 from harness.plan import make_plan
 from topologies import BUILTINS
 
-SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "reference" / "clab.schema.json"
+# Public reference data (not part of the repository): $FABLAB_REFERENCE, else shared/ next to the repo.
+REFERENCE = Path(os.environ.get("FABLAB_REFERENCE") or Path(__file__).resolve().parents[2] / "shared" / "reference")
+SCHEMA = REFERENCE / "clab.schema.json"
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +26,8 @@ def ai_plan():
 def clab_validator():
     """containerlab's own JSON schema. Its patterns use \\p{..} classes, so `regex` stands in for `re`."""
     if not SCHEMA.exists():
-        pytest.skip(f"containerlab schema not found at {SCHEMA} (../shared/reference is outside this repo)")
+        pytest.skip(f"containerlab schema not found at {SCHEMA} (set FABLAB_REFERENCE; ../shared/reference "
+                    "is outside this repo)")
     import jsonschema
     import regex
     from jsonschema import validators
