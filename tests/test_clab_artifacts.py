@@ -204,3 +204,20 @@ def test_clabernetes_images_can_come_from_a_registry(ai_plan):
     doc = yaml.safe_load(artifacts(ai_plan, sonic_image=image)["ai-cluster.clab.yml"])
     assert doc["topology"]["kinds"]["sonic-vs"]["image"] == image
     assert all("image" not in node for node in doc["topology"]["nodes"].values())
+
+
+def test_a_second_start_leaves_the_running_one_alone(ai_plan, tmp_path):
+    """Runs without SONiC or root: the lock is taken before anything else happens."""
+    import fcntl
+
+    (tmp_path / "tmp").mkdir()
+    script = tmp_path / "init.sh"
+    script.write_text(artifacts(ai_plan)["configs/be-s1/init.sh"])
+    status = tmp_path / STATUS_FILE.lstrip("/")
+    status.write_text("running ports\n")
+    with open(f"{status}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        run = subprocess.run(["bash", str(script)], env={"PATH": "/usr/bin:/bin", "FABLAB_INIT_ROOT": str(tmp_path)},
+                             capture_output=True, text=True, timeout=30)
+    assert run.returncode == 0 and "already running" in run.stdout
+    assert status.read_text() == "running ports\n"

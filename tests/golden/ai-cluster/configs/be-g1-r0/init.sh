@@ -27,6 +27,13 @@ SYSCTLS=(
 )
 STEP=start
 
+# One run at a time: a second start (exec run again) leaves the first one to finish.
+exec 9>"$STATUS.lock"
+if ! flock -n 9; then
+  echo "$(date '+%F %T') init.sh is already running"
+  exit 0
+fi
+
 status() {
   # Written aside and renamed, so that a reader never sees half a line.
   printf '%s\n' "$1" >"$STATUS.tmp" && mv -f "$STATUS.tmp" "$STATUS"
