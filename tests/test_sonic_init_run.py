@@ -65,7 +65,8 @@ case "$1 $2" in
     else
       echo "$2 STOPPED"; exit 3
     fi ;;
-  "start bgpd") /usr/lib/frr/bgpd -d -A 127.0.0.1 && echo "bgpd: started" ;;
+  # supervisord starts bgpd, not the script: nothing of the script's is inherited
+  "start bgpd") /usr/lib/frr/bgpd -d -A 127.0.0.1 9>&- && echo "bgpd: started" ;;
   *) exit 1 ;;
 esac
 """
@@ -97,6 +98,7 @@ for p in $PORTS; do ip link add "$p" type veth peer name "peer$i"; i=$((i + 1));
 PATH=$T/stubs:$PATH FABLAB_INIT_ROOT=$T/root FABLAB_TEST_STATE=$T/state FABLAB_INIT_STEP_TIMEOUT=3 \
   bash "$T/root/etc/fablab/init.sh" >"$T/init.log" 2>&1
 echo "init exit $?" >>"$T/init.log"
+if flock -n "$T/root/tmp/fablab-init.status.lock" true; then echo free; else echo held; fi >"$T/lock"
 vtysh -c 'show running-config' >"$T/running.conf" 2>&1
 for d in zebra bgpd bfdd; do
   if [ -e "/run/frr/$d.pid" ]; then echo "$d" >>"$T/daemons"; fi
@@ -178,6 +180,7 @@ def test_boots_when_start_sh_loaded_its_own_config(switch, ports):
     assert "router bgp 64601" in running and "neighbor Ethernet16 interface peer-group fabric" in running
     assert " profile fabric" in running and "no bgp ebgp-requires-policy" not in running
     assert switch.read("daemons").split() == ["zebra", "bgpd", "bfdd"]
+    assert switch.read("lock") == "free\n"  # bfdd, started by the script, does not hold its lock
 
 
 def test_status_passes_through_every_step_in_order(switch, ports):

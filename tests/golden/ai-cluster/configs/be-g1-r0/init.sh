@@ -117,7 +117,8 @@ start_bfdd() {
   case $(supervisorctl status bfdd 2>&1) in
     *"no such process"*)
       if [ -z "$BFDD_DIRECT" ]; then
-        if "$BFDD" -d -A 127.0.0.1; then BFDD_DIRECT=started; else BFDD_DIRECT="exited $?"; fi
+        # 9>&-: the daemon must not keep this script's lock held after the script ends.
+        if "$BFDD" -d -A 127.0.0.1 9>&-; then BFDD_DIRECT=started; else BFDD_DIRECT="exited $?"; fi
       fi
       ;;
     *RUNNING* | *STARTING*) ;;
