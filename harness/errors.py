@@ -38,6 +38,10 @@ class RenderError(HarnessError):
     """An artifact could not be produced from a valid plan."""
 
 
+class MgmtNetworkError(HarnessError):
+    """No mgmt subnet is free for a lab, or a plan's mgmt addresses do not fit the one given."""
+
+
 class RuntimeError_(HarnessError):
     """Booting, driving or tearing down a lab failed."""
 

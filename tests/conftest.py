@@ -27,7 +27,8 @@ def ai_plan():
 def clab_validator():
     """containerlab's own JSON schema. Its patterns use \\p{..} classes, so `regex` stands in for `re`."""
     if not SCHEMA.exists():
-        pytest.skip(f"containerlab schema not found at {SCHEMA} (../shared/reference is outside this repo)")
+        pytest.skip(f"containerlab schema not found at {SCHEMA} (set FABLAB_REFERENCE; ../shared/reference "
+                    "is outside this repo)")
     import jsonschema
     import regex
     from jsonschema import validators

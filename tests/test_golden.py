@@ -11,7 +11,7 @@ from harness.render import artifacts
 
 GOLDEN = Path(__file__).parent / "golden" / "ai-cluster"
 GOLDEN_FILES = ["ai-cluster.clab.yml", "cabling.csv", "topology.svg",
-                "configs/be-g1-r0/frr.conf", "configs/be-g1-r0/config_db.json",
+                "configs/be-g1-r0/frr.conf", "configs/be-g1-r0/config_db.json", "configs/be-g1-r0/init.sh",
                 "configs/be-s1/frr.conf", "configs/be-s1/config_db.json",
                 "configs/fe-l1/frr.conf", "configs/fe-l1/config_db.json"]
 
@@ -31,10 +31,11 @@ def test_matches_golden(rendered, rel):
     assert rendered[rel] == path.read_text(), f"{rel} differs from its golden file"
 
 
-def test_every_switch_has_both_configs(rendered, ai_plan):
+def test_every_switch_has_its_configs_and_init_script(rendered, ai_plan):
     for sw in ai_plan.switches:
         assert f"configs/{sw.name}/frr.conf" in rendered
         assert f"configs/{sw.name}/config_db.json" in rendered
+        assert f"configs/{sw.name}/init.sh" in rendered
 
 
 def test_rendering_is_deterministic(ai_plan, rendered):

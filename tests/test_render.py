@@ -88,8 +88,8 @@ def test_clab_names_only_declared_nodes_and_binds_configs(builtin):
     for sw in plan.switches:
         node = nodes[sw.name]
         assert node["kind"] == "sonic-vs"
-        assert f"configs/{sw.name}/config_db.json:/var/sonic/config_db.json" in node["binds"]
-        assert any("bgpd" in cmd for cmd in node["exec"])
+        assert f"configs/{sw.name}/config_db.json:/etc/fablab/config_db.json:ro" in node["binds"]
+        assert any("/etc/fablab/init.sh" in cmd for cmd in node["exec"])
         for bind in node["binds"]:
             assert bind.split(":")[0] in files
     for h in plan.hosts:

@@ -1,17 +1,31 @@
 """<lab>.clab.yml: sonic-vs switches, linux hosts, every data-plane cable as a link.
 
 The mgmt plane is not cabled here: containerlab's management network is the OOB plane,
-and each node gets its planned mgmt address as `mgmt-ipv4`.
+and each node gets its planned mgmt address as `mgmt-ipv4`. Each switch gets its
+config_db.json, frr.conf and init.sh bound read-only under /etc/fablab and starts init.sh
+from `exec` (see harness/render/sonic_init.py for why and for the status protocol).
 """
 from __future__ import annotations
 
 from harness.hwsku import DEFAULT_HWSKU
 from harness.model import Plane
-from harness.plan import HostPlan, Plan
+from harness.plan import HostPlan, Plan, SwitchPlan
+from harness.render.sonic_init import CONTAINER_DIR, STATUS_FILE, start_command
 from harness.render.templates import render_template
 
 SONIC_IMAGE = "docker-sonic-vs:latest"
 HOST_IMAGE = "ghcr.io/srl-labs/network-multitool:latest"
+SWITCH_FILES = ("config_db.json", "frr.conf", "init.sh")
+
+
+def switch_env(sw: SwitchPlan) -> dict[str, str]:
+    # docker-sonic-vs's Dockerfile sets ENV HWSKU to the default; another HwSKU is asked for by env.
+    return {} if sw.hwsku == DEFAULT_HWSKU else {"HWSKU": sw.hwsku}
+
+
+def switch_binds(sw: SwitchPlan) -> list[tuple[str, str]]:
+    """(source relative to the clab file, path in the container) for each file of a switch."""
+    return [(f"configs/{sw.name}/{name}", f"{CONTAINER_DIR}/{name}") for name in SWITCH_FILES]
 
 
 def host_exec(host: HostPlan) -> list[str]:
@@ -42,4 +56,7 @@ def clab_yaml(plan: Plan, lab: str | None = None, sonic_image: str = SONIC_IMAGE
               host_image: str = HOST_IMAGE) -> str:
     return render_template(
         "clab.yml.j2", lab=lab or plan.name, plan=plan, sonic_image=sonic_image, host_image=host_image,
-        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=clab_links(plan), default_hwsku=DEFAULT_HWSKU)
+        switch_env={sw.name: switch_env(sw) for sw in plan.switches},
+        switch_binds={sw.name: switch_binds(sw) for sw in plan.switches},
+        start_command=start_command(), status_file=STATUS_FILE,
+        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=clab_links(plan))
