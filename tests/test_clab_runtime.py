@@ -249,3 +249,112 @@ def test_clean_of_one_runtime_never_takes_a_lab_of_the_other(tmp_path, monkeypat
     netns_found = NetnsRuntime().leftovers(everything=True)
     assert "cl-old" not in netns_found and "ns-old" in netns_found
     assert clab.ClabRuntime.name == "clab"
+
+
+# ---------------------------------------------------------------------- up(): error paths, with the CLI answers faked
+
+class FakeClab:
+    """Answers the commands `up` runs, as containerlab and docker would in the failing case
+    under test; records them. Nothing here claims a deploy happened."""
+
+    def __init__(self, deploy: subprocess.CompletedProcess, inspect: str = "{}") -> None:
+        self.deploy, self.inspect, self.calls = deploy, inspect, []
+
+    def __call__(self, argv, **kwargs):
+        self.calls.append(list(argv))
+        if argv[:2] == ["docker", "info"]:
+            return completed(0, "27.0\n")
+        if argv[:3] == ["docker", "image", "inspect"]:
+            return completed(0, "sha256:x\n")
+        if argv[:2] == ["containerlab", "deploy"]:
+            return self.deploy
+        if argv[:2] == ["containerlab", "inspect"]:
+            return completed(0, self.inspect)
+        if argv[:2] == ["containerlab", "destroy"]:
+            return completed(0)
+        return completed(1, "", f"unexpected {argv}")
+
+
+@pytest.fixture
+def run_root(tmp_path, monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("the clab runtime checks for root first")
+    monkeypatch.setattr(state, "RUN_ROOT", tmp_path)
+    return tmp_path
+
+
+def test_a_failed_deploy_is_reported_and_everything_removed(run_root):
+    fake = FakeClab(completed(1, "", "Error: failed to create container fablab-x-be-s1: no space left"))
+    rt = ClabRuntime(run=fake, which=lambda t: f"/usr/bin/{t}")
+    with pytest.raises(RuntimeError_, match="containerlab deploy of x failed .*no space left"):
+        rt.up(make_plan(build(BUILTINS["ai-cluster"]())), "x", "ai-cluster")
+    assert ["containerlab", "destroy"] == [c[:2] for c in fake.calls if c[0] == "containerlab"][-1]
+    assert not (run_root / "x").exists()
+
+
+def test_deploy_exit_0_with_a_node_missing_is_not_trusted(run_root):
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    rows = [ROW | {"name": container_name("x", n.name)} for n in plan.fabric.nodes if n.name != "gpu03"]
+    fake = FakeClab(completed(0), json.dumps({"x": rows}))
+    rt = ClabRuntime(run=fake, which=lambda t: f"/usr/bin/{t}")
+    with pytest.raises(RuntimeError_, match="deployed x without nodes gpu03"):
+        rt.up(plan, "x", "ai-cluster")
+    assert not (run_root / "x").exists()
+
+
+def test_up_writes_the_artifacts_it_deploys_with_the_lab_subnet(run_root):
+    fake = FakeClab(completed(1, "", "stop here"))
+    seen = {}
+
+    def run(argv, **kwargs):
+        if argv[:2] == ["containerlab", "deploy"]:
+            topo = Path(argv[3])
+            seen["text"] = topo.read_text()
+            seen["files"] = sorted(str(p.relative_to(topo.parent)) for p in topo.parent.rglob("*") if p.is_file())
+            seen["state"] = state.load("x")
+        return fake(argv, **kwargs)
+
+    with pytest.raises(RuntimeError_):
+        ClabRuntime(run=run, which=lambda t: f"/usr/bin/{t}").up(make_plan(build(BUILTINS["ai-cluster"]())),
+                                                                  "x", "ai-cluster")
+    assert "configs/be-s1/init.sh" in seen["files"] and "configs/be-s1/config_db.json" in seen["files"]
+    subnet = seen["state"].mgmt_network
+    assert f"ipv4-subnet: {subnet}" in seen["text"]
+    assert seen["state"].namespaces[0].startswith("fablab-x-")
+
+
+def test_a_second_lab_gets_a_subnet_apart_from_the_running_one(run_root):
+    from harness.mgmtnet import lab_mgmt_network
+
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    first = lab_mgmt_network("y", len(plan.fabric.nodes))
+    # A running clab lab that holds exactly the subnet "y" would hash to.
+    state.save(state.LabState(lab="z", runtime="clab", topology="ai-cluster", cluster={}, namespaces=(),
+                              runner_pid=os.getpid(), phase="up", mgmt_network=str(first)))
+    seen = {}
+
+    def run(argv, **kwargs):
+        if argv[:2] == ["containerlab", "deploy"]:
+            seen["net"] = state.load("y").mgmt_network
+        return FakeClab(completed(1, "", "stop here"))(argv, **kwargs)
+
+    with pytest.raises(RuntimeError_):
+        ClabRuntime(run=run, which=lambda t: f"/usr/bin/{t}").up(plan, "y", "ai-cluster")
+    from ipaddress import IPv4Network
+
+    assert not IPv4Network(seen["net"]).overlaps(first)
+
+
+def test_the_clab_view_moves_mgmt_and_names_hosts_mgmt_nic_eth0():
+    from ipaddress import IPv4Network
+
+    from harness.model import Plane
+    from harness.runtime.clab import clab_view
+
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    view = clab_view(plan, IPv4Network("198.18.0.0/26"))
+    assert all(h.mgmt.name == "eth0" and h.mgmt.address.ip in IPv4Network("198.18.0.0/26") for h in view.hosts)
+    assert all(s.mgmt.ip in IPv4Network("198.18.0.0/26") for s in view.switches)
+    assert all(c.a_port == "eth0" for c in view.cables if c.plane is Plane.MGMT)
+    assert [n.name for n in view.host("gpu01").nics if n.plane is not Plane.MGMT] == \
+        [n.name for n in plan.host("gpu01").nics if n.plane is not Plane.MGMT]

@@ -183,12 +183,13 @@ def check_prerequisites(image: str | None = None, which: Callable[[str], str | N
 class ClabRuntime(NamespaceAccess):
     name = "clab"
 
-    def __init__(self, run: Run = subprocess.run) -> None:
+    def __init__(self, run: Run = subprocess.run, which: Callable[[str], str | None] = shutil.which) -> None:
         self._run = run
+        self._which = which
         self._plans: dict[str, Plan] = {}
 
     def check_prerequisites(self) -> None:
-        check_prerequisites(run=self._run)
+        check_prerequisites(which=self._which, run=self._run)
 
     @staticmethod
     def topology_file(lab: str) -> Path:
@@ -200,7 +201,7 @@ class ClabRuntime(NamespaceAccess):
            timeout: float = 600.0, detached: bool = False) -> LabState:
         check_lab_name(lab)
         image = sonic_image()
-        check_prerequisites(image, run=self._run)
+        check_prerequisites(image, which=self._which, run=self._run)
         from harness.mgmtnet import lab_mgmt_network
 
         if lab in labs():
@@ -209,10 +210,13 @@ class ClabRuntime(NamespaceAccess):
                                     "pick another --name, or pass --replace")
             progress("replace", f"removing the running lab {lab}")
             self.down(lab)
+        # Docker refuses overlapping subnets: keep clear of running labs and of the data ranges.
+        cluster = plan.fabric.cluster
         taken = {IPv4Network(load(other).mgmt_network) for other in labs() if _clab_state(other)}
+        taken |= {IPv4Network(cluster.addressing.be), IPv4Network(cluster.addressing.fe)}
         network = lab_mgmt_network(lab, len(plan.fabric.nodes), taken=taken)
+        files = artifacts(plan, lab=lab, mgmt_network=network, sonic_image=image)  # before touching anything
         plan = clab_view(plan, network)
-        files = artifacts(plan, lab=lab, sonic_image=image)  # before touching anything
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
                          namespaces=tuple(container_name(lab, n.name) for n in plan.fabric.nodes),
                          runner_pid=os.getpid(), owner_pid=0 if detached else os.getpid(), created=time.time(),
@@ -333,7 +337,7 @@ class ClabRuntime(NamespaceAccess):
         except Exception:
             names = ()
         removed = 0
-        if topo.exists() and shutil.which("containerlab"):
+        if topo.exists() and self._which("containerlab"):
             run = self._run(destroy_argv(topo), capture_output=True, text=True, timeout=600, cwd=topo.parent)
             if run.returncode != 0:
                 raise RuntimeError_(f"containerlab destroy of {lab} failed: {(run.stderr or run.stdout).strip()[-800:]}"
@@ -342,7 +346,7 @@ class ClabRuntime(NamespaceAccess):
             if left:
                 raise RuntimeError_(f"containers of {lab} still present after destroy: {', '.join(left)}")
             removed = len(names)
-        elif topo.exists() and shutil.which("docker"):
+        elif topo.exists() and self._which("docker"):
             raise RuntimeError_(f"lab {lab} was deployed with containerlab, which is not on PATH now: "
                                 f"reinstall it, then `fablab down {lab}`")
         shutil.rmtree(run_dir(lab), ignore_errors=True)
