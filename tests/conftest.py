@@ -42,12 +42,17 @@ def clab_validator():
     return cls(json.loads(SCHEMA.read_text()))
 
 
+def require_tool(tool: str, package: str) -> str:
+    """The tool's path, or skip naming the Debian package that `make test` installs."""
+    path = shutil.which(tool)
+    if path is None:
+        pytest.skip(f"{tool} is not installed (Debian package: {package}; `make test` installs it)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def vtysh():
-    path = shutil.which("vtysh")
-    if path is None:
-        pytest.skip("FRR is not installed (Debian package: frr); `make test` installs it")
-    return path
+    return require_tool("vtysh", "frr")
 
 
 @pytest.fixture(scope="session")

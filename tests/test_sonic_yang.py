@@ -8,13 +8,13 @@ the judge can say no.
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from harness.model import build
 from harness.plan import make_plan
 from harness.render import artifacts
+from conftest import require_tool
 from sonic_yang import Schema, validate
 from topologies import BUILTINS
 
@@ -23,10 +23,7 @@ RELEASES = ("202411", "master")
 
 @pytest.fixture(scope="module")
 def yanglint():
-    path = shutil.which("yanglint")
-    if path is None:
-        pytest.skip("yanglint is not installed (Debian package: libyang2-tools; scripts/install-deps.sh installs it)")
-    return path
+    return require_tool("yanglint", "libyang2-tools")
 
 
 @pytest.fixture(scope="module")
