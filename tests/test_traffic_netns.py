@@ -1,6 +1,6 @@
 """Traffic between two real network namespaces joined by a veth pair (needs root).
 
-The fixture creates fl_trafdev_a and fl_trafdev_b (nothing in the root namespace), and
+The fixture creates fl_td<pid>_a and fl_td<pid>_b (nothing in the root namespace), and
 deletes both whatever happens, polling until they are gone.
 """
 from __future__ import annotations
@@ -22,7 +22,9 @@ from harness.traffic.runner import (netns_exists, run_sender, run_tcp_client, st
                                     veth_testbed)
 from harness.traffic.tcp import iperf3_path, run_iperf3
 
-NS_A, NS_B = "fl_trafdev_a", "fl_trafdev_b"
+# Unique per run: two test runs at once (two checkouts) must not share namespaces.
+LAB = f"td{os.getpid()}"
+NS_A, NS_B = f"fl_{LAB}_a", f"fl_{LAB}_b"
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root: creates network namespaces and raw sockets"),
@@ -33,14 +35,14 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def testbed():
-    """(sender address, receiver address) of a veth pair between fl_trafdev_a and fl_trafdev_b."""
+    """(sender address, receiver address) of a veth pair between NS_A and NS_B."""
     try:
         with veth_testbed(NS_A, NS_B) as addresses:
             yield addresses
     finally:
         assert not netns_exists(NS_A) and not netns_exists(NS_B)
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert "fl_trafdev_" not in listed
+        assert f"fl_{LAB}_" not in listed
 
 
 def roce_flows(dst: str, n: int, **kw) -> tuple[RoceFlow, ...]:
@@ -143,7 +145,7 @@ def test_sender_errors_surface(testbed):
     with pytest.raises(TrafficError, match="no route"):
         run_sender(NS_A, SendSpec(flows=roce_flows("192.0.2.200", 1), packets=1))
     with pytest.raises(TrafficError, match="does not exist"):
-        run_sender("fl_trafdev_absent", SendSpec(flows=roce_flows(dst, 1), packets=1))
+        run_sender(f"fl_{LAB}_absent", SendSpec(flows=roce_flows(dst, 1), packets=1))
 
 
 def test_receiver_stops_on_request_and_reports_quiet(testbed):
