@@ -122,3 +122,92 @@ def bfd_off(lab, switches: list[str]) -> Sabotage:
                           f"neighbor fabric bfd profile {profile}")
 
     return Sabotage(f"BFD off on {', '.join(switches)}", undo)
+
+
+# --------------------------------------------------------------------------- faults made from outside fablab
+# These change the running lab without telling fablab (nothing goes into lab.extra_cables),
+# as a technician or a script would: only a check that reads the kernel can see them.
+
+
+def rogue_cable(lab, a: tuple[str, str | None], b: tuple[str, str | None]) -> Sabotage:
+    """A veth between two nodes' namespaces that nobody declared or recorded, both ends up.
+    A port of None on a switch takes its first free HwSKU port."""
+    ends = []
+    for node, port in (a, b):
+        lab.check_node(node)
+        port = port or _free_port(lab, node)
+        with lab.netlink(node) as s:
+            if s.link_lookup(ifname=port):
+                raise HarnessError(f"{node} already has an interface {port}: pick a free port for the rogue cable")
+        ends.append((node, port))
+    (na, pa), (nb, pb) = ends
+    with lab.netlink(na) as s:
+        s.link("add", ifname=pa, kind="veth", peer={"ifname": pb, "net_ns_fd": lab.namespace(nb)})
+        s.link("set", ifname=pa, state="up")
+    with lab.netlink(nb) as s:
+        s.link("set", ifname=pb, state="up")
+
+    def undo() -> None:
+        with lab.netlink(na) as s:
+            s.link("del", ifname=pa)  # takes the peer with it
+
+    return Sabotage(f"rogue cable {na}:{pa} - {nb}:{pb} (not recorded by fablab)", undo)
+
+
+def swap_cables(lab, a: tuple[str, str], b: tuple[str, str]) -> Sabotage:
+    """Swap the far ends of the cables on ports `a` and `b` (e.g. two GPU NICs on their rail
+    leaves): the far ends of the two veths trade places, so `a` now reaches b's leaf port and
+    `b` a's. The ports keep their own configuration (a switch port's address stays on the port,
+    as when a technician swaps two cables); only the cables move."""
+    far_a, far_b = _far_end(lab, a), _far_end(lab, b)
+    if far_a == far_b or a == b:
+        raise HarnessError(f"swap_cables needs two different cables; got {a} and {b}")
+    _move_far_ends(lab, far_a, far_b)
+    return Sabotage(f"cables swapped: {a[0]}:{a[1]} now reaches {far_b[0]}:{far_b[1]}, "
+                    f"{b[0]}:{b[1]} reaches {far_a[0]}:{far_a[1]} (not recorded by fablab)",
+                    lambda: _move_far_ends(lab, far_a, far_b))
+
+
+def _far_end(lab, end: tuple[str, str]) -> tuple[str, str]:
+    for c in lab.plan.cables:
+        if (c.a_node, c.a_port) == end:
+            return c.b_node, c.b_port
+        if (c.b_node, c.b_port) == end:
+            return c.a_node, c.a_port
+    raise HarnessError(f"{end[0]}:{end[1]} is not an end of a planned cable; see cabling.csv for the ports")
+
+
+def _move_far_ends(lab, x: tuple[str, str], y: tuple[str, str]) -> None:
+    """The interface at x goes to y's place and y's to x's; each place keeps its addresses and MTU.
+
+    Each interface is renamed only while it is parked in a host's namespace, never in a
+    switch's: FRR's zebra loses an interface's addresses when one is renamed under it. Its
+    switches see the cable's end go and another arrive with the port's name, as in a real swap."""
+    park = next((h.name for h in lab.plan.hosts if h.name not in (x[0], y[0])), None)
+    if park is None:
+        raise HarnessError("swap_cables needs a host namespace, other than the two ends', to park interfaces in")
+    saved = {}
+    for tag, (node, port) in (("x", x), ("y", y)):
+        with lab.netlink(node) as s:
+            found = s.get_links(ifname=port)
+            if not found:
+                raise HarnessError(f"{node} has no interface {port}: is the lab cabled as planned?")
+            link = found[0]
+            addrs = [(a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in s.get_addr(index=link["index"], family=2)]
+            saved[(node, port)] = (addrs, link.get_attr("IFLA_MTU"), f"fablabswp{tag}")
+    for node, port in (x, y):
+        with lab.netlink(node) as s:
+            s.link("set", index=s.link_lookup(ifname=port)[0], net_ns_fd=lab.namespace(park),
+                   ifname=saved[(node, port)][2])
+    for (node, port), (dest_node, dest_port) in ((x, y), (y, x)):
+        with lab.netlink(park) as s:
+            s.link("set", index=s.link_lookup(ifname=saved[(node, port)][2])[0],
+                   net_ns_fd=lab.namespace(dest_node), ifname=dest_port)
+    for dest in (x, y):
+        addrs, mtu, _ = saved[dest]
+        with lab.netlink(dest[0]) as s:
+            index = s.link_lookup(ifname=dest[1])[0]
+            s.link("set", index=index, mtu=mtu)
+            for address, prefixlen in addrs:
+                s.addr("add", index=index, address=address, prefixlen=prefixlen)
+            s.link("set", index=index, state="up")

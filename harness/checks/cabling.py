@@ -1,0 +1,352 @@
+"""The cabling audit: every cable the kernel carries, compared with the plan (cabling.csv).
+
+A check that only sends what the plan declares cannot see a cable nobody declared, so this
+one starts from the running system: in every node's namespace it lists the veth ends, and
+for each the other end as the kernel knows it (IFLA_LINK, the peer's ifindex, in the
+namespace named by IFLA_LINK_NETNSID, resolved by asking the kernel which id that namespace
+has here). It never reads fablab's own record of what it cabled (`Lab.extra_cables`): a
+fault made from outside fablab is recorded nowhere. Findings, in the terms of cabling.csv
+(node, port, expected peer, actual peer):
+
+- missing: a planned cable that is absent, or present but down;
+- swapped: a planned end that lands on another planned end (two cables exchanged);
+- miswired: a planned end that lands on a port the plan does not use, or outside the lab;
+- unknown: a cable between ports the plan does not use;
+- not bridged: a mgmt cable whose OOB end is not in the OOB switch's bridge;
+each with notes when it joins two planes (FE–BE, data–mgmt) or puts a GPU NIC of rail r on
+a leaf of another rail. This is the first check a pre-deployment engineer runs.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.checks.result import Outcome
+from harness.model import Plane, Role
+from harness.plan import Plan
+
+# Every runtime links a node's namespace under this directory (DESIGN: "The Lab is the only door").
+NETNS_DIR = Path("/run/netns")
+_NOT_ASSIGNED = 0xFFFFFFFF  # RTM_GETNSID's answer for a namespace that has no id here
+_IFF_UP = 0x1
+_IFF_LOWER_UP = 0x10000
+
+End = tuple[str, str]  # (node, port) as cabling.csv names it
+
+
+@dataclass(frozen=True)
+class KernelPort:
+    """One veth end as the kernel has it, named as the plan names ports."""
+
+    node: str
+    port: str
+    peer: End | None  # the other end, when it is in one of the lab's namespaces
+    outside: str = ""  # where the other end is when it is not (e.g. "the host's root namespace")
+    up: bool = True  # administratively
+    carrier: bool = True
+    bridge: str | None = None  # the bridge this port is a member of, e.g. the OOB switch's
+    bridge_up: bool = True
+
+
+@dataclass(frozen=True)
+class CableFinding:
+    kind: str  # missing | swapped | miswired | unknown | not bridged
+    node: str
+    port: str
+    expected_peer: str  # "node:port"; "" when the plan has no cable on this port
+    actual_peer: str  # "node:port", or where it leads; "" when there is no cable
+    notes: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        text = (f"{self.kind}: {self.node}:{self.port} expected {self.expected_peer or 'no cable'}, "
+                f"actual {self.actual_peer or 'no cable'}")
+        return text + (f" ({'; '.join(self.notes)})" if self.notes else "")
+
+
+@dataclass(frozen=True)
+class CablingResult(Outcome):
+    planned: int  # cables in the plan (in scope)
+    observed: int  # veth pairs found in the lab's namespaces
+    matched: int  # planned cables present, up, and where the plan puts them
+    findings: tuple[CableFinding, ...]
+    scope: str
+    seconds: float
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def reason(self) -> str:
+        figures = f"{self.matched}/{self.planned} planned cables as planned, {self.observed} veth pairs in the kernel"
+        if self.passed:
+            return f"cabled as planned: {figures}, none unknown"
+        kinds: dict[str, int] = {}
+        for f in self.findings:
+            kinds[f.kind] = kinds.get(f.kind, 0) + 1
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        more = f" (+{len(self.findings) - 4} more)" if len(self.findings) > 4 else ""
+        return f"NOT cabled as planned ({counts}): " + "; ".join(map(str, self.findings[:4])) + more + f" | {figures}"
+
+
+# --------------------------------------------------------------------------- the audit (pure)
+
+
+def audit(plan: Plan, ports: list[KernelPort], planes: tuple[Plane, ...] = tuple(Plane)) -> list[CableFinding]:
+    """Compare the kernel's veth ends with the plan's cables of `planes`."""
+    cables = [c for c in plan.cables if c.plane in planes]
+    planned: dict[End, End] = {}
+    for c in cables:
+        planned[(c.a_node, c.a_port)] = (c.b_node, c.b_port)
+        planned[(c.b_node, c.b_port)] = (c.a_node, c.a_port)
+    actual = {(p.node, p.port): p for p in ports}
+    kinds = _Kinds(plan)
+    findings: list[CableFinding] = []
+    for c in cables:
+        a, b = (c.a_node, c.a_port), (c.b_node, c.b_port)
+        pa, pb = actual.get(a), actual.get(b)
+        if pa is not None and pb is not None and pa.peer == b:
+            findings += _state(pa, pb, a, b, kinds)
+            continue
+        if pa is None and pb is None:
+            findings.append(CableFinding("missing", *a, _name(b), "", ("neither end has an interface",)))
+            continue
+        for end, mine, other in ((a, pa, b), (b, pb, a)):
+            if mine is None:
+                findings.append(CableFinding("missing", *end, _name(other), "", (f"no interface {end[1]} on {end[0]}",)))
+            elif mine.peer != other:
+                kind = "swapped" if mine.peer in planned else "miswired"
+                findings.append(CableFinding(kind, *end, _name(other), _actual(mine), kinds.notes(end, mine.peer)))
+    reported: set[frozenset] = set()
+    for p in ports:
+        end = (p.node, p.port)
+        if end in planned or (p.peer is not None and p.peer in planned):
+            continue  # a planned end: reported above, from its own side
+        key = frozenset((end, p.peer or ("", p.outside)))
+        if key in reported:
+            continue
+        reported.add(key)
+        findings.append(CableFinding("unknown", *end, "", _actual(p), kinds.notes(end, p.peer)))
+    return findings
+
+
+def matched_cables(plan: Plan, ports: list[KernelPort], findings: list[CableFinding],
+                   planes: tuple[Plane, ...] = tuple(Plane)) -> int:
+    faulty = {(f.node, f.port) for f in findings}
+    actual = {(p.node, p.port): p for p in ports}
+    count = 0
+    for c in plan.cables:
+        a, b = (c.a_node, c.a_port), (c.b_node, c.b_port)
+        if c.plane in planes and a not in faulty and b not in faulty and a in actual and actual[a].peer == b:
+            count += 1
+    return count
+
+
+def _state(pa: KernelPort, pb: KernelPort, a: End, b: End, kinds: _Kinds) -> list[CableFinding]:
+    """A cable where the plan puts it: it must also be up (and bridged on the OOB switch)."""
+    out = []
+    down = [end for end, p in ((a, pa), (b, pb)) if not p.up]
+    if down:
+        end = down[0]
+        other = b if end == a else a
+        out.append(CableFinding("missing", *end, _name(other), _name(other),
+                                (f"{_name(end)} is administratively down",)))
+    elif not (pa.carrier and pb.carrier):
+        out.append(CableFinding("missing", *a, _name(b), _name(b), ("no carrier",)))
+    for end, p, other in ((a, pa, b), (b, pb, a)):
+        if kinds.is_oob(end[0]) and (p.bridge is None or not p.bridge_up):
+            why = f"not a member of {end[0]}'s bridge" if p.bridge is None else f"bridge {p.bridge} is down"
+            out.append(CableFinding("not bridged", *end, _name(other), _name(other),
+                                    (f"{why}: {other[0]} has no mgmt connectivity",)))
+    return out
+
+
+class _Kinds:
+    """What the plan says about an end: its plane, and the rail of a GPU NIC or a rail leaf."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.role = {n.name: n.role for n in plan.fabric.nodes}
+        self.leaf_rail = {n.name: n.rail for n in plan.fabric.nodes if n.role is Role.BE_LEAF}
+        self.end_plane: dict[End, Plane] = {}
+        self.nic_rail: dict[End, int] = {}
+        for c in plan.cables:
+            self.end_plane[(c.a_node, c.a_port)] = c.plane
+            self.end_plane[(c.b_node, c.b_port)] = c.plane
+            if c.rail is not None and self.role.get(c.a_node) is Role.GPU:
+                self.nic_rail[(c.a_node, c.a_port)] = c.rail
+
+    def is_oob(self, node: str) -> bool:
+        return self.role.get(node) is Role.OOB
+
+    def plane(self, end: End) -> Plane | None:
+        if end in self.end_plane:
+            return self.end_plane[end]
+        role = self.role.get(end[0])
+        if role is not None and role.is_routed and end[1] == "eth0":
+            return Plane.MGMT  # a switch's management port (SONiC's eth0)
+        return role.plane if role is not None else None  # a host's unplanned port: no plane known
+
+    def notes(self, end: End, peer: End | None) -> tuple[str, ...]:
+        if peer is None:
+            return ()
+        notes = []
+        mine, theirs = self.plane(end), self.plane(peer)
+        if mine is not None and theirs is not None and mine is not theirs:
+            notes.append(f"joins {mine.value.upper()} and {theirs.value.upper()}")
+        for nic, leaf in ((end, peer), (peer, end)):
+            rail, leaf_rail = self.nic_rail.get(nic), self.leaf_rail.get(leaf[0])
+            if rail is not None and leaf_rail is not None and rail != leaf_rail:
+                notes.append(f"{_name(nic)} is rail {rail}, {leaf[0]} is a rail-{leaf_rail} leaf")
+        return tuple(notes)
+
+
+def _name(end: End) -> str:
+    return f"{end[0]}:{end[1]}"
+
+
+def _actual(p: KernelPort) -> str:
+    return _name(p.peer) if p.peer is not None else f"outside the lab ({p.outside})"
+
+
+# --------------------------------------------------------------------------- the kernel's view
+
+
+@dataclass(frozen=True)
+class _Raw:
+    index: int
+    ifname: str
+    peer_index: int | None
+    peer_nsid: int | None  # None: the peer is in the same namespace
+    up: bool
+    carrier: bool
+    master: int | None
+
+
+def kernel_ports(lab, nodes: list[str], skip_ifnames: frozenset[str] = frozenset()) -> list[KernelPort]:
+    """Every veth end in the namespaces of `nodes`, with its peer resolved to (node, port)."""
+    paths = {node: NETNS_DIR / lab.namespace(node) for node in nodes}
+    fds: dict[str, int] = {}
+    neighbours: dict[str, list[str]] = {node: [] for node in nodes}
+    for c in lab.plan.cables:
+        if c.a_node in neighbours and c.b_node in neighbours:
+            neighbours[c.a_node].append(c.b_node)
+            neighbours[c.b_node].append(c.a_node)
+    try:
+        for node, path in paths.items():
+            fds[node] = os.open(path, os.O_RDONLY)
+        root = os.open(f"/proc/{os.getpid()}/ns/net", os.O_RDONLY)
+        try:
+            dumps = {node: _dump(lab, node, fds, neighbours[node], root) for node in nodes}
+        finally:
+            os.close(root)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    names = {node: {r.index: r.ifname for r in raws} for node, (raws, _, _) in dumps.items()}
+    port_of = _port_names(lab)
+    out = []
+    for node, (raws, nsids, bridges) in dumps.items():
+        for r in raws:
+            if r.ifname in skip_ifnames:
+                continue
+            peer: End | None = None
+            outside = ""
+            peer_node = node if r.peer_nsid is None else nsids.get(r.peer_nsid)
+            if peer_node in names and r.peer_index in names[peer_node]:
+                ifname = names[peer_node][r.peer_index]
+                peer = (peer_node, port_of.get((peer_node, ifname), ifname))
+            else:
+                outside = peer_node or f"an unnamed namespace, id {r.peer_nsid} in {node}'s"
+            bridge = bridges.get(r.master) if r.master else None
+            out.append(KernelPort(node, port_of.get((node, r.ifname), r.ifname), peer, outside, r.up, r.carrier,
+                                  bridge[0] if bridge else None, bridge[1] if bridge else True))
+    return out
+
+
+def _dump(lab, node: str, fds: dict[str, int], first: list[str], root: int
+          ) -> tuple[list[_Raw], dict[int, str], dict[int, tuple[str, bool]]]:
+    """One namespace: its veth ends, which node each peer namespace id stands for, its bridges."""
+    with lab.netlink(node) as ipr:
+        raws: list[_Raw] = []
+        bridges: dict[int, tuple[str, bool]] = {}
+        for msg in ipr.link("dump"):
+            info = msg.get_attr("IFLA_LINKINFO")
+            kind = info.get_attr("IFLA_INFO_KIND") if info is not None else None
+            flags = msg["flags"]
+            if kind == "bridge":
+                bridges[msg["index"]] = (msg.get_attr("IFLA_IFNAME"), bool(flags & _IFF_UP))
+            if kind != "veth":
+                continue
+            raws.append(_Raw(msg["index"], msg.get_attr("IFLA_IFNAME"), msg.get_attr("IFLA_LINK"),
+                             msg.get_attr("IFLA_LINK_NETNSID"), bool(flags & _IFF_UP),
+                             bool(flags & _IFF_LOWER_UP), msg.get_attr("IFLA_MASTER")))
+        wanted = {r.peer_nsid for r in raws if r.peer_nsid is not None}
+        nsids: dict[int, str] = {}
+        # The planned neighbours first: on a correct lab they answer every id at once.
+        order = list(dict.fromkeys(first + [n for n in fds if n not in first and n != node]))
+        for other in order:
+            if not wanted:
+                break
+            nsid = _nsid(ipr, fds[other])
+            if nsid in wanted:
+                nsids[nsid] = other
+                wanted.discard(nsid)
+        if wanted:
+            nsid = _nsid(ipr, root)
+            if nsid in wanted:
+                nsids[nsid] = "the host's root namespace"
+                wanted.discard(nsid)
+        for name in sorted(os.listdir(NETNS_DIR)) if wanted else ():
+            try:
+                fd = os.open(NETNS_DIR / name, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                nsid = _nsid(ipr, fd)
+            finally:
+                os.close(fd)
+            if nsid in wanted:
+                nsids[nsid] = f"namespace {name}"
+                wanted.discard(nsid)
+    return raws, nsids, bridges
+
+
+def _nsid(ipr, fd: int) -> int:
+    answer = ipr.get_netnsid(fd=fd)
+    nsid = answer.get("nsid") if answer else None
+    return _NOT_ASSIGNED if nsid is None else nsid
+
+
+def _port_names(lab) -> dict[End, str]:
+    """Kernel interface name -> the plan's port name, where they differ: on containerlab a
+    SONiC port's cable ends on its endpoint ethN, not on EthernetN."""
+    if lab.state.runtime != "clab":
+        return {}
+    return {(sw.name, p.clab): p.name for sw in lab.plan.switches for p in sw.ports}
+
+
+# --------------------------------------------------------------------------- the check
+
+
+def check_cabling(lab) -> CablingResult:
+    t0 = time.monotonic()
+    plan: Plan = lab.plan
+    if lab.state.runtime == "clab":
+        # containerlab's management network is a Docker bridge outside the lab: the mgmt
+        # plane has no cables to audit there, and every node's eth0 leads to it.
+        planes = (Plane.FE, Plane.BE)
+        nodes = [n.name for n in plan.fabric.nodes if n.role is not Role.OOB]
+        skip = frozenset({"eth0"})
+        scope = "FE and BE cables in every node (mgmt is containerlab's management network)"
+    else:
+        planes = tuple(Plane)
+        nodes = [n.name for n in plan.fabric.nodes]
+        skip = frozenset()
+        scope = "every veth in every node's namespace; mgmt through the OOB switch's bridge"
+    ports = kernel_ports(lab, nodes, skip)
+    findings = audit(plan, ports, planes)
+    pairs = {frozenset(((p.node, p.port), p.peer or ("", p.outside))) for p in ports}
+    return CablingResult(
+        planned=sum(1 for c in plan.cables if c.plane in planes), observed=len(pairs),
+        matched=matched_cables(plan, ports, findings, planes), findings=tuple(findings), scope=scope,
+        seconds=round(time.monotonic() - t0, 2), problems=tuple(str(f) for f in findings))
