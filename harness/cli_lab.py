@@ -5,6 +5,7 @@ import argparse
 import json
 import subprocess
 import time
+from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table
@@ -150,38 +151,109 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _checks(only: str | None):
+    from harness.checks.registry import select
 
+    return select(only)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Run the checks on a lab that is already up, e.g. after changing something by hand."""
+    from harness.checks.registry import UnknownCheck, run_checks
+    from harness.report import Results
+    from harness.runtime.state import is_stale
+
+    try:
+        checks = _checks(args.only)
+    except UnknownCheck as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        return 2
+    try:
+        lab = Lab.attach(args.lab)
+    except HarnessError as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}; boot one with `fablab up TOPOLOGY --name {escape(args.lab)}`",
+                  soft_wrap=True)
+        return 2
+    if lab.state.phase != "up" or is_stale(lab.state):
+        why = "is still booting" if lab.state.phase == "booting" and not is_stale(lab.state) else \
+            "was left behind by a process that is gone (`fablab clean` removes it)"
+        err.print(f"[red]error:[/red] lab {escape(args.lab)} {why}: nothing to check", soft_wrap=True)
+        return 2
+    verdicts = run_checks(lab, checks, Results(Path(args.results)), progress_printer(not args.json))
+    return _report(args, f"fablab check {lab.name}", verdicts, lab.plan,
+                   {"lab": lab.name, "topology": lab.state.topology, "runtime": lab.state.runtime})
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from harness.checks.registry import UnknownCheck
     from harness.validate import validate
 
+    try:
+        checks = _checks(args.only)
+    except UnknownCheck as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        return 2
     plan = make_plan(load_fabric(args.topology))
     verdicts = validate(plan, Path(args.results), name=args.name, runtime=args.runtime,
-                        progress=progress_printer(not args.json), topology=args.topology)
+                        progress=progress_printer(not args.json), topology=args.topology, checks=checks)
+    return _report(args, f"fablab validate {args.topology}", verdicts, plan,
+                   {"topology": args.topology, "runtime": args.runtime})
+
+
+def _report(args: argparse.Namespace, title: str, verdicts, plan, about: dict) -> int:
+    """The same output for `check` and `validate`: table or JSON, and JUnit/HTML files when asked.
+    Exit 0 when nothing failed (not applicable is not a failure), 3 when a check failed."""
+    from harness.report import check_document, junit_xml
+
     failed = [v for v in verdicts if v.passed is False]
+    written = []
+    if args.junit:
+        path = Path(args.junit)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(junit_xml(verdicts, title))
+        written.append(f"JUnit {path}")
+    if args.html:
+        from harness.report_html import write_html
+
+        written.append(f"HTML {write_html(Path(args.html), verdicts, plan, title, about)}")
     if args.json:
-        print(json.dumps({"topology": args.topology, "passed": not failed, "results": args.results,
-                          "checks": [v.__dict__ for v in verdicts]}, indent=2))
-    else:
-        t = Table(title=f"fablab validate {args.topology}", show_lines=True)
-        for col in ("check", "result", "figures", "plot"):
-            t.add_column(col, overflow="fold")
-        for v in verdicts:
-            mark = "[green]PASS[/green]" if v.passed else "[red]FAIL[/red]" if v.passed is False else "n/a"
-            t.add_row(v.check, mark, escape(v.reason), "\n".join(v.plots))
-        out.print(t)
-        out.print(f"results (JSON, PNG): {args.results}/" + ("" if not failed else f"  — {len(failed)} check(s) failed"))
+        print(json.dumps(check_document(verdicts, **about, results=args.results), indent=2, default=str))
+        return 3 if failed else 0
+    t = Table(title=title, show_lines=True)
+    for col in ("check", "result", "seconds", "figures", "plot"):
+        t.add_column(col, overflow="fold")
+    for v in verdicts:
+        mark = "[green]PASS[/green]" if v.passed else "[red]FAIL[/red]" if v.passed is False else "n/a"
+        t.add_row(v.check, mark, f"{v.seconds:.2f}", escape(v.reason), "\n".join(v.plots))
+    out.print(t)
+    out.print(f"checks' cost {sum(v.seconds for v in verdicts):.1f} s; results (JSON, PNG): {args.results}/"
+              + "".join(f"; {w}" for w in written)
+              + ("" if not failed else f"  — {len(failed)} check(s) failed: {', '.join(v.check for v in failed)}"))
     return 3 if failed else 0
 
 
+def _report_options(s: argparse.ArgumentParser) -> None:
+    from harness.checks.registry import NAMES
+
+    s.add_argument("--only", metavar="NAME,...", help=f"run only these checks, of: {', '.join(NAMES)}")
+    s.add_argument("--results", default="results", help="directory for JSON results and PNG plots")
+    s.add_argument("--json", action="store_true", help="one JSON document with every check's result")
+    s.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per check) for CI")
+    s.add_argument("--html", metavar="FILE", help="also write one self-contained HTML report")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("validate", help="boot, prove isolation, ECMP and failover, report, tear down")
+    s = sub.add_parser("validate", help="boot, run every check (as `fablab check`), report, tear down")
     s.add_argument("topology", help="built-in name or path to a .py file")
     s.add_argument("--name", help="lab name (default: the cluster's name)")
     s.add_argument("--runtime", default="netns", help=f"one of: {', '.join(RUNTIMES)} (default netns)")
-    s.add_argument("--results", default="results", help="directory for JSON results and PNG plots")
-    s.add_argument("--json", action="store_true")
+    _report_options(s)
     s.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("check", help="run the checks on a running lab (exit 0 pass, 3 a check failed, 2 bad input)")
+    s.add_argument("lab", help="a lab booted by `fablab up`")
+    _report_options(s)
+    s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("up", help="boot a topology and wait until it has converged")
     s.add_argument("topology", help="built-in name or path to a .py file")

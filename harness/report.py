@@ -49,6 +49,44 @@ class Results:
         return path
 
 
+def verdict_data(v) -> dict:
+    """One check's verdict with its full result, as plain data (dataclasses as dicts)."""
+    return {"check": v.check, "passed": v.passed, "reason": v.reason, "seconds": v.seconds,
+            "problems": list(v.problems), "plots": list(v.plots), "result": to_data(v.result)}
+
+
+def check_document(verdicts, **about: object) -> dict:
+    """The JSON document of one `fablab check` or `fablab validate` run."""
+    failed = [v.check for v in verdicts if v.passed is False]
+    return {**about, "passed": not failed, "failed": failed,
+            "seconds": round(sum(v.seconds for v in verdicts), 2),
+            "checks": [verdict_data(v) for v in verdicts]}
+
+
+def junit_xml(verdicts, suite: str) -> str:
+    """JUnit XML as CI tools read it: one testcase per check; a failure element carries the
+    check's problems, a skipped element a check that does not apply."""
+    from xml.etree import ElementTree as ET
+
+    failures = sum(1 for v in verdicts if v.passed is False)
+    skipped = sum(1 for v in verdicts if v.passed is None)
+    total = round(sum(v.seconds for v in verdicts), 3)
+    counts = {"tests": str(len(verdicts)), "failures": str(failures), "errors": "0", "skipped": str(skipped),
+              "time": f"{total:.3f}"}
+    root = ET.Element("testsuites", name="fablab", **counts)
+    ts = ET.SubElement(root, "testsuite", name=suite, timestamp=time.strftime("%Y-%m-%dT%H:%M:%S"), **counts)
+    for v in verdicts:
+        case = ET.SubElement(ts, "testcase", classname=suite.replace(" ", "."), name=v.check, time=f"{v.seconds:.3f}")
+        if v.passed is False:
+            failure = ET.SubElement(case, "failure", message=v.reason[:1000], type="CheckFailed")
+            failure.text = "\n".join(v.problems) or v.reason
+        elif v.passed is None:
+            ET.SubElement(case, "skipped", message=v.reason)
+        ET.SubElement(case, "system-out").text = v.reason
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
 def _pyplot():
     import matplotlib
 
