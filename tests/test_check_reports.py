@@ -142,3 +142,32 @@ def test_html_renders_in_headless_chromium(tmp_path, ai_plan):
         w, h = (int(n) for n in size.split("x"))
         assert w > 0 and h > 0
     assert "fe-l1" in dom and "FAIL" in dom
+
+
+@dataclass(frozen=True)
+class _PlanOnly:  # what run_checks reads of a lab to decide that a check does not apply
+    plan: object
+
+
+def test_checks_that_do_not_apply_are_not_applicable_not_passed():
+    from harness.checks.registry import run_checks
+    from harness.model import build
+    from harness.plan import make_plan
+    from topologies import BUILTINS
+
+    plan = make_plan(build(BUILTINS["rail-only"]()))
+    verdicts = run_checks(_PlanOnly(plan), select("ecmp,failover"))
+    assert [(v.check, v.passed, v.seconds) for v in verdicts] == [
+        ("ecmp", None, 0.0), ("failover-hard", None, 0.0), ("failover-gray", None, 0.0)]
+    assert all("no spine tier" in v.reason for v in verdicts)
+
+
+def test_a_check_that_cannot_run_has_failed(ai_plan):
+    from harness.checks.registry import Case, Check, run_checks
+    from harness.errors import HarnessError
+
+    def broken(lab):
+        raise HarnessError("gpu01 has no NIC rail9")
+
+    (v,) = run_checks(_PlanOnly(ai_plan), (Check("broken", "raises", (Case("broken", broken),)),))
+    assert v.passed is False and v.reason == "could not run: gpu01 has no NIC rail9"
