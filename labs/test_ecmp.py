@@ -25,10 +25,14 @@ the two negative controls below do exactly that, next to the positive control.
 """
 from __future__ import annotations
 
-from harness.checks.ecmp import check_ecmp, default_pair
-from harness.checks.ecmp_faults import weighted_uplink
+from harness.checks.ecmp import check_ecmp, default_pair, distinct_sport_qpns
+from harness.checks.ecmp_faults import hash_seed, weighted_uplink
 from harness.checks.sabotage import l3_hashing
+from harness.observe.flowcount import FlowCounters, paths_of
 from harness.report import plot_ecmp
+from harness.traffic.flows import RoceFlow, SendSpec
+from harness.traffic.roce import roce_sport
+from harness.traffic.runner import run_sender
 
 
 def _leaf_and_prefix(lab):
@@ -76,3 +80,25 @@ def test_skewed_nexthop_weight_is_caught(lab, results):
     assert any(p.uplink == heavy and p.qps > p.high for p in result.paths), result.reason
     assert f"{leaf}:{heavy} carried" in result.reason
     assert result.nexthop_weights[heavy] == 2 and "unequal next-hop weights" in result.reason
+
+
+def test_a_qp_that_changes_path_is_counted_on_both_uplinks(lab):
+    """The stickiness count can see a split: the same QPs sent twice, under two hash seeds of
+    the leaf, so most of them move (none moving has odds (1/k)^64 on k uplinks)."""
+    (src, src_nic), (dst, dst_nic) = default_pair(lab.plan)
+    leaf = lab.plan.host(src).nic(src_nic).peer
+    uplinks = [p.name for p in lab.plan.switch(leaf).fabric_ports]
+    dst_addr = lab.address(dst, dst_nic)
+    qps = tuple(RoceFlow(flow_id=i + 1, dst=dst_addr, dst_qp=q, src_qp=q, src=lab.address(src, src_nic))
+                for i, q in enumerate(distinct_sport_qpns(64)))
+    spec = SendSpec(flows=qps, packets=2, device=src_nic)
+    with FlowCounters(lab, leaf, uplinks, [roce_sport(q.src_qp) for q in qps]) as counters:
+        with hash_seed(lab, leaf, 0x5EED0001):
+            run_sender(lab.namespace(src), spec)
+            once = paths_of(counters.read_flows())
+        with hash_seed(lab, leaf, 0x5EED0002):
+            run_sender(lab.namespace(src), spec)
+        twice = paths_of(counters.read_flows())
+    assert len(once) == 64 and all(len(p) == 1 for p in once.values())  # control: one seed, one path each
+    split = [s for s, p in twice.items() if len(p) > 1]
+    assert split and all(len(twice[s]) == 2 for s in split)  # named with both uplinks
