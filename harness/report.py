@@ -97,17 +97,22 @@ def _pyplot():
 
 
 def plot_ecmp(result, path: Path) -> Path:
-    """Packets per uplink, with the mean and the ±25 % band."""
+    """QPs per uplink (measured) against the expected count and the band a fair hash keeps to."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    names = list(result.per_path)
-    counts = [result.per_path[n] for n in names]
-    ax.bar(names, counts, color=["#1f77b4" if result.passed else "#d62728"] * len(names))
-    ax.axhline(result.mean, color="black", linewidth=1, label="mean")
-    ax.axhspan(result.mean * 0.75, result.mean * 1.25, color="green", alpha=0.12, label="±25 % of mean")
-    ax.set_title(f"ECMP on {result.leaf}: {result.flows} RoCEv2 QPs (Jain {result.jain_index:.3f})")
-    ax.set_ylabel("packets (kernel counters)")
-    ax.legend(loc="lower right")
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(result.paths) + 2), 3.5))
+    names = [p.uplink for p in result.paths]
+    counts = [p.qps for p in result.paths]
+    colors = ["#1f77b4" if p.within else "#d62728" for p in result.paths]
+    ax.bar(names, counts, color=colors, label="QPs measured")
+    ax.axhline(result.expected_per_path, color="black", linewidth=1, label=f"expected {result.expected_per_path:.0f}")
+    ax.axhspan(result.low, result.high, color="green", alpha=0.12,
+               label=f"fair band {result.low}..{result.high} ({result.false_fail:.1%} false-fail)")
+    ax.set_ylim(0, max(max(counts), result.high) * 1.15)
+    ax.set_title(f"ECMP on {result.leaf}: {result.qps} RoCEv2 QPs, {result.split_qps} split"
+                 + ("" if result.passed else " — FAIL"), fontsize=10)
+    ax.set_ylabel("QPs per uplink (nftables, per QP)")
+    ax.tick_params(axis="x", labelrotation=45 if len(names) > 4 else 0, labelsize=8)
+    ax.legend(loc="upper right", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

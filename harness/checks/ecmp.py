@@ -1,26 +1,51 @@
-"""ECMP spreads RoCEv2 flows over every uplink of a leaf.
+"""ECMP spreads RoCEv2 QPs over every uplink of a leaf.
 
 N queue pairs between two GPUs in different groups (same rail), each QP with its own UDP
-source port as an RDMA NIC derives it from the QP number. Packets per uplink are counted
-in the kernel (nftables counters on the source leaf's egress ports, RoCEv2 only). The
-sonic-mgmt rule: every path within ±25 % of the mean, with at least 625 packets expected
-per path so the rule means something. Each flow must stay on one path: the receiver sees
-no reordering and no loss.
+source port as an RDMA NIC derives it from the QP number. The unit is the QP, not the
+packet: every packet of a QP follows one path. The source leaf counts packets per (uplink,
+QP) in the kernel (one nftables dynamic set with a counter per element), which gives each
+QP's path directly:
+
+- every QP on exactly one uplink (a QP on two is split: named with its uplinks);
+- QPs per uplink inside the band a fair hash keeps to with probability 1 - 0.1 %
+  (exact binomial quantiles, Bonferroni over the uplinks: harness/checks/ecmp_bound.py),
+  with N chosen from the uplink count so that one uplink at twice the weight of the
+  others, or L3-only hashing, falls outside it with probability >= 99.9 %;
+- no packet lost, none reordered at the receiver.
+
+A few packets per QP suffice to see its path, so the check stays cheap.
 """
 from __future__ import annotations
 
-import math
+import json
 import time
 from dataclasses import dataclass, field
 
+from harness.checks.ecmp_bound import FALSE_FAIL, SKEW_WEIGHT, bound, qps_for
 from harness.checks.result import Outcome
 from harness.errors import HarnessError
-from harness.observe.flowcount import FlowCounters
+from harness.observe.flowcount import FlowCounters, paths_of
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec, losses
+from harness.traffic.roce import roce_sport
 from harness.traffic.runner import start_receiver, start_sender
 
-TOLERANCE = 0.25
-MIN_EXPECTED_PER_PATH = 625
+PACKETS_PER_QP = 3  # >= 2 so the receiver can see reordering; the sender's probe adds one more
+
+
+@dataclass(frozen=True)
+class PathCount:
+    """One uplink: predicted (expected QPs and the accepted band) against measured."""
+
+    uplink: str
+    qps: int
+    packets: int
+    expected: float
+    low: int
+    high: int
+
+    @property
+    def within(self) -> bool:
+        return self.low <= self.qps <= self.high
 
 
 @dataclass(frozen=True)
@@ -28,45 +53,46 @@ class EcmpResult(Outcome):
     source: str
     destination: str
     leaf: str
-    flows: int
-    packets_per_flow: int
-    per_path: dict  # uplink -> packets
-    flows_per_path: dict  # uplink -> flows whose packets it carried
-    mean: float
-    max_over_mean: float
-    min_over_mean: float
-    jain_index: float
-    chi2_pvalue: float  # on flows per path (packets of one flow never split)
+    qps: int
+    packets_per_qp: int
+    paths: tuple[PathCount, ...]
+    expected_per_path: float
+    low: int  # band of QPs per path a fair hash keeps to
+    high: int
+    false_fail: float  # designed P(a fair hash fails)
+    skew_weight: int  # the weighting the band is sized to catch ...
+    skew_power: float  # ... with this probability
+    split_qps: int  # QPs seen on more than one uplink
+    unseen_qps: int  # QPs seen on no uplink
+    max_over_mean: float  # of QPs per path
+    chi2_pvalue: float  # of QPs per path against uniform
     reordered: int
     lost: int
     hash_policy: int
+    nexthop_weights: dict  # uplink -> weight of the route to the destination in the leaf's FIB
     seconds: float
     problems: tuple[str, ...] = field(default=())
 
     @property
+    def per_path(self) -> dict[str, int]:
+        """Uplink -> QPs."""
+        return {p.uplink: p.qps for p in self.paths}
+
+    @property
     def reason(self) -> str:
-        figures = (f"{self.flows} QPs over {len(self.per_path)} paths of {self.leaf}: "
-                   + ", ".join(f"{p} {n}" for p, n in self.per_path.items())
-                   + f"; max/mean {self.max_over_mean:.2f}, Jain {self.jain_index:.3f}, chi2 p {self.chi2_pvalue:.3g}")
+        figures = (f"{self.qps} QPs over {len(self.paths)} uplinks of {self.leaf}, fair band "
+                   f"{self.low}..{self.high} (expected {self.expected_per_path:.0f}, "
+                   f"{self.false_fail:.1%} false-fail): "
+                   + ", ".join(f"{p.uplink} {p.qps}" for p in self.paths)
+                   + f"; {self.split_qps} split, {self.lost} lost, {self.reordered} reordered")
         return ("spread: " if self.passed else "NOT spread: " + "; ".join(self.problems) + " | ") + figures
 
 
-def jain(values: list[float]) -> float:
-    total = sum(values)
-    squares = sum(v * v for v in values)
-    return total * total / (len(values) * squares) if squares else 0.0
-
-
-def chi2_uniform_pvalue(counts: list[int]) -> float:
-    from scipy.stats import chisquare
-
-    if sum(counts) == 0 or len(counts) < 2:
-        return 0.0
-    return float(chisquare(counts).pvalue)
-
-
 def check_ecmp(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
-               flows: int = 256, packets_per_flow: int = 20, first_qp: int = 0x100) -> EcmpResult:
+               flows: int | None = None, packets_per_flow: int = PACKETS_PER_QP, first_qp: int = 0x100,
+               false_fail: float = FALSE_FAIL) -> EcmpResult:
+    """`flows` None: as many QPs as the uplink count needs (ecmp_bound.qps_for); fewer than
+    that is refused, since the verdict could then miss a 2:1 weighting."""
     t0 = time.monotonic()
     plan = lab.plan
     src = src or first_gpu_nic(plan)
@@ -75,50 +101,117 @@ def check_ecmp(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | N
     uplinks = [p.name for p in leaf.fabric_ports]
     if len(uplinks) < 2:
         raise HarnessError(f"{leaf.name} has {len(uplinks)} uplink(s): nothing to spread over")
+    needed = qps_for(len(uplinks), false_fail)
+    n = needed if flows is None else flows
+    if n < needed:
+        raise HarnessError(f"flows={flows}: over {len(uplinks)} uplinks the verdict needs >= {needed} QPs to catch "
+                           f"an uplink at weight {SKEW_WEIGHT} at {false_fail:.1%} false-fail; "
+                           "pass flows=None to have it chosen")
+    if packets_per_flow < 1:
+        raise HarnessError(f"packets_per_flow={packets_per_flow}: must be >= 1 (2 or more to see reordering)")
+    b = bound(n, len(uplinks), false_fail)
     dst = dst or _far_peer(plan, src[0], src_nic)
-    dst_addr = str(plan.host(dst[0]).nic(dst[1]).address.ip)
-    qps = [RoceFlow(flow_id=i + 1, dst=dst_addr, dst_qp=first_qp + i, src_qp=first_qp + i,
-                    src=str(src_nic.address.ip)) for i in range(flows)]
-    total = flows * packets_per_flow
-    with FlowCounters(lab, leaf.name, uplinks) as counters:
-        before = counters.read()
-        receiver = start_receiver(lab.namespace(dst[0]),
-                                  ReceiveSpec(expect_packets=total, quiet_s=1.0, duration_s=60.0))
+    dst_nic = plan.host(dst[0]).nic(dst[1])
+    dst_addr = str(dst_nic.address.ip)
+    qps = [RoceFlow(flow_id=i + 1, dst=dst_addr, dst_qp=qpn, src_qp=qpn, src=str(src_nic.address.ip))
+           for i, qpn in enumerate(distinct_sport_qpns(n, first_qp))]
+    sport_of = {q.flow_id: roce_sport(q.src_qp) for q in qps}
+    with FlowCounters(lab, leaf.name, uplinks, sorted(sport_of.values())) as counters:
+        receiver = start_receiver(lab.namespace(dst[0]), ReceiveSpec(expect_packets=n * packets_per_flow,
+                                                                     quiet_s=1.0, duration_s=60.0))
         with receiver:
             sent = start_sender(lab.namespace(src[0]),
                                 SendSpec(flows=tuple(qps), packets=packets_per_flow, device=src[1])).result(120)
             received = receiver.result(60)
-        after = counters.read()
-    per_path = {p: after.get(p, 0) - before.get(p, 0) for p in uplinks}
-    counts = list(per_path.values())
-    mean = sum(counts) / len(counts)
-    expected = total / len(uplinks)
-    lost = sum(max(0, n) for n in losses(sent, received).values())
+        counted = counters.read_flows()
+
+    on = paths_of(counted)
+    paths = tuple(PathCount(p, sum(1 for ports in on.values() if p in ports),
+                            sum(v for (port, _), v in counted.items() if port == p), b.expected, b.low, b.high)
+                  for p in uplinks)
+    split = {fid: on[s] for fid, s in sport_of.items() if len(on.get(s, ())) > 1}
+    unseen = [fid for fid, s in sport_of.items() if s not in on]
+    lost = sum(max(0, v) for v in losses(sent, received).values())
     reordered = sum(f.reordered for f in received.flows)
-    per_flow = packets_per_flow + 1  # the sender primes each 5-tuple with one probe first
-    flows_per_path = {p: round(n / per_flow, 1) for p, n in per_path.items()}
+    hash_policy = int(lab.sysctl(leaf.name, "net.ipv4.fib_multipath_hash_policy"))
+    weights = nexthop_weights(lab, leaf.name, str(dst_nic.address.network))
+
     problems = []
-    if expected < MIN_EXPECTED_PER_PATH:
-        problems.append(f"only {expected:.0f} packets expected per path; the ±25 % rule needs >= "
-                        f"{MIN_EXPECTED_PER_PATH}: send more")
-    for p, n in per_path.items():
-        if mean and abs(n - mean) > TOLERANCE * mean:
-            problems.append(f"{leaf.name}:{p} carried {n} packets ({(n - mean) / mean:+.0%} of the mean)")
-    if reordered:
-        problems.append(f"{reordered} packets reordered: a flow was split over paths")
+    for p in paths:
+        if not p.within:
+            side = "fewer" if p.qps < p.low else "more"
+            problems.append(f"{leaf.name}:{p.uplink} carried {p.qps} QPs, {side} than a fair hash gives "
+                            f"({p.low}..{p.high}, expected {p.expected:.0f})")
+    if any(p.qps == n for p in paths):
+        problems.append(f"all {n} QPs on one uplink: the hash ignores the UDP source port")
+    for fid, ports in sorted(split.items())[:10]:
+        problems.append(f"QP {qps[fid - 1].src_qp:#x} (UDP sport {sport_of[fid]}) split over "
+                        + " and ".join(f"{leaf.name}:{p}" for p in ports))
+    if len(split) > 10:
+        problems.append(f"... {len(split)} QPs split in all")
+    if unseen:
+        problems.append(f"{len(unseen)} QPs seen on no uplink of {leaf.name} "
+                        f"(first: QP {qps[unseen[0] - 1].src_qp:#x})")
     if lost:
         problems.append(f"{lost} packets lost")
-    hash_policy = int(_sysctl(lab, leaf.name, "net.ipv4.fib_multipath_hash_policy"))
-    if problems and hash_policy == 0:
+    if reordered:
+        problems.append(f"{reordered} packets reordered")
+    spread_wrong = any(not p.within for p in paths)
+    if spread_wrong and hash_policy == 0:
         problems.append(f"{leaf.name} hashes on addresses only (fib_multipath_hash_policy=0): every QP between "
                         "two GPUs has the same addresses, so all take one path; hash on L4 (policy 1)")
+    if spread_wrong and len(set(weights.values())) > 1:
+        problems.append(f"{leaf.name}'s route to {dst_nic.address.network} has unequal next-hop weights: "
+                        + ", ".join(f"{p} {w}" for p, w in weights.items()))
+    counts = [p.qps for p in paths]
     return EcmpResult(
-        source=f"{src[0]}:{src[1]}", destination=f"{dst[0]}:{dst[1]} ({dst_addr})", leaf=leaf.name, flows=flows,
-        packets_per_flow=packets_per_flow, per_path=per_path, flows_per_path=flows_per_path, mean=mean,
-        max_over_mean=max(counts) / mean if mean else math.inf, min_over_mean=min(counts) / mean if mean else 0.0,
-        jain_index=jain(counts), chi2_pvalue=chi2_uniform_pvalue([round(n / per_flow) for n in counts]),
-        reordered=reordered, lost=lost, hash_policy=hash_policy, seconds=round(time.monotonic() - t0, 2),
-        problems=tuple(problems))
+        source=f"{src[0]}:{src[1]}", destination=f"{dst[0]}:{dst[1]} ({dst_addr})", leaf=leaf.name, qps=n,
+        packets_per_qp=packets_per_flow, paths=paths, expected_per_path=b.expected, low=b.low, high=b.high,
+        false_fail=false_fail, skew_weight=b.skew_weight, skew_power=round(b.skew_power, 5), split_qps=len(split),
+        unseen_qps=len(unseen), max_over_mean=round(max(counts) / b.expected, 3),
+        chi2_pvalue=chi2_uniform_pvalue(counts), reordered=reordered, lost=lost, hash_policy=hash_policy,
+        nexthop_weights=weights, seconds=round(time.monotonic() - t0, 2), problems=tuple(problems))
+
+
+def distinct_sport_qpns(count: int, first_qp: int = 0x100) -> list[int]:
+    """`count` QP numbers from first_qp up whose UDP source ports differ: two QPs with one
+    source port are one 5-tuple, so one sample of the hash, not two."""
+    qpns, seen, qpn = [], set(), first_qp
+    while len(qpns) < count:
+        if qpn >= 1 << 24:
+            raise HarnessError(f"fewer than {count} distinct UDP source ports from QP {first_qp:#x} up")
+        sport = roce_sport(qpn)
+        if sport not in seen:
+            seen.add(sport)
+            qpns.append(qpn)
+        qpn += 1
+    return qpns
+
+
+def nexthop_weights(lab, leaf: str, prefix: str) -> dict[str, int]:
+    """Uplink -> weight of each next hop of the leaf's kernel route to prefix ({} if none)."""
+    run = lab.ns_exec(leaf, ["ip", "-j", "route", "show", "exact", prefix])
+    routes = json.loads(run.stdout or "[]") if run.returncode == 0 else []
+    if not routes:
+        return {}
+    route = routes[0]
+    hops = route.get("nexthops") or [route]
+    return {h["dev"]: int(h.get("weight", 1)) for h in hops if "dev" in h}
+
+
+def chi2_uniform_pvalue(counts: list[int]) -> float:
+    from scipy.stats import chisquare
+
+    if sum(counts) == 0 or len(counts) < 2:
+        return 0.0
+    return round(float(chisquare(counts).pvalue), 6)
+
+
+def default_pair(plan) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The (host, NIC) pair check_ecmp uses when given none: the first GPU NIC and the same
+    rail in the other group."""
+    src = first_gpu_nic(plan)
+    return src, _far_peer(plan, src[0], plan.host(src[0]).nic(src[1]))
 
 
 def first_gpu_nic(plan) -> tuple[str, str]:
@@ -138,7 +231,3 @@ def _far_peer(plan, host: str, nic) -> tuple[str, str]:
                 if n.rail == nic.rail:
                     return h.name, n.name
     raise HarnessError(f"no GPU node outside group {group} on rail {nic.rail}: ECMP needs traffic across spines")
-
-
-def _sysctl(lab, node: str, key: str) -> str:
-    return lab.sysctl(node, key)

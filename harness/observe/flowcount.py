@@ -1,22 +1,37 @@
-"""Exact per-port (and per-flow) packet counts on a switch, from nftables counters.
+"""Exact packet counts per (egress port, UDP source port) on a switch, from nftables.
 
 Interface counters also count BGP, BFD and RA packets; these count only the traffic under
-test, matched in the forward hook by egress port (and UDP source port, i.e. the QP).
+test, matched in the forward hook by egress port and UDP destination port. Each (port,
+source port) pair seen gets its own element, with a counter, in one dynamic set: one rule
+and one set however many QPs and uplinks, only the pairs that occur take memory, and one
+`nft list set` reads them all. A QP (its source port) that shows up under two ports was
+split over two paths.
 """
 from __future__ import annotations
 
 import itertools
 import json
+from collections import defaultdict
 
-from harness.errors import RuntimeError_
+from harness.errors import HarnessError, RuntimeError_
 
 _ids = itertools.count(1)
+_MAX_ELEMENTS = 1 << 20
 
 
 class FlowCounters:
+    """Use as a context manager. `sports` None counts every source port; a list counts only
+    those (other traffic to `dport` is not recorded)."""
+
     def __init__(self, lab, node: str, ports: list[str], sports: list[int] | None = None,
                  dport: int = 4791) -> None:
-        self.lab, self.node, self.ports, self.sports, self.dport = lab, node, ports, sports, dport
+        if not ports:
+            raise HarnessError(f"FlowCounters on {node}: ports is empty; give the egress ports to count on")
+        bad = [s for s in sports or () if not 0 < s < 1 << 16]
+        if bad or not 0 < dport < 1 << 16:
+            raise HarnessError(f"FlowCounters on {node}: not UDP ports: {bad or dport}")
+        self.lab, self.node, self.ports, self.dport = lab, node, list(ports), dport
+        self.sports = sorted(set(sports)) if sports is not None else None
         self.table = f"fablab_count_{next(_ids)}"
 
     def _nft(self, argv: list[str], stdin: str | None = None) -> str:
@@ -26,30 +41,46 @@ class FlowCounters:
             raise RuntimeError_(f"nft on {self.node}: {run.stderr.strip()}")
         return run.stdout
 
+    def ruleset(self) -> str:
+        ports = ", ".join(f'"{p}"' for p in self.ports)
+        wanted, match = "", ""
+        size = len(self.ports) * (len(self.sports) if self.sports is not None else 1 << 16)
+        if self.sports is not None:
+            wanted = ("  set wanted {\n    type inet_service\n"
+                      f"    elements = {{ {', '.join(map(str, self.sports))} }}\n  }}\n")
+            match = " udp sport @wanted"
+        return (f"table inet {self.table} {{\n"
+                f"  set flows {{\n    type ifname . inet_service\n    size {min(size, _MAX_ELEMENTS)}\n"
+                f"    flags dynamic\n    counter\n  }}\n"
+                f"{wanted}"
+                f"  chain forward {{\n    type filter hook forward priority -10; policy accept;\n"
+                f"    oifname {{ {ports} }} udp dport {self.dport}{match} update @flows {{ oifname . udp sport }}\n"
+                f"  }}\n}}\n")
+
     def install(self) -> FlowCounters:
-        rules = []
-        for port in self.ports:
-            if self.sports is None:
-                rules.append(f'    oifname "{port}" udp dport {self.dport} counter comment "{port}"')
-            else:
-                rules += [f'    oifname "{port}" udp sport {s} udp dport {self.dport} counter comment "{port}/{s}"'
-                          for s in self.sports]
-        self._nft(["-f", "-"], f"table inet {self.table} {{\n  chain forward {{\n"
-                                f"    type filter hook forward priority -10; policy accept;\n"
-                                + "\n".join(rules) + "\n  }\n}\n")
+        self._nft(["-f", "-"], self.ruleset())
         return self
 
-    def read(self) -> dict[str, int]:
-        """comment ("port" or "port/sport") -> packets so far."""
-        doc = json.loads(self._nft(["-j", "list", "table", "inet", self.table]))
-        out = {}
+    def read_flows(self) -> dict[tuple[str, int], int]:
+        """(port, source port) -> packets so far, for every pair seen."""
+        doc = json.loads(self._nft(["-j", "list", "set", "inet", self.table, "flows"]))
+        out: dict[tuple[str, int], int] = {}
         for item in doc.get("nftables", []):
-            rule = item.get("rule")
-            if not rule:
-                continue
-            packets = next((e["counter"]["packets"] for e in rule.get("expr", []) if "counter" in e), 0)
-            out[rule.get("comment", "")] = packets
+            for elem in (item.get("set") or {}).get("elem", []):
+                body = elem.get("elem", elem)
+                port, sport = body["val"]["concat"]
+                out[(port, int(sport))] = int((body.get("counter") or {}).get("packets", 0))
         return out
+
+    def read(self) -> dict[str, int]:
+        """"port" -> packets and "port/sport" -> packets so far (pairs never seen are absent)."""
+        out: dict[str, int] = defaultdict(int)
+        for port in self.ports:
+            out[port] = 0
+        for (port, sport), packets in self.read_flows().items():
+            out[port] += packets
+            out[f"{port}/{sport}"] = packets
+        return dict(out)
 
     def remove(self) -> None:
         self._nft(["delete", "table", "inet", self.table])
@@ -59,3 +90,12 @@ class FlowCounters:
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
+
+
+def paths_of(flows: dict[tuple[str, int], int]) -> dict[int, tuple[str, ...]]:
+    """Source port -> the ports it was seen on (sorted); more than one means the flow was split."""
+    seen: dict[int, set[str]] = defaultdict(set)
+    for (port, sport), packets in flows.items():
+        if packets:
+            seen[sport].add(port)
+    return {s: tuple(sorted(p)) for s, p in seen.items()}
