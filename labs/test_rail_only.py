@@ -30,7 +30,7 @@ def rail_lab(pytestconfig):
 def test_rails_are_separate_and_planes_isolated(rail_lab, results):
     result = check_isolation(rail_lab)
     results.record("isolation-rail-only", result)
-    assert result.figures["probes_per_kind"].get("rail0->rail1", 0) > 0  # cross-rail probes were sent
+    assert result.probes_per_kind.get("rail0->rail1", 0) > 0  # cross-rail probes were sent
     assert result.controls_delivered == result.controls > 0  # same-rail traffic works
     assert result.passed, result.reason
 

@@ -1,197 +1,458 @@
-"""FE, BE and mgmt are isolated: no route and no packet between them.
+"""FE, BE and mgmt are isolated: no route, no session and no packet between them.
 
-Three kinds of evidence, gathered in one run:
-- routes: no switch of one data plane holds a prefix of the other, and no host would send
-  another plane's address out of this plane's NIC;
-- probes: frames put on each FE NIC (to its leaf) for every BE address, on each BE NIC for
-  every FE address, on each mgmt port (to every switch's management port) for BE
-  addresses, and in a rail-only BE on rail r for rail s: none may arrive;
-- controls, in the same run: same-plane probes that must arrive, so that the check cannot
-  pass because nothing works at all.
-A leak is reported with the path it takes, walked hop by hop through the kernel FIBs.
+Evidence gathered in one run:
+- probes, one per (source port × destination block or leaf), so the cost follows the
+  fabric, not the square of its hosts: every FE NIC towards one host behind each BE leaf
+  and the BE loopback block, every BE NIC towards each FE leaf and the FE loopback block
+  (in a rail-only BE also towards every other rail's leaf), every switch's `eth0` fed from
+  the mgmt plane towards every data destination and the switch's own loopback, and every
+  switch fed on a data port towards its own mgmt address and a host's (the weak-host model:
+  a switch must not answer for its mgmt address on a data port; SONiC keeps `eth0` in a
+  management VRF). None may be delivered.
+- controls in the same run: every source port and every destination of a negative probe
+  also gets a same-plane probe that must be delivered, so each "nothing arrived" has proof
+  that the listener would have seen it, and the check cannot pass because nothing works.
+- the whole FIB of every node: no route out of a port of one plane into another plane's range;
+- the BGP sessions of every switch: none with a peer of the other plane (a stray cable
+  that the prefix filters keep from leaking routes still carries BGP between the planes).
+A probe is delivered when the IP stack of a node other than the sender hands it, with its
+nonce, to the check's UDP listener (harness/traffic/probe.py). A leak is reported with the
+node and port where it arrived and the path it took, walked through the kernel FIBs.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-from harness.model import FE_NIC, Plane, Role
-from harness.observe.paths import Fib, trace
-from harness.traffic.probe import Probe, ProbeSession, frame
+from harness.checks.result import Outcome
+from harness.model import Plane, Role
+from harness.observe.paths import Fib, owner_of, trace
+from harness.observe.routing import Route
+from harness.plan import HostPlan, Nic, Plan, SwitchPlan
+from harness.traffic.probe import Arrival, Probe, ProbeSession, new_nonce
 
 COPIES = 2  # each probe is sent twice: one lost frame must not hide a delivery
+MGMT_PORT = "eth0"  # a switch's management port (SONiC's name, kept by both runtimes)
 
 
 @dataclass(frozen=True)
 class Leak:
     kind: str
-    source: str
-    destination: str
-    delivered: int
+    source: str  # node:port the probe left from
+    next_hop: str  # node:port it was handed to
+    destination: str  # "node (address)"
+    arrived: tuple[str, ...]  # node:port of each stack that delivered it
+    copies: int
     path: tuple[str, ...]
 
     def __str__(self) -> str:
-        return f"{self.kind}: {self.source} -> {self.destination} delivered {self.delivered}/{COPIES} via {' -> '.join(self.path)}"
+        return (f"{self.kind}: {self.source} -> {self.destination} delivered {self.copies}/{COPIES} "
+                f"at {', '.join(self.arrived)} via {' -> '.join(self.path)}")
 
 
 @dataclass(frozen=True)
-class IsolationResult:
+class IsolationResult(Outcome):
+    reason: str
+    seconds: float
+    problems: tuple[str, ...]
     probes: int
     negatives: int
     controls: int
     controls_delivered: int
+    probes_per_kind: dict[str, int]
+    frames_sent: int
+    controls_resent: int
     leaks: tuple[Leak, ...]
     leaked_routes: tuple[str, ...]
+    cross_plane_sessions: tuple[str, ...]
     failed_controls: tuple[str, ...]
-    seconds: float
-    figures: dict = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return not self.leaks and not self.leaked_routes and not self.failed_controls
-
-    @property
-    def reason(self) -> str:
-        if self.passed:
-            return (f"isolated: {self.negatives} cross-plane probes, 0 delivered; "
-                    f"{self.controls_delivered}/{self.controls} same-plane controls delivered")
-        parts = []
-        if self.leaks:
-            parts.append(f"{len(self.leaks)} cross-plane probes delivered, e.g. " + "; ".join(str(k) for k in self.leaks[:3]))
-        if self.leaked_routes:
-            parts.append("routes across planes: " + "; ".join(self.leaked_routes[:6])
-                         + (f" (+{len(self.leaked_routes) - 6} more)" if len(self.leaked_routes) > 6 else ""))
-        if self.failed_controls:
-            parts.append("positive controls not delivered (the check proves nothing until they are): "
-                         + ", ".join(self.failed_controls[:5]))
-        return "NOT isolated: " + " | ".join(parts)
+    nodes_scanned: int
+    routes_scanned: int
+    sessions_scanned: int
+    probe_seconds: float
+    scan_seconds: float
 
 
-def _probes(lab) -> list[Probe]:
-    plan = lab.plan
-    probes: list[Probe] = []
+# --------------------------------------------------------------------------- the probes
 
-    def add(src_host: str, nic_name: str, hop: tuple[str, str], dst_node: str, dst_addr: str,
+
+@dataclass(frozen=True)
+class _Target:
+    node: str
+    addr: str
+    plane: Plane
+    rail: int | None  # the rail block the address is in (None: a loopback or the FE)
+    leaf: str | None  # the switch it sits behind (or is)
+
+
+def _nics(plan: Plan, plane: Plane) -> list[tuple[HostPlan, Nic]]:
+    return [(h, n) for h in plan.hosts for n in h.nics if n.plane is plane]
+
+
+def _targets(plan: Plan, plane: Plane) -> list[list[_Target]]:
+    """Destinations standing for a plane: per leaf, the hosts behind it (first choice first);
+    and the plane's loopback block, standing in a spine's loopback (a leaf's without a spine)."""
+    nics = _nics(plan, plane)
+    switches = [s for s in plan.switches if s.plane is plane]
+    out: list[list[_Target]] = []
+    for sw in switches:
+        behind = [_Target(h.name, str(n.address.ip), plane, n.rail, sw.name) for h, n in nics if n.peer == sw.name]
+        if behind:
+            out.append(behind[:2])  # a second, for a source that is the first
+    loop = [s for s in switches if s.role in (Role.BE_SPINE, Role.FE_SPINE)] or switches
+    if loop:
+        out.append([_Target(s.name, str(s.loopback.ip), plane, None, s.name) for s in loop[:2]])
+    return out
+
+
+class _Builder:
+    def __init__(self, plan: Plan, nonce: Callable[[], bytes]) -> None:
+        self.plan = plan
+        self.nonce = nonce
+        self.probes: list[Probe] = []
+        self._seen: set[tuple] = set()
+
+    def add(self, src_node: str, src_port: str, src_addr: str, hop: tuple[str, str], dst_node: str, dst_addr: str,
             expect: bool, kind: str) -> None:
-        nic = plan.host(src_host).nic(nic_name)
-        probes.append(Probe(len(probes) + 1, src_host, nic_name, str(nic.address.ip), hop[0], hop[1],
-                            dst_node, dst_addr, expect, kind))
+        key = (src_node, src_port, hop, dst_addr, expect)
+        if key in self._seen or dst_node == src_node:
+            return  # a node's own stack never counts as delivery: nothing to learn
+        self._seen.add(key)
+        self.probes.append(Probe(len(self.probes) + 1, self.nonce(), src_node, src_port, src_addr, hop[0], hop[1],
+                                 dst_node, dst_addr, expect, kind))
 
-    gpus = [h for h in plan.hosts if h.role is Role.GPU]
-    fe_hosts = [h for h in plan.hosts if any(n.name == FE_NIC for n in h.nics)]
-    be_nics = [(h, n) for h in gpus for n in h.nics if n.plane is Plane.BE]
-    fe_nics = [(h, h.nic(FE_NIC)) for h in fe_hosts]
+    def from_nic(self, h: HostPlan, n: Nic, t: _Target, expect: bool, kind: str) -> None:
+        self.add(h.name, n.name, str(n.address.ip), (n.peer, n.peer_port), t.node, t.addr, expect, kind)
+
+
+def _pick(choices: list[_Target], avoid: str) -> _Target | None:
+    return next((t for t in choices if t.node != avoid), None)
+
+
+def plan_probes(plan: Plan, nonce: Callable[[], bytes] = new_nonce) -> list[Probe]:
+    """Every probe of one run: the switches' own mgmt controls, then the negatives, then the
+    other controls. Deterministic but for the nonces."""
+    b = _Builder(plan, nonce)
+    be_nics, fe_nics = _nics(plan, Plane.BE), _nics(plan, Plane.FE)
+    be, fe = _targets(plan, Plane.BE), _targets(plan, Plane.FE)
     rail_only = plan.fabric.cluster.backend.kind == "rail-only"
-
-    for h, nic in fe_nics:
-        for dst_host, dst_nic in be_nics:
-            add(h.name, FE_NIC, (nic.peer, nic.peer_port), dst_host.name, str(dst_nic.address.ip), False, "fe->be")
-    for h, nic in be_nics:
-        for dst_host, dst_nic in fe_nics:
-            add(h.name, nic.name, (nic.peer, nic.peer_port), dst_host.name, str(dst_nic.address.ip), False, "be->fe")
-        if rail_only:
-            for dst_host, dst_nic in be_nics:
-                if dst_nic.rail != nic.rail and dst_host.name != h.name:
-                    add(h.name, nic.name, (nic.peer, nic.peer_port), dst_host.name, str(dst_nic.address.ip),
-                        False, f"rail{nic.rail}->rail{dst_nic.rail}")
-    # mgmt: through every switch's management port, towards one address per rail
-    one_per_rail = {}
-    for dst_host, dst_nic in be_nics:
-        one_per_rail.setdefault(dst_nic.rail, (dst_host, dst_nic))
-    for h in plan.hosts:
-        for sw in plan.switches:
-            for dst_host, dst_nic in one_per_rail.values():
-                add(h.name, h.mgmt.name, (sw.name, "eth0"), dst_host.name, str(dst_nic.address.ip), False, "mgmt->be")
-
-    # controls: the same planes must work
-    for i, (h, nic) in enumerate(fe_nics):
-        dst_host, dst_nic = fe_nics[(i + 1) % len(fe_nics)]
-        add(h.name, FE_NIC, (nic.peer, nic.peer_port), dst_host.name, str(dst_nic.address.ip), True, "fe control")
-    for h, nic in be_nics:
-        same_rail = [(d, n) for d, n in be_nics if n.rail == nic.rail and d.name != h.name]
-        if not same_rail:
-            continue
-        other_group = [(d, n) for d, n in same_rail if d.group != h.group] or same_rail
-        dst_host, dst_nic = other_group[0]
-        add(h.name, nic.name, (nic.peer, nic.peer_port), dst_host.name, str(dst_nic.address.ip), True, "be control")
     hosts = list(plan.hosts)
+
+    # negatives: data plane to data plane
+    for nics, targets, kind in ((fe_nics, be, "fe->be"), (be_nics, fe, "be->fe")):
+        for h, n in nics:
+            for choices in targets:
+                if (t := _pick(choices, h.name)) is not None:
+                    b.from_nic(h, n, t, False, kind)
+    if rail_only:
+        for h, n in be_nics:
+            for choices in be:
+                t = _pick(choices, h.name)
+                if t is not None and t.rail is not None and t.rail != n.rail:
+                    b.from_nic(h, n, t, False, f"rail{n.rail}->rail{t.rail}")
+
+    # negatives: mgmt into a switch's eth0, towards the data planes and the switch's own loopback;
+    # a data port into a switch, towards its mgmt address and a host's
+    feeders = _data_feeders(plan)
+    for i, sw in enumerate(plan.switches):
+        if not hosts:
+            break
+        src = hosts[i % len(hosts)]
+        m = src.mgmt
+        for choices in be + fe:
+            if (t := _pick(choices, src.name)) is not None:
+                b.add(src.name, m.name, str(m.address.ip), (sw.name, MGMT_PORT), t.node, t.addr, False,
+                      f"mgmt->{t.plane.value}")
+        b.add(src.name, m.name, str(m.address.ip), (sw.name, MGMT_PORT), sw.name, str(sw.loopback.ip), False,
+              f"mgmt->{sw.plane.value}")
+        feeder = feeders.get(sw.name)
+        if feeder is not None:
+            node, port, addr, hop = feeder
+            other = next((h for h in hosts[i + 1:] + hosts[:i + 1] if h.name != node), None)
+            b.add(node, port, addr, hop, sw.name, str(sw.mgmt.ip), False, f"{sw.plane.value}->mgmt")
+            if other is not None:
+                b.add(node, port, addr, hop, other.name, str(other.mgmt.address.ip), False, f"{sw.plane.value}->mgmt")
+
+    # controls: every source port, every destination of a negative, every switch's eth0
+    for nics, plane in ((fe_nics, Plane.FE), (be_nics, Plane.BE)):
+        for i, (h, n) in enumerate(nics):
+            t = _peer_target(nics, i, plane)
+            if t is not None:
+                b.from_nic(h, n, t, True, f"{plane.value} control")
+    for targets, nics, plane in ((be, be_nics, Plane.BE), (fe, fe_nics, Plane.FE)):
+        for choices in targets:
+            for t in choices:
+                src = _source_for(plan, nics, t)
+                if src is not None:
+                    b.from_nic(*src, t, True, f"{plane.value} control")
+    for i, sw in enumerate(plan.switches):
+        if hosts:
+            src = hosts[i % len(hosts)]
+            b.add(src.name, src.mgmt.name, str(src.mgmt.address.ip), (sw.name, MGMT_PORT), sw.name, str(sw.mgmt.ip),
+                  True, "mgmt control")
+        feeder = feeders.get(sw.name)
+        if feeder is not None:
+            node, port, addr, hop = feeder
+            b.add(node, port, addr, hop, sw.name, str(sw.loopback.ip), True, f"{sw.plane.value} control")
     for i, h in enumerate(hosts):
-        dst = hosts[(i + 1) % len(hosts)]
-        add(h.name, h.mgmt.name, (dst.name, dst.mgmt.name), dst.name, str(dst.mgmt.address.ip), True, "mgmt control")
-    return probes
+        d = hosts[(i + 1) % len(hosts)]
+        b.add(h.name, h.mgmt.name, str(h.mgmt.address.ip), (d.name, d.mgmt.name), d.name, str(d.mgmt.address.ip),
+              True, "mgmt control")
+    # every switch's eth0 speaks too, first: the OOB bridge then knows its MAC and does not
+    # flood each mgmt probe to every port (a silent eth0's entry has aged out by now)
+    for i, sw in enumerate(plan.switches):
+        if hosts:
+            d = hosts[i % len(hosts)]
+            b.add(sw.name, MGMT_PORT, str(sw.mgmt.ip), (d.name, d.mgmt.name), d.name, str(d.mgmt.address.ip), True,
+                  "mgmt control")
+    switches = {s.name for s in plan.switches}
+    first = [p for p in b.probes if p.src_node in switches and p.src_port == MGMT_PORT]
+    rest = [p for p in b.probes if not (p.src_node in switches and p.src_port == MGMT_PORT)]
+    return first + sorted(rest, key=lambda p: p.expect_delivery)
 
 
-def _leaked_routes(lab, fib: Fib) -> list[str]:
-    """Prefixes of the other data plane in a switch's FIB; a host routing another plane's
-    address out of this plane's NIC."""
-    plan = lab.plan
-    c = plan.fabric.cluster
-    ranges = {Plane.BE: IPv4Network(c.addressing.be), Plane.FE: IPv4Network(c.addressing.fe)}
-    found = []
+def _data_feeders(plan: Plan) -> dict[str, tuple[str, str, str, tuple[str, str]]]:
+    """Per switch, a data port that can hand it a frame: (node, port, source address, next hop).
+    A host NIC for a leaf, a leaf's uplink for a spine."""
+    out = {}
+    switches = {s.name: s for s in plan.switches}
     for sw in plan.switches:
-        other = ranges[Plane.FE if sw.plane is Plane.BE else Plane.BE]
-        leaked = [(prefix, route) for prefix, route in sorted(lab.routes(sw.name).items()) if prefix.overlaps(other)]
-        if leaked:
+        for p in sw.ports:
+            if p.peer in switches:
+                out[sw.name] = (p.peer, p.peer_port, str(switches[p.peer].loopback.ip), (sw.name, p.name))
+                break
+            try:
+                nic = plan.host(p.peer).nic(p.peer_port)
+            except KeyError:
+                continue
+            out[sw.name] = (p.peer, nic.name, str(nic.address.ip), (sw.name, p.name))
+            break
+    return out
+
+
+def _peer_target(nics: list[tuple[HostPlan, Nic]], i: int, plane: Plane) -> _Target | None:
+    """A same-plane destination for NIC i: same rail on the BE, preferably behind another leaf."""
+    h, n = nics[i]
+    ring = nics[i + 1:] + nics[:i]
+    same = [(d, m) for d, m in ring if d.name != h.name and (plane is Plane.FE or m.rail == n.rail)]
+    if not same:
+        return None
+    d, m = next(((d, m) for d, m in same if m.peer != n.peer), same[0])
+    return _Target(d.name, str(m.address.ip), plane, m.rail, m.peer)
+
+
+def _source_for(plan: Plan, nics: list[tuple[HostPlan, Nic]], t: _Target) -> tuple[HostPlan, Nic] | None:
+    """A same-plane NIC that can reach t: on t's rail (for a host), under t (for a leaf's
+    loopback), from another leaf when there is one."""
+    if t.rail is not None or t.node not in {s.name for s in plan.switches}:
+        ok = [(h, n) for h, n in nics if h.name != t.node and n.rail == t.rail]
+    else:
+        sw = plan.switch(t.node)
+        below = [(h, n) for h, n in nics if n.peer == sw.name]
+        ok = below if sw.host_ports else nics
+    return next(((h, n) for h, n in ok if n.peer != t.leaf), ok[0] if ok else None)
+
+
+# --------------------------------------------------------------------------- routes and sessions
+
+
+def _ranges(plan: Plan) -> dict[Plane, IPv4Network]:
+    a = plan.fabric.cluster.addressing
+    return {Plane.BE: IPv4Network(a.be), Plane.FE: IPv4Network(a.fe), Plane.MGMT: plan.mgmt_network}
+
+
+def route_leaks(plan: Plan, fibs: dict[str, dict[IPv4Network, Route]]) -> list[str]:
+    """Routes out of a port of one plane into another plane's range, in every FIB given:
+    a host's NIC by its plane (a rail-only BE NIC also by its rail), a switch's `eth0` as
+    mgmt and every other port as the switch's plane."""
+    ranges = _ranges(plan)
+    rail_only = plan.fabric.cluster.backend.kind == "rail-only"
+    switches = {s.name: s for s in plan.switches}
+    found = []
+    for node, fib in fibs.items():
+        label = switches[node].plane.value.upper() if node in switches else "host"
+        forbidden: dict[str, list[tuple[str, IPv4Network, int, int]]] = {}
+        bad: dict[str, list[tuple[IPv4Network, Route]]] = defaultdict(list)
+        for prefix, route in sorted(fib.items()):
+            lo, hi = int(prefix.network_address), int(prefix.broadcast_address)
+            for dev in route.interfaces:
+                if dev not in forbidden:  # ipaddress's overlaps() is slow: compare integers, per port once
+                    forbidden[dev] = [(name, net, int(net.network_address), int(net.broadcast_address))
+                                      for name, net in _forbidden(plan, switches, ranges, rail_only, node, dev)]
+                for name, net, a, z in forbidden[dev]:
+                    if lo <= z and a <= hi:
+                        bad[f"{name} {net}"].append((prefix, route))
+        for what, leaked in bad.items():
             prefix, route = leaked[0]
-            found.append(f"{sw.name} ({sw.plane.value.upper()}) has a route to {len(leaked)} prefixes of {other}, "
+            found.append(f"{node} ({label}) has a route to {len(leaked)} prefixes of {what}, "
                          f"e.g. {prefix} via {', '.join(route.interfaces)}")
-    for host in plan.hosts:
-        for nic in host.nics:
-            if nic.plane is Plane.MGMT:
-                targets = [ranges[Plane.BE], ranges[Plane.FE]]
-            else:
-                targets = [ranges[Plane.FE if nic.plane is Plane.BE else Plane.BE]]
-            for net in targets:
-                probe = str(net.network_address + 1)
-                if fib.oif(host.name, probe) == nic.name:
-                    found.append(f"{host.name} routes {net} out of {nic.name} ({nic.plane.value})")
     return found
 
 
-def check_isolation(lab, timeout: float = 5.0) -> IsolationResult:
-    t0 = time.monotonic()
-    probes = _probes(lab)
-    hosts = [h.name for h in lab.plan.hosts]
-    macs: dict[tuple[str, str], bytes] = {}
-    with Fib(lab) as fib, ProbeSession(hosts, lab.in_namespace) as session:
-        def mac(node: str, port: str) -> bytes:
-            if (node, port) not in macs:
-                macs[(node, port)] = fib.mac(node, port)
-            return macs[(node, port)]
+def _forbidden(plan: Plan, switches: dict[str, SwitchPlan], ranges: dict[Plane, IPv4Network], rail_only: bool,
+               node: str, dev: str) -> list[tuple[str, IPv4Network]]:
+    """The ranges a route out of `dev` on `node` must not touch."""
+    if node in switches:
+        plane: Plane | None = Plane.MGMT if dev == MGMT_PORT else switches[node].plane
+        rail = None
+    else:
+        nic = next((n for n in plan.host(node).nics if n.name == dev), None)
+        plane, rail = (nic.plane, nic.rail) if nic else (None, None)
+    out = [(p.value.upper(), net) for p, net in ranges.items() if p is not plane]
+    if plane is None:
+        return [(f"{n} (via {dev}, a port the plan does not have)", net) for n, net in out]
+    if plane is Plane.BE and rail_only and rail is not None:
+        out += [(f"rail {s}", blk) for s, blk in enumerate(plan.be_rail_blocks) if s != rail]
+    return out
 
 
-        for p in probes:
-            data = frame(mac(p.src_node, p.src_nic), mac(p.next_hop_node, p.next_hop_port), p.src_addr,
-                         p.dst_addr, p.id)
-            sock = session.sender(p.src_node, p.src_nic)
-            for _ in range(COPIES):
-                sock.send(data)
-        expected = {p.id for p in probes if p.expect_delivery}
-        arrivals = session.collect(expected, time.monotonic() + timeout)
-        got: dict[int, int] = {}
-        for a in arrivals:
-            got[a.probe] = got.get(a.probe, 0) + 1
-        by_id = {p.id: p for p in probes}
-        leaks = []
-        for pid, count in sorted(got.items()):
-            p = by_id.get(pid)
-            if p is None or p.expect_delivery:
+def cross_plane_sessions(plan: Plan, peers: dict[str, tuple]) -> list[str]:
+    """Established BGP sessions whose peer AS belongs to another plane (or to no switch)."""
+    owners: dict[int, list[SwitchPlan]] = defaultdict(list)
+    for s in plan.switches:
+        owners[s.asn].append(s)
+    found = []
+    for node, sessions in peers.items():
+        sw = plan.switch(node)
+        for p in sessions:
+            if not p.established:
                 continue
-            path = trace(fib, p.src_node, p.src_nic, p.dst_addr) if p.next_hop_port != "eth0" else \
-                (f"{p.src_node}:{p.src_nic}", f"{p.next_hop_node}:eth0", p.dst_node)
-            leaks.append(Leak(p.kind, f"{p.src_node}:{p.src_nic}", f"{p.dst_node} ({p.dst_addr})", count, path))
-        leaked_routes = _leaked_routes(lab, fib)
+            theirs = owners.get(p.remote_as, [])
+            if theirs and all(o.plane is sw.plane for o in theirs):
+                continue
+            who = (f"{theirs[0].plane.value.upper()} AS {p.remote_as} ({', '.join(o.name for o in theirs[:3])})"
+                   if theirs else f"AS {p.remote_as}, which no switch of the plan has")
+            found.append(f"{node}:{p.peer} ({sw.plane.value.upper()}) has a BGP session with {who}: "
+                         "packets cross between planes on that port")
+    return found
+
+
+# --------------------------------------------------------------------------- the check
+
+
+def check_isolation(lab, timeout: float = 5.0, resend: int = 2) -> IsolationResult:
+    t0 = time.monotonic()
+    plan: Plan = lab.plan
+    probes = plan_probes(plan)
+    by_id = {p.id: p for p in probes}
+    nonces = {p.id: p.nonce for p in probes}
     controls = [p for p in probes if p.expect_delivery]
-    failed = [f"{p.kind} {p.src_node}:{p.src_nic} -> {p.dst_node} ({p.dst_addr})" for p in controls if p.id not in got]
-    negatives = len(probes) - len(controls)
+    send_ports: dict[str, set[str]] = defaultdict(set)
+    mac_ports: dict[str, set[str]] = defaultdict(set)
+    for p in probes:
+        send_ports[p.src_node].add(p.src_port)
+        mac_ports[p.next_hop_node].add(p.next_hop_port)
+    listen = [h.name for h in plan.hosts] + [s.name for s in plan.switches]
+
+    arrivals: list[Arrival] = []
+    frames = 0
+    resent = 0
+    with ProbeSession(lab.in_namespace, listen, send_ports, mac_ports) as session:
+        control_ids = {p.id for p in controls}
+
+        def delivered(got: list[Arrival]) -> set[int]:
+            return {a.probe for a in got if a.node == by_id[a.probe].dst_node}
+
+        def done(got: list[Arrival]) -> bool:
+            return control_ids <= delivered(arrivals) | delivered(got)
+
+        batch = probes
+        for attempt in range(1 + resend):
+            for i, p in enumerate(batch):
+                session.send(p, COPIES)
+                if i % 256 == 255:  # keep the listeners' queues short
+                    arrivals += session.drain(nonces)
+            frames += COPIES * len(batch)
+            arrivals += session.collect(nonces, done, time.monotonic() + timeout)
+            batch = [p for p in controls if p.id not in delivered(arrivals)]
+            if not batch or attempt == resend:
+                break
+            resent += len(batch)  # a control lost once (a neighbour still resolving) gets another go
+    probe_seconds = time.monotonic() - t0
+
+    t1 = time.monotonic()
+    fibs, peers = _scan(lab, plan)
+    leaked_routes = route_leaks(plan, fibs)
+    sessions = cross_plane_sessions(plan, peers)
+    scan_seconds = time.monotonic() - t1
+
+    delivered_controls = {a.probe for a in arrivals if a.node == by_id[a.probe].dst_node} & {p.id for p in controls}
+    failed = tuple(str(p) for p in controls if p.id not in delivered_controls)
+    leaks = _leaks(lab, by_id, arrivals)
     kinds: dict[str, int] = {}
     for p in probes:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
+    negatives = len(probes) - len(controls)
+    seconds = round(time.monotonic() - t0, 2)
+    problems = tuple(str(k) for k in leaks) + tuple(leaked_routes) + tuple(sessions) + tuple(
+        f"control not delivered: {f}" for f in failed)
+    figures = (f"{len(probes)} probes ({negatives} cross-plane, {len(controls)} controls) in {probe_seconds:.1f} s; "
+               f"{sum(len(f) for f in fibs.values())} routes on {len(fibs)} nodes and "
+               f"{sum(len(s) for s in peers.values())} BGP sessions scanned in {scan_seconds:.1f} s")
+    if not problems:
+        reason = (f"isolated: 0/{negatives} cross-plane probes delivered, "
+                  f"{len(delivered_controls)}/{len(controls)} controls delivered, no route or session across "
+                  f"planes; {figures}")
+    else:
+        parts = []
+        if leaks:
+            parts.append(f"{len(leaks)} cross-plane probes delivered, e.g. {leaks[0]}")
+        if leaked_routes:
+            parts.append(f"{len(leaked_routes)} nodes route across planes, e.g. {leaked_routes[0]}")
+        if sessions:
+            parts.append(f"{len(sessions)} BGP sessions across planes, e.g. {sessions[0]}")
+        if failed:
+            parts.append(f"{len(failed)}/{len(controls)} controls not delivered (the check proves nothing until "
+                         f"they are), e.g. {failed[0]}")
+        reason = "NOT isolated: " + " | ".join(parts) + f"; {figures}"
     return IsolationResult(
-        probes=len(probes), negatives=negatives, controls=len(controls),
-        controls_delivered=len(controls) - len(failed), leaks=tuple(leaks),
-        leaked_routes=tuple(leaked_routes), failed_controls=tuple(failed),
-        seconds=round(time.monotonic() - t0, 2),
-        figures={"probes_per_kind": kinds, "frames_sent": len(probes) * COPIES,
-                 "cross_plane_delivered": sum(count for pid, count in got.items() if not by_id[pid].expect_delivery)})
+        reason=reason, seconds=seconds, problems=problems, probes=len(probes), negatives=negatives,
+        controls=len(controls), controls_delivered=len(delivered_controls), probes_per_kind=kinds,
+        frames_sent=frames, controls_resent=resent, leaks=tuple(leaks), leaked_routes=tuple(leaked_routes),
+        cross_plane_sessions=tuple(sessions), failed_controls=failed, nodes_scanned=len(fibs),
+        routes_scanned=sum(len(f) for f in fibs.values()), sessions_scanned=sum(len(s) for s in peers.values()),
+        probe_seconds=round(probe_seconds, 2), scan_seconds=round(scan_seconds, 2))
+
+
+def _scan(lab, plan: Plan) -> tuple[dict[str, dict[IPv4Network, Route]], dict[str, tuple]]:
+    nodes = [h.name for h in plan.hosts] + [s.name for s in plan.switches]
+    # each read is a process or a vtysh round trip: a few at once
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        fibs = dict(zip(nodes, pool.map(lab.routes, nodes)))
+        peers = dict(zip([s.name for s in plan.switches], pool.map(lab.bgp_peers, [s.name for s in plan.switches])))
+    return fibs, peers
+
+
+def _leaks(lab, by_id: dict[int, Probe], arrivals: list[Arrival]) -> list[Leak]:
+    where: dict[int, list[Arrival]] = defaultdict(list)
+    for a in arrivals:
+        p = by_id[a.probe]
+        if not p.expect_delivery and a.node != p.src_node:
+            where[a.probe].append(a)
+    if not where:
+        return []
+    leaks = []
+    with Fib(lab) as fib:
+        for pid, got in sorted(where.items()):
+            p = by_id[pid]
+            arrived = tuple(sorted({f"{a.node}:{fib.interfaces(a.node).get(a.ifindex, a.ifindex)}" for a in got}))
+            leaks.append(Leak(p.kind, p.source, f"{p.next_hop_node}:{p.next_hop_port}", f"{p.dst_node} ({p.dst_addr})",
+                              arrived, len(got), _path(fib, p)))
+    return leaks
+
+
+def _path(fib: Fib, p: Probe) -> tuple[str, ...]:
+    if p.next_hop_port != MGMT_PORT:
+        return trace(fib, p.src_node, p.src_port, p.dst_addr)
+    # into a switch's management port across the OOB bridge, then on through its FIB
+    head = (p.source, f"{p.next_hop_node}:{MGMT_PORT}")
+    if owner_of(fib.lab.plan, p.dst_addr) == p.next_hop_node:
+        return head + (p.next_hop_node,)
+    oif = fib.oif(p.next_hop_node, p.dst_addr)
+    if oif is None:
+        return head + ("(no route)",)
+    return head + trace(fib, p.next_hop_node, oif, p.dst_addr)

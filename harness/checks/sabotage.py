@@ -47,9 +47,12 @@ def _free_port(lab, switch: str) -> str:
     raise HarnessError(f"{switch} has no free port left for a stray cable")
 
 
-def stray_cable(lab, a: str, b: str) -> Sabotage:
+def stray_cable(lab, a: str, b: str, peer_group: bool = True) -> Sabotage:
     """A cable between two switches that the declaration does not have (say an FE leaf and a
-    BE leaf), with the fabric's usual port config: BGP unnumbered in the fabric peer group."""
+    BE leaf), brought into BGP unnumbered. With `peer_group` it gets the fabric's usual port
+    config, the `fabric` peer group and so its prefix filters; without, a hand-configured
+    session with no filter at all. Either way each end keeps what it received before its
+    inbound filter (soft-reconfiguration inbound), so a lab can show the filter at work."""
     for node in (a, b):
         if node not in {s.name for s in lab.plan.switches}:
             raise HarnessError(f"stray_cable joins routed switches; {node!r} is not one")
@@ -61,8 +64,10 @@ def stray_cable(lab, a: str, b: str) -> Sabotage:
         s.link("set", ifname=pb, state="up")
     for node, port in ((a, pa), (b, pb)):
         asn = lab.plan.switch(node).asn
+        session = [f"neighbor {port} interface peer-group fabric", "address-family ipv4 unicast"] if peer_group else \
+            [f"neighbor {port} interface remote-as external", "address-family ipv4 unicast", f"neighbor {port} activate"]
         _vtysh_config(lab, node, f"interface {port}", "ipv6 nd ra-interval 1", "no ipv6 nd suppress-ra", "exit",
-                      f"router bgp {asn}", f"neighbor {port} interface peer-group fabric")
+                      f"router bgp {asn}", *session, f"neighbor {port} soft-reconfiguration inbound")
     plane = lab.plan.switch(a).plane
     row = CableRow(a, pa, b, pb, plane, None, 0, "stray")
     lab.extra_cables.append(row)
@@ -74,7 +79,8 @@ def stray_cable(lab, a: str, b: str) -> Sabotage:
             s.link("del", ifname=pa)
         lab.extra_cables.remove(row)
 
-    return Sabotage(f"stray cable {a}:{pa} - {b}:{pb}", undo)
+    how = "in the fabric peer group" if peer_group else "hand-configured BGP, no filters"
+    return Sabotage(f"stray cable {a}:{pa} - {b}:{pb} ({how})", undo)
 
 
 def leak_route(lab, host: str) -> Sabotage:

@@ -1,13 +1,68 @@
-"""frr.conf per routed switch: eBGP unnumbered on fabric ports, multipath-relax, BFD profile."""
+"""frr.conf per routed switch: eBGP unnumbered on fabric ports, multipath-relax, BFD profile,
+and on every session a per-plane prefix filter (in and out) and a maximum-prefix limit.
+
+What a session may carry follows from the plan. A plane's prefixes are its switches'
+loopbacks (/32s in the plane's block 0) and its host links (/31s in its host blocks); a
+filter admits nothing else, so a cable that joins two planes carries no route between them.
+A leaf sends only what it originates: in a two-tier Clos it is never transit between
+spines (they share an ASN and would refuse such paths anyway). The limit is the most a
+session can legitimately carry times MAX_PREFIX_HEADROOM: a leaf hears at most every other
+prefix of its plane from a spine, a spine hears from a leaf what that leaf originates.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+from harness.model import Plane, Role
 from harness.plan import Plan, SwitchPlan
 from harness.render.templates import render_template
 
 MAX_PATHS = 64
+MAX_PREFIX_HEADROOM = 2  # growth without re-rendering; a leak of a whole table still trips it
+MAX_PREFIX_WARNING = 75  # % of the limit at which FRR logs a warning before it tears down
+LEAVES = (Role.BE_LEAF, Role.FE_LEAF)
+
+
+@dataclass(frozen=True)
+class PrefixRule:
+    block: IPv4Network
+    ge: int
+    le: int
+
+    def __str__(self) -> str:
+        return f"{self.block} ge {self.ge} le {self.le}"
+
+
+def plane_rules(plan: Plan, plane: Plane) -> tuple[PrefixRule, ...]:
+    """The prefixes a plane's sessions may carry: loopback /32s and host-link /31s."""
+    hosts = list(plan.be_rail_blocks) if plane is Plane.BE else [plan.fe_block]
+    size = hosts[0].prefixlen
+    loopbacks = sorted({IPv4Network(f"{s.loopback.ip}/{size}", strict=False)
+                        for s in plan.switches if s.plane is plane})
+    return tuple([PrefixRule(b, 32, 32) for b in loopbacks] + [PrefixRule(b, 31, 31) for b in hosts])
+
+
+def originated(sw: SwitchPlan) -> list[IPv4Network]:
+    return [sw.loopback.network] + [p.address.network for p in sw.host_ports]
+
+
+def session_limit(plan: Plan, sw: SwitchPlan) -> int:
+    """maximum-prefix of sw's fabric sessions: what the plan lets one carry, with headroom."""
+    peers = {s.name: s for s in plan.switches}
+    if sw.role in LEAVES:
+        plane_total = sum(len(originated(s)) for s in plan.switches if s.plane is sw.plane)
+        most = plane_total - len(originated(sw))
+    else:
+        most = max((len(originated(peers[p.peer])) for p in sw.fabric_ports if p.peer in peers), default=1)
+    return MAX_PREFIX_HEADROOM * max(most, 1)
 
 
 def frr_conf(plan: Plan, sw: SwitchPlan) -> str:
+    plane_list = f"{sw.plane.value.upper()}-PLANE"
+    leaf = sw.role in LEAVES
     return render_template(
-        "frr.conf.j2", lab=plan.name, sw=sw, bfd=plan.fabric.cluster.bfd,
-        plane_list=f"{sw.plane.value.upper()}-PLANE", max_paths=MAX_PATHS)
+        "frr.conf.j2", lab=plan.name, sw=sw, bfd=plan.fabric.cluster.bfd, max_paths=MAX_PATHS,
+        plane_list=plane_list, plane_rules=plane_rules(plan, sw.plane), own=originated(sw), leaf=leaf,
+        out_list="ORIGINATED" if leaf else plane_list, max_prefix=session_limit(plan, sw),
+        max_prefix_warning=MAX_PREFIX_WARNING, headroom=MAX_PREFIX_HEADROOM)

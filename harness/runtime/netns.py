@@ -14,7 +14,7 @@ from pyroute2 import IPRoute
 
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.model import Plane, cluster_to_dict
-from harness.plan import Plan
+from harness.plan import Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.runtime import nsutil, processes
 from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
@@ -64,12 +64,20 @@ _HOST_SYSCTLS = {
 }
 
 # SONiC keeps eth0 in a management VRF; this kernel has no VRF, so the switch refuses to
-# forward anything into or out of its management port instead.
-_MGMT_RULES = f"""table inet {MGMT_TABLE} {{
+# forward anything into or out of its management port instead, and (Linux being a weak
+# host) keeps its mgmt address off the data ports and its data addresses off eth0.
+def _mgmt_rules(sw: SwitchPlan) -> str:
+    own = f"{{ {sw.mgmt.ip}, {sw.mgmt.network.broadcast_address}, 255.255.255.255, 224.0.0.0/4 }}"
+    return f"""table inet {MGMT_TABLE} {{
   chain forward {{
     type filter hook forward priority 0; policy accept;
     iifname "eth0" drop
     oifname "eth0" drop
+  }}
+  chain input {{
+    type filter hook input priority 0; policy accept;
+    iifname "eth0" ip daddr != {own} drop
+    iifname != {{ "eth0", "lo" }} ip daddr {sw.mgmt.ip} drop
   }}
 }}
 """
@@ -189,7 +197,7 @@ class NetnsRuntime(NamespaceAccess):
             for s in sockets.values():
                 s.close()
         for sw in plan.switches:
-            nsutil.nft(namespace(lab, sw.name), _MGMT_RULES)
+            nsutil.nft(namespace(lab, sw.name), _mgmt_rules(sw))
 
     @staticmethod
     def _oob_bridge(plan: Plan, s: IPRoute) -> None:

@@ -1,52 +1,82 @@
-"""Isolation probes: single UDP frames put on a wire by hand, and listeners that see them.
+"""Isolation probes: single UDP frames put on a wire by hand, and the sockets that receive them.
 
-A probe is injected with AF_PACKET on a chosen NIC, addressed to a chosen next hop's MAC,
+A probe is injected with AF_PACKET on a chosen port, addressed to a chosen next hop's MAC,
 so it tests the fabric rather than the sending host's routing table: a host without a
 route would never emit the packet, but a miscabled or leaking fabric would still carry it
-if something put it there. Listeners are AF_PACKET sockets in every destination namespace.
-All sockets live in one process: each is opened by a thread that joined the namespace,
-and a socket stays in the namespace it was created in.
+if something put it there.
+
+A probe counts as delivered only when a node's IP stack hands it to a UDP socket: the
+listeners are UDP sockets bound to the probe port in every routed node, not packet taps.
+A tap also sees the sender's outgoing copy and every frame a bridge floods to ports that
+are not its destination (the OOB bridge floods unknown unicast to every host's mgmt port),
+and counting those made a host "deliver" its own probes. Each probe carries a random nonce,
+so a late frame of an earlier round, or of another check, never matches.
+All sockets live in one process: each is opened by a thread that joined the namespace, and
+a socket stays in the namespace it was created in.
 """
 from __future__ import annotations
 
+import errno
+import fcntl
+import os
 import select
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
+from harness.errors import HarnessError
 
 PROBE_PORT = 33434
-MAGIC = b"FLPROBE1"
+MAGIC = b"FLPROBE2"
 ETH_P_IP = 0x0800
 ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
+IP_PKTINFO = 8  # linux/in.h; Python's socket module does not export it
+SO_RCVBUFFORCE = 33  # asm-generic/socket.h: as root, past net.core.rmem_max
+SIOCGIFHWADDR = 0x8927
+NONCE_BYTES = 8
+_PAYLOAD = struct.Struct(f"!8sI{NONCE_BYTES}s")
 
 
 @dataclass(frozen=True)
 class Probe:
-    """One packet's journey: from a NIC, through a next hop, to an address that must (or
+    """One packet's journey: from a port, through a next hop, to an address that must (or
     must not) receive it."""
 
     id: int
+    nonce: bytes
     src_node: str
-    src_nic: str
+    src_port: str
     src_addr: str
     next_hop_node: str
     next_hop_port: str
     dst_node: str
     dst_addr: str
     expect_delivery: bool
-    kind: str  # what the probe stands for, e.g. "fe->be", "be->fe (control)"
+    kind: str  # what the probe stands for, e.g. "fe->be", "be control"
+
+    @property
+    def source(self) -> str:
+        return f"{self.src_node}:{self.src_port}"
+
+    def __str__(self) -> str:
+        return (f"{self.kind} {self.source} via {self.next_hop_node}:{self.next_hop_port} "
+                f"-> {self.dst_node} ({self.dst_addr})")
 
 
 @dataclass(frozen=True)
 class Arrival:
     probe: int
     node: str
-    interface: str
+    ifindex: int  # where the node's stack received it
+    dst: str  # the address the stack received it on
+
+
+def new_nonce() -> bytes:
+    return os.urandom(NONCE_BYTES)
 
 
 def _checksum(data: bytes) -> int:
@@ -58,89 +88,186 @@ def _checksum(data: bytes) -> int:
     return ~total & 0xFFFF
 
 
-def frame(src_mac: bytes, dst_mac: bytes, src: str, dst: str, probe_id: int, ttl: int = 64) -> bytes:
-    payload = MAGIC + struct.pack("!I", probe_id)
-    udp = struct.pack("!HHHH", PROBE_PORT, PROBE_PORT, 8 + len(payload), 0) + payload
+def payload(probe_id: int, nonce: bytes) -> bytes:
+    return _PAYLOAD.pack(MAGIC, probe_id, nonce)
+
+
+def frame(src_mac: bytes, dst_mac: bytes, src: str, dst: str, probe_id: int, nonce: bytes, ttl: int = 64) -> bytes:
+    """An Ethernet frame holding one probe (UDP checksum 0: allowed on IPv4, and the kernel
+    then delivers without checking)."""
+    body = payload(probe_id, nonce)
+    udp = struct.pack("!HHHH", PROBE_PORT, PROBE_PORT, 8 + len(body), 0) + body
     header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), probe_id & 0xFFFF, 0, ttl, 17, 0,
                          IPv4Address(src).packed, IPv4Address(dst).packed)
     header = header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
     return dst_mac + src_mac + struct.pack("!H", ETH_P_IP) + header + udp
 
 
-def parse(data: bytes) -> int | None:
-    """The probe id of a frame, or None if it is not a probe."""
-    if len(data) < 14 + 20 + 8 + 12 or data[12:14] != b"\x08\x00":
+def parse(data: bytes) -> tuple[int, bytes] | None:
+    """(probe id, nonce) of a UDP payload, or None if it is not a probe."""
+    if len(data) != _PAYLOAD.size:
         return None
-    ihl = (data[14] & 0x0F) * 4
-    udp = 14 + ihl
-    if data[23] != 17 or struct.unpack("!H", data[udp + 2:udp + 4])[0] != PROBE_PORT:
-        return None
-    body = data[udp + 8:udp + 8 + 12]
-    if body[:8] != MAGIC:
-        return None
-    return struct.unpack("!I", body[8:12])[0]
+    magic, probe_id, nonce = _PAYLOAD.unpack(data)
+    return (probe_id, nonce) if magic == MAGIC else None
 
 
-OpenIn = Callable[[str, Callable[[], socket.socket]], socket.socket]
+def _pktinfo(ancillary: list) -> tuple[int, str]:
+    for level, kind, data in ancillary:
+        if level == socket.IPPROTO_IP and kind == IP_PKTINFO and len(data) >= 12:
+            ifindex, _spec, addr = struct.unpack("=i4s4s", data[:12])
+            return ifindex, str(IPv4Address(addr))
+    return 0, "?"
+
+
+def mac_of(sock: socket.socket, ifname: str) -> bytes:
+    """The MAC of an interface in the namespace `sock` was made in."""
+    info = fcntl.ioctl(sock.fileno(), SIOCGIFHWADDR, struct.pack("256s", ifname.encode()[:15]))
+    return info[18:24]
+
+
+OpenIn = Callable[[str, Callable[[], object]], object]
+
+
+@dataclass
+class _NodeSockets:
+    listener: socket.socket | None
+    sender: socket.socket | None  # AF_PACKET, unbound: sendto names the port
+    ports: frozenset[str]  # the ports it may send from
+    macs: dict[str, bytes]
+
+    def sockets(self) -> list[socket.socket]:
+        return [s for s in (self.listener, self.sender) if s is not None]
 
 
 class ProbeSession:
-    """Sockets for one round of probes: listeners on `listen` nodes, senders opened on demand.
+    """Sockets for one round of probes, opened with one visit per node.
 
-    `open_in(node, fn)` runs fn in the node's network namespace (`Lab.in_namespace`)."""
+    `open_in(node, fn)` runs fn in the node's network namespace (`Lab.in_namespace`).
+    `listen`: nodes whose stack may receive a probe (every routed node). `send_ports`: per
+    node, the ports probes leave from. `mac_ports`: per node, the ports whose MAC is needed
+    (next hops)."""
 
-    def __init__(self, listen: list[str], open_in: OpenIn) -> None:
-        self._open_in = open_in
+    def __init__(self, open_in: OpenIn, listen: Iterable[str], send_ports: dict[str, set[str]],
+                 mac_ports: dict[str, set[str]]) -> None:
+        self._nodes: dict[str, _NodeSockets] = {}
         self._listeners: dict[socket.socket, str] = {}
-        self._senders: dict[tuple[str, str], socket.socket] = {}
-        for node in listen:
-            sock = open_in(node, lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP)))
-            sock.setblocking(False)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-            self._listeners[sock] = node
+        listen = set(listen)
+        try:
+            for node in sorted(listen | set(send_ports) | set(mac_ports)):
+                want_listener = node in listen
+                sends = sorted(send_ports.get(node, ()))
+                macs = sorted(set(mac_ports.get(node, ())) | set(sends))
+                opened = open_in(node, lambda n=node, w=want_listener, s=sends, m=macs: _open(n, w, s, m))
+                self._nodes[node] = opened  # type: ignore[assignment]
+                if opened.listener is not None:  # type: ignore[union-attr]
+                    self._listeners[opened.listener] = node  # type: ignore[union-attr]
+        except BaseException:
+            self.close()
+            raise
 
-    def sender(self, node: str, ifname: str) -> socket.socket:
-        key = (node, ifname)
-        if key not in self._senders:
-            def open_socket() -> socket.socket:
-                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-                s.bind((ifname, 0))
-                return s
+    def mac(self, node: str, port: str) -> bytes:
+        return self._nodes[node].macs[port]
 
-            self._senders[key] = self._open_in(node, open_socket)
-        return self._senders[key]
+    def send(self, probe: Probe, copies: int) -> None:
+        data = frame(self.mac(probe.src_node, probe.src_port), self.mac(probe.next_hop_node, probe.next_hop_port),
+                     probe.src_addr, probe.dst_addr, probe.id, probe.nonce)
+        node = self._nodes[probe.src_node]
+        if node.sender is None or probe.src_port not in node.ports:
+            raise HarnessError(f"{probe.source} was not opened for sending")
+        for _ in range(copies):
+            node.sender.sendto(data, (probe.src_port, ETH_P_IP))
 
-    def collect(self, expected: set[int], deadline: float, quiet: float = 0.3) -> list[Arrival]:
-        """Read until every expected probe arrived and `quiet` s passed without any frame, or
+    def drain(self, nonces: dict[int, bytes]) -> list[Arrival]:
+        """Every probe the listeners hold now; frames with an unknown id or nonce are dropped."""
+        arrivals: list[Arrival] = []
+        for sock, node in self._listeners.items():
+            arrivals += _read(sock, node, nonces)
+        return arrivals
+
+    def collect(self, nonces: dict[int, bytes], must_arrive: Callable[[list[Arrival]], bool], deadline: float,
+                quiet: float = 0.3) -> list[Arrival]:
+        """Read until `must_arrive(arrivals)` holds and `quiet` s passed without a probe, or
         until the deadline."""
         arrivals: list[Arrival] = []
-        seen: set[int] = set()
         last = time.monotonic()
+        done = False
         while True:
             now = time.monotonic()
-            if now > deadline or (expected <= seen and now - last > quiet):
+            if now > deadline or (done and now - last > quiet):
                 return arrivals
             ready, _, _ = select.select(list(self._listeners), [], [], 0.05)
             for sock in ready:
-                while True:
-                    try:
-                        data, addr = sock.recvfrom(2048)
-                    except BlockingIOError:
-                        break
-                    if addr[2] == PACKET_OUTGOING:
-                        continue
-                    pid = parse(data)
-                    if pid is not None:
-                        arrivals.append(Arrival(pid, self._listeners[sock], addr[0]))
-                        seen.add(pid)
-                        last = time.monotonic()
+                got = _read(sock, self._listeners[sock], nonces)
+                if got:
+                    arrivals += got
+                    last = time.monotonic()
+                    done = False
+            done = done or must_arrive(arrivals)
 
     def close(self) -> None:
-        for s in list(self._listeners) + list(self._senders.values()):
-            s.close()
+        socks = [s for n in self._nodes.values() for s in n.sockets()]
+        self._nodes.clear()
+        self._listeners.clear()
+        # closing a packet socket waits for an RCU grace period (~10 ms): wait for them together
+        with ThreadPoolExecutor(max_workers=32) as pool:
+            list(pool.map(socket.socket.close, socks))
 
     def __enter__(self) -> ProbeSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _open(node: str, listen: bool, sends: list[str], macs: list[str]) -> _NodeSockets:
+    """Runs inside the node's network namespace."""
+    listener = sender = None
+    try:
+        if listen:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                listener.bind(("0.0.0.0", PROBE_PORT))
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    raise HarnessError(f"{node}: UDP port {PROBE_PORT} is taken (another isolation check on this "
+                                       "lab?): wait for it to finish") from e
+                raise
+            listener.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)
+            try:
+                listener.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 4 << 20)
+            except PermissionError:
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            listener.setblocking(False)
+        if sends:
+            sender = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # protocol 0: sends only, queues nothing
+        ask = listener or sender or socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            found = {}
+            for port in macs:
+                try:
+                    found[port] = mac_of(ask, port)
+                except OSError as e:
+                    raise HarnessError(f"{node} has no interface {port!r} ({e.strerror})") from e
+        finally:
+            if ask is not listener and ask is not sender:
+                ask.close()
+        return _NodeSockets(listener, sender, frozenset(sends), found)
+    except BaseException:
+        for s in (listener, sender):
+            if s is not None:
+                s.close()
+        raise
+
+
+def _read(sock: socket.socket, node: str, nonces: dict[int, bytes]) -> list[Arrival]:
+    out = []
+    while True:
+        try:
+            data, ancillary, _flags, _addr = sock.recvmsg(2048, socket.CMSG_SPACE(12))
+        except BlockingIOError:
+            return out
+        parsed = parse(data)
+        if parsed is None or nonces.get(parsed[0]) != parsed[1]:
+            continue
+        ifindex, dst = _pktinfo(ancillary)
+        out.append(Arrival(parsed[0], node, ifindex, dst))

@@ -1,0 +1,80 @@
+"""Per-plane prefix filters and maximum-prefix limits in the rendered frr.conf: they admit
+every route the plan needs, nothing of another plane, and the limits clear what a session
+carries by the stated headroom."""
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Network
+
+import pytest
+
+from harness.model import Plane, Role, build
+from harness.observe.convergence import expectations
+from harness.plan import make_plan
+from harness.render.frr import MAX_PREFIX_HEADROOM, frr_conf, originated
+from topologies import BUILTINS
+
+RULE = re.compile(r"^ip prefix-list (\S+) seq \d+ permit (\S+)(?: ge (\d+))?(?: le (\d+))?$")
+
+
+def prefix_lists(text: str) -> dict[str, list[tuple[IPv4Network, int, int]]]:
+    lists: dict[str, list[tuple[IPv4Network, int, int]]] = {}
+    for line in text.splitlines():
+        m = RULE.match(line)
+        if m:
+            net = IPv4Network(m.group(2))
+            ge = int(m.group(3) or net.prefixlen)
+            le = int(m.group(4) or (32 if m.group(3) else net.prefixlen))
+            lists.setdefault(m.group(1), []).append((net, ge, le))
+    return lists
+
+
+def admits(rules: list[tuple[IPv4Network, int, int]], prefix: IPv4Network) -> bool:
+    """FRR's prefix-list match: inside the block, length within [ge, le]."""
+    return any(prefix.subnet_of(net) and ge <= prefix.prefixlen <= le for net, ge, le in rules)
+
+
+@pytest.fixture(scope="module", params=sorted(BUILTINS))
+def plan(request):
+    return make_plan(build(BUILTINS[request.param]()))
+
+
+def test_every_session_is_filtered_in_and_out_and_limited(plan):
+    for sw in plan.switches:
+        text = frr_conf(plan, sw)
+        plane = f"{sw.plane.value.upper()}-PLANE"
+        out = "ORIGINATED" if sw.role in (Role.BE_LEAF, Role.FE_LEAF) else plane
+        assert f"  neighbor fabric prefix-list {plane} in\n" in text, sw.name
+        assert f"  neighbor fabric prefix-list {out} out\n" in text, sw.name
+        assert re.search(r"^  neighbor fabric maximum-prefix \d+ \d+$", text, re.M), sw.name
+
+
+def test_filters_admit_every_planned_route_and_nothing_of_another_plane(plan):
+    a = plan.fabric.cluster.addressing
+    other = {Plane.BE: [IPv4Network(a.fe), plan.mgmt_network], Plane.FE: [IPv4Network(a.be), plan.mgmt_network]}
+    needed = {pl: [p for s in plan.switches if s.plane is pl for p in originated(s)] for pl in (Plane.BE, Plane.FE)}
+    for sw in plan.switches:
+        lists = prefix_lists(frr_conf(plan, sw))
+        plane = lists[f"{sw.plane.value.upper()}-PLANE"]
+        assert all(admits(plane, p) for p in needed[sw.plane]), sw.name
+        assert not any(net.overlaps(o) for net, _, _ in plane for o in other[sw.plane]), sw.name
+        assert not admits(plane, IPv4Network("0.0.0.0/0"))
+        assert not admits(plane, IPv4Network(a.be if sw.plane is Plane.BE else a.fe))  # no aggregate of the plane
+        own = lists["ORIGINATED"]
+        assert sorted(n for n, _, _ in own) == sorted(originated(sw))
+        assert all(admits(plane, n) for n, _, _ in own)  # what a leaf sends passes its peers' filter
+
+
+def test_limits_clear_what_each_session_carries_by_the_headroom(plan):
+    exp = expectations(plan)
+    switches = {s.name: s for s in plan.switches}
+    for sw in plan.switches:
+        limit = int(re.search(r"maximum-prefix (\d+)", frr_conf(plan, sw)).group(1))
+        if not sw.fabric_ports:
+            continue
+        if sw.role in (Role.BE_LEAF, Role.FE_LEAF):
+            carried = len(exp[sw.name].routes)  # at most everything it learns, from one spine
+        else:
+            carried = max(len(originated(switches[p.peer])) for p in sw.fabric_ports)
+        assert limit >= MAX_PREFIX_HEADROOM * carried, sw.name
+        assert limit <= MAX_PREFIX_HEADROOM * (carried + 1), sw.name  # sized from the plan, not a guess
