@@ -195,6 +195,13 @@ class SendResult:
     max_lag_ns: int = 0  # constant rate: worst lateness of a packet against its slot
     retries: int = 0  # sends retried after ENOBUFS/EAGAIN
     primed: bool = True  # False: neighbours were still unresolved when priming gave up
+    # constant rate: (due, sent) CLOCK_REALTIME spans where packets left more than one of
+    # their flow's slots (1 / rate_pps) late; merged, in order
+    lag_spans: tuple[tuple[int, int], ...] = ()
+
+    def lagged_during(self, start_ns: int, end_ns: int) -> int:
+        """Worst lateness (ns) of the sender within [start_ns, end_ns], beyond one slot; 0 if none."""
+        return max((b - a for a, b in self.lag_spans if a <= end_ns and b >= start_ns), default=0)
 
     @property
     def packets(self) -> int:

@@ -32,6 +32,7 @@ _NUD_INCOMPLETE = 0x01
 _PR_SET_TIMERSLACK = 29
 # A send the kernel refuses for lack of buffers is retried this long before it counts as dropped.
 _ENOBUFS_PATIENCE_NS = 20_000_000
+_MAX_LAG_SPANS = 10_000
 
 
 class SenderError(TrafficError):
@@ -258,16 +259,21 @@ def _tighten_timer_slack() -> None:
 
 
 def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Sequence[int]], count: int,
-               rate_pps: float) -> int:
+               rate_pps: float) -> tuple[int, tuple[tuple[int, int], ...]]:
     """Slot k of all flows' interleaved packets is due at start + k * step, from one fixed origin
     so that sleep overshoot never accumulates: a late packet goes out at once and the
-    next ones are back on schedule. Returns the worst lateness in ns."""
+    next ones are back on schedule. Returns the worst lateness in ns, and the spans (wall
+    clock, due..sent) where a packet went out more than one of its flow's slots late: a loss
+    window measured across such a span says as much about the sender as about the fabric."""
     _tighten_timer_slack()
     time_ns, clock, sleep = time.time_ns, time.perf_counter_ns, time.sleep
     flows = len(emits)
     step_ns = 1e9 / (rate_pps * flows)
+    slot_ns = 1e9 / rate_pps
     max_lag = 0
+    spans: list[list[int]] = []
     start = clock()
+    wall_offset = time_ns() - start  # perf_counter -> CLOCK_REALTIME, for the spans
     for k in range(count * flows):
         i, j = divmod(k, flows)
         seq = orders[j][i]
@@ -277,10 +283,17 @@ def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Seq
         now = clock()
         if now < due:
             sleep((due - now) / 1e9)
-        elif now - due > max_lag:
-            max_lag = now - due
+        else:
+            lag = now - due
+            if lag > max_lag:
+                max_lag = lag
+            if lag > slot_ns:
+                if spans and due + wall_offset <= spans[-1][1]:
+                    spans[-1][1] = now + wall_offset
+                elif len(spans) < _MAX_LAG_SPANS:
+                    spans.append([due + wall_offset, now + wall_offset])
         emits[j](seq, time_ns())
-    return max_lag
+    return max_lag, tuple((a, b) for a, b in spans)
 
 
 def send(spec: SendSpec) -> SendResult:
@@ -313,13 +326,14 @@ def send(spec: SendSpec) -> SendResult:
         if spec.start_at_ns is not None:
             _wait_until_wall(spec.start_at_ns)
         start_ns = time.time_ns()
-        max_lag = 0
+        max_lag, lag_spans = 0, ()
         if spec.rate_pps is None:
             _run_fast(emits, orders, count)
         else:
-            max_lag = _run_paced(emits, orders, count, spec.rate_pps)
+            max_lag, lag_spans = _run_paced(emits, orders, count, spec.rate_pps)
         end_ns = time.time_ns()
-        return SendResult(tuple(e.result() for e in emitters), start_ns, end_ns, max_lag, counters.retries, primed)
+        return SendResult(tuple(e.result() for e in emitters), start_ns, end_ns, max_lag, counters.retries, primed,
+                          lag_spans)
     finally:
         for e in emitters:
             e.close()
