@@ -156,12 +156,14 @@ class Objectives:
     declared by the user and never derived from the configuration under test (raising BFD
     timers must not raise the budget). Defaults, and why, in the README ("Failover").
 
-    hard_ms: carrier loss of a link or a whole switch, local or remote (BGP withdrawal).
+    hard_ms: carrier loss next to the switch that must reroute (a leaf uplink, a whole spine).
+    remote_ms: carrier loss one hop away: the news must travel as a BGP withdrawal.
     gray_ms: a link that stays up and drops everything (only BFD can tell).
     restore_ms: a failed element coming back.
     """
 
     hard_ms: float = 50.0
+    remote_ms: float = 250.0
     gray_ms: float = 1000.0
     restore_ms: float = 10.0
 
@@ -485,7 +487,7 @@ def _check_objectives(o: Objectives) -> list[Problem]:
     p: list[Problem] = []
     if not isinstance(o, Objectives):
         return [Problem("objectives", f"{o!r} is not an Objectives", "write objectives=Objectives(hard_ms=50, ...)")]
-    for name in ("hard_ms", "gray_ms", "restore_ms"):
+    for name in ("hard_ms", "remote_ms", "gray_ms", "restore_ms"):
         value = getattr(o, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             p.append(Problem(f"objectives.{name}", f"{value!r} is not a number of milliseconds",

@@ -25,11 +25,15 @@ def problem(objectives: Objectives, field: str, words: str) -> str:
 
 
 def test_defaults_build():
-    assert build(base()).cluster.objectives == Objectives(hard_ms=50.0, gray_ms=1000.0, restore_ms=10.0)
+    assert build(base()).cluster.objectives == Objectives(hard_ms=50.0, remote_ms=250.0, gray_ms=1000.0, restore_ms=10.0)
 
 
 def test_zero_objective():
     problem(Objectives(hard_ms=0), "objectives.hard_ms", "must be > 0")
+
+
+def test_zero_remote_objective():
+    problem(Objectives(remote_ms=0), "objectives.remote_ms", "must be > 0")
 
 
 def test_negative_objective():

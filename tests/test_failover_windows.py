@@ -1,0 +1,119 @@
+"""Loss windows from the sender's timestamps around each gap, and when sender lag makes them
+unmeasurable: the arithmetic of harness.checks.failover, on real result objects."""
+from __future__ import annotations
+
+import pytest
+
+from harness.checks.failover import QpLoss, check_failover_case, judge, measure
+from harness.errors import HarnessError
+from harness.traffic.flows import FlowReceived, FlowSent, Gap, ReceiveResult, RoceFlow, SendResult
+
+MS = 1_000_000
+T0 = 1_000_000 * MS  # an arbitrary wall-clock origin
+FAIL, RESTORE = T0 + 1000 * MS, T0 + 3000 * MS
+
+
+def _flow(fid: int) -> RoceFlow:
+    return RoceFlow(flow_id=fid, dst="10.0.0.9", dst_qp=0x300 + fid, src_qp=0x300 + fid)
+
+
+def _received(fid: int, gaps: tuple[Gap, ...], max_seq: int = 5999) -> FlowReceived:
+    missing = sum(g.missing for g in gaps)
+    return FlowReceived(key=0x300 + fid, flow_id=fid, dst_qp=0x300 + fid, received=max_seq + 1 - missing,
+                        unique=max_seq + 1 - missing, duplicates=0, reordered=0, lost=missing, psn_gaps=len(gaps),
+                        psn_missing=missing, first_seq=0, max_seq=max_seq, first_ns=T0, last_ns=T0 + max_seq * MS,
+                        latency_min_ns=1, latency_avg_ns=1, latency_max_ns=1, seq_runs=(), gaps=gaps, buckets=())
+
+
+def _gap(after_seq: int, next_seq: int) -> Gap:
+    # 1000 pps: packet s left at T0 + s ms
+    return Gap(after_seq, next_seq, T0 + after_seq * MS, T0 + next_seq * MS, 0, 0)
+
+
+def _run(gaps_by_flow: dict[int, tuple[Gap, ...]], lag_spans=(), on=(1,)):
+    flows = [_flow(f) for f in gaps_by_flow]
+    sent = SendResult(flows=tuple(FlowSent(f.flow_id, f.dst_qp, 50000 + f.flow_id, 6000, 5999, T0, T0 + 5999 * MS)
+                                  for f in flows), start_ns=T0, end_ns=T0 + 6000 * MS, lag_spans=lag_spans)
+    received = ReceiveResult("roce", 4791, T0, T0 + 6000 * MS, 10 * MS, "quiet",
+                             tuple(_received(f, g) for f, g in gaps_by_flow.items()))
+    path_of = {f.flow_id: "leaf:E16" if f.flow_id in on else "leaf:E20" for f in flows}
+    sports = {f.flow_id: 50000 + f.flow_id for f in flows}
+    return measure(flows, sports, path_of, {"leaf:E16"}, sent, received, FAIL, RESTORE, 50.0, 10.0, 1000.0)
+
+
+def test_window_is_send_time_after_minus_before_the_gap():
+    per_qp, before = _run({1: (_gap(1000, 1031),), 2: ()})
+    assert per_qp[0].window_ms == 31.0 and per_qp[0].lost == 30 and before == 0
+    assert judge(per_qp, 50.0, 10.0) == ([], [])
+
+
+def test_window_over_the_objective_fails():
+    per_qp, _ = _run({1: (_gap(1000, 1080),), 2: ()})
+    problems, _ = judge(per_qp, 50.0, 10.0)
+    assert len(problems) == 1 and "loss window 80.0 ms > objective 50 ms" in problems[0]
+
+
+def test_loss_after_the_restore_is_judged_against_its_own_objective():
+    per_qp, _ = _run({1: (_gap(3100, 3125),), 2: ()})
+    assert per_qp[0].window_ms == 0 and per_qp[0].restore_window_ms == 25.0
+    problems, _ = judge(per_qp, 50.0, 10.0)
+    assert "after the restore" in problems[0]
+
+
+def test_a_qp_off_the_element_must_lose_nothing():
+    per_qp, _ = _run({1: (), 2: (_gap(1000, 1002),)})
+    problems, _ = judge(per_qp, 50.0, 10.0)
+    assert "not on the failed element lost" in problems[0]
+
+
+def test_loss_before_the_failure_is_counted_apart():
+    _, before = _run({1: (_gap(200, 205),), 2: ()})
+    assert before == 4
+
+
+def test_sender_lag_across_a_gap_makes_it_unmeasurable_not_a_pass():
+    per_qp, _ = _run({1: (_gap(1000, 1031),), 2: ()}, lag_spans=((T0 + 1010 * MS, T0 + 1015 * MS),))
+    assert per_qp[0].lag_ms == 5.0
+    problems, unsure = judge(per_qp, 50.0, 10.0)
+    assert problems == [] and [q.flow_id for q in unsure] == [1]
+
+
+def test_sender_lag_cannot_excuse_a_window_far_over_the_objective():
+    per_qp, _ = _run({1: (_gap(1000, 1900),), 2: ()}, lag_spans=((T0 + 1010 * MS, T0 + 1015 * MS),))
+    problems, unsure = judge(per_qp, 50.0, 10.0)
+    assert problems and not unsure
+
+
+def test_lag_right_after_the_failure_counts_even_without_a_gap():
+    # A stalled sender could have sent nothing while the element was black-holing.
+    per_qp, _ = _run({1: (), 2: ()}, lag_spans=((FAIL + 2 * MS, FAIL + 20 * MS),))
+    assert per_qp[0].lag_ms == 18.0 and per_qp[1].lag_ms == 0.0  # QP 2 is not on the element
+    assert [q.flow_id for q in judge(per_qp, 50.0, 10.0)[1]] == [1]
+
+
+def test_lag_far_from_any_transition_does_not_matter():
+    per_qp, _ = _run({1: (), 2: ()}, lag_spans=((T0 + 500 * MS, T0 + 520 * MS),))
+    assert judge(per_qp, 50.0, 10.0) == ([], [])
+
+
+def test_unknown_case():
+    with pytest.raises(HarnessError, match="valid cases are local, remote, gray, spine"):
+        check_failover_case(None, "flaky")
+
+
+def test_rate_below_one_packet_per_ms():
+    with pytest.raises(HarnessError, match="rate_pps 500"):
+        check_failover_case(None, "local", rate_pps=500)
+
+
+def test_no_qp_on_the_element():
+    with pytest.raises(HarnessError, match="k 0"):
+        check_failover_case(None, "local", k=0)
+
+
+def test_qploss_serialises():
+    import dataclasses
+    import json
+
+    q = QpLoss(1, 0x300, 50001, "leaf:E16", True, 3, 4.0, 0, 0.0, 0.0)
+    assert json.loads(json.dumps(dataclasses.asdict(q), default=str))["window_ms"] == 4.0
