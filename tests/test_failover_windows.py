@@ -117,3 +117,31 @@ def test_qploss_serialises():
 
     q = QpLoss(1, 0x300, 50001, "leaf:E16", True, 3, 4.0, 0, 0.0, 0.0)
     assert json.loads(json.dumps(dataclasses.asdict(q), default=str))["window_ms"] == 4.0
+
+
+def _case(problems=(), not_measurable=""):
+    from harness.checks.failover import FailoverCase
+
+    return FailoverCase(case="local", element="a:E16–b:E0", objective_ms=50.0, restore_objective_ms=10.0, qps=8,
+                        qps_on_element=4, min_on_element=4, candidates=32, rate_pps=1000.0, worst_window_ms=1.0,
+                        worst_restore_ms=0.0, lost_elsewhere=0, lost_before=0, detected_ms=5.0, restored_ms=900.0,
+                        returned_packets=100, sender_lag_ms=0.0, not_measurable=not_measurable, per_qp=(),
+                        timeline={}, seconds=1.0, problems=tuple(problems))
+
+
+def test_one_result_for_every_case():
+    import dataclasses
+    import json
+
+    from harness.checks.failover import FailoverResult
+    from harness.model import Objectives
+
+    ok, unsure, bad = _case(), _case(not_measurable="sender lag"), _case(problems=("window 80 ms > 50",))
+    assert FailoverResult((ok, ok), Objectives(), 2.0).passed is True
+    assert FailoverResult((ok, unsure), Objectives(), 2.0).passed is None  # never a pass
+    assert "NOT MEASURABLE" in FailoverResult((ok, unsure), Objectives(), 2.0).reason
+    failed = FailoverResult((ok, unsure, bad), Objectives(), 2.0, problems=("local: window 80 ms > 50",))
+    assert failed.passed is False and "FAILED" in failed.reason
+    na = FailoverResult((), Objectives(), 0.0, not_applicable="rail-only")
+    assert na.passed is None and na.reason.startswith("not applicable")
+    assert json.loads(json.dumps(dataclasses.asdict(failed), default=str))["objectives"]["hard_ms"] == 50.0

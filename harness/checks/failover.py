@@ -84,7 +84,6 @@ class FailoverCase:
     timeline: dict  # for plots
     seconds: float
     problems: tuple[str, ...] = field(default=())
-    sabotage: str = ""  # set by negative controls, for the record
 
     @property
     def passed(self) -> bool | None:
