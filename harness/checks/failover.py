@@ -297,8 +297,14 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
     points = _observation(lab, case, leaf, far_leaf)
     seen: dict[int, set[tuple[str, str]]] = {}
     batch = max(16, 4 * k * len(uplinks))
+    qp, sports_used = first_qp, set()
     while True:
-        new = [first_qp + len(seen) + i for i in range(batch)]
+        new = []
+        while len(new) < batch:  # QPs whose source ports collide could not be told apart by the counters
+            if roce_sport(qp) not in sports_used:
+                sports_used.add(roce_sport(qp))
+                new.append(qp)
+            qp += 1
         seen.update(_learn_paths(lab, src, src_addr, dst_addr, points, new))
         choice, on = _pick(case, leaf, seen, element)
         if len(on) >= k or len(seen) >= max_candidates:
@@ -308,7 +314,7 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
                            f"{k} are needed: is the element on the path from {src[0]}:{src[1]} to {dst[0]}:{dst[1]}?")
     el = _element(lab, case, leaf, far_leaf, choice)
     on_set = set(el.counted_at)
-    chosen_on = sorted(on)[:max(k, 2 * k)]
+    chosen_on = sorted(on)[:2 * k]
     off = [qp for qp in sorted(seen) if seen[qp] and not seen[qp] & on_set]
     chosen_off = _spread(off, seen, leaf, controls)
     chosen = chosen_on + chosen_off
