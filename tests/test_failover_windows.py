@@ -71,24 +71,39 @@ def test_loss_before_the_failure_is_counted_apart():
     assert before == 4
 
 
-def test_sender_lag_across_a_gap_makes_it_unmeasurable_not_a_pass():
+def test_sender_lag_inside_a_gap_changes_nothing():
+    # Everything sent between the two delivered packets was lost anyway: the window stands.
     per_qp, _ = _run({1: (_gap(1000, 1031),), 2: ()}, lag_spans=((T0 + 1010 * MS, T0 + 1015 * MS),))
-    assert per_qp[0].lag_ms == 5.0
+    assert per_qp[0].lag_ms == 0
+    assert judge(per_qp, 50.0, 10.0) == ([], [])
+
+
+def test_sender_lag_at_a_gap_edge_leaves_an_over_objective_window_unmeasurable():
+    # The first packet after the gap left 15 ms late: the fabric may have healed 15 ms earlier.
+    per_qp, _ = _run({1: (_gap(1000, 1055),), 2: ()}, lag_spans=((T0 + 1040 * MS, T0 + 1055 * MS),))
+    assert per_qp[0].edge_lag_ms == 15.0
     problems, unsure = judge(per_qp, 50.0, 10.0)
     assert problems == [] and [q.flow_id for q in unsure] == [1]
 
 
 def test_sender_lag_cannot_excuse_a_window_far_over_the_objective():
-    per_qp, _ = _run({1: (_gap(1000, 1900),), 2: ()}, lag_spans=((T0 + 1010 * MS, T0 + 1015 * MS),))
+    per_qp, _ = _run({1: (_gap(1000, 1900),), 2: ()}, lag_spans=((T0 + 1890 * MS, T0 + 1900 * MS),))
     problems, unsure = judge(per_qp, 50.0, 10.0)
     assert problems and not unsure
 
 
-def test_lag_right_after_the_failure_counts_even_without_a_gap():
-    # A stalled sender could have sent nothing while the element was black-holing.
-    per_qp, _ = _run({1: (), 2: ()}, lag_spans=((FAIL + 2 * MS, FAIL + 20 * MS),))
-    assert per_qp[0].lag_ms == 18.0 and per_qp[1].lag_ms == 0.0  # QP 2 is not on the element
+def test_a_stall_right_after_the_failure_could_hide_a_loss():
+    # No gap, but the sender sent nothing for 58 ms just after the failure: a loss that long
+    # would not show. Over the objective: not measurable, never a pass.
+    per_qp, _ = _run({1: (), 2: ()}, lag_spans=((FAIL + 2 * MS, FAIL + 60 * MS),))
+    assert per_qp[0].hidden_lag_ms == 58.0 and per_qp[1].hidden_lag_ms == 0.0  # QP 2 is not on the element
     assert [q.flow_id for q in judge(per_qp, 50.0, 10.0)[1]] == [1]
+
+
+def test_a_short_stall_cannot_hide_enough_to_matter():
+    per_qp, _ = _run({1: (), 2: ()}, lag_spans=((FAIL + 2 * MS, FAIL + 20 * MS),))
+    assert per_qp[0].hidden_lag_ms == 18.0
+    assert judge(per_qp, 50.0, 10.0) == ([], [])
 
 
 def test_lag_far_from_any_transition_does_not_matter():

@@ -19,7 +19,8 @@ sequence numbers, the send time of the first packet after the gap minus that of 
 before it (all namespaces share one clock). If the sender itself fell more than one packet
 slot behind its schedule within a measured interval, the window says as much about the
 sender as about the fabric: the case is then "not measurable" (passed None), unless the
-window minus the lag still exceeds the objective, which fails the fabric whatever the lag.
+window minus the lag still exceeds the objective (the fabric fails whatever the lag), or
+the window plus all that a stalled sender could have hidden is still within it (see `judge`).
 
 QPs are picked by the path they take: a burst of candidate QPs is counted per QP and per
 egress port (nftables counters on the source leaf, and on the spines towards the far leaf),
@@ -57,7 +58,16 @@ class QpLoss:
     window_ms: float  # sum of its gap windows while failed (sender timestamps)
     restore_lost: int
     restore_window_ms: float
-    lag_ms: float  # worst sender lag beyond one slot within its measured intervals (0: none)
+    # Sender lag beyond one slot (ms, 0: none). At a gap's edges it can only make the window
+    # look longer than the fabric made it; outside any gap, right after the failure or the
+    # restore, it could have hidden a loss of up to its length (nothing was sent to lose).
+    edge_lag_ms: float = 0.0
+    hidden_lag_ms: float = 0.0  # after the failure (QPs on the element)
+    restore_hidden_lag_ms: float = 0.0  # after the restore
+
+    @property
+    def lag_ms(self) -> float:
+        return max(self.edge_lag_ms, self.hidden_lag_ms, self.restore_hidden_lag_ms)
 
 
 @dataclass(frozen=True)
@@ -403,7 +413,7 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
     worst_back = max((q.restore_window_ms for q in per_qp), default=0.0)
     lost_elsewhere = sum(q.lost for q in per_qp if not q.on_element)
     lag_ms = max((q.lag_ms for q in per_qp), default=0.0)
-    problems, unsure = judge(per_qp, objective, restore_objective)
+    problems, unsure = judge(per_qp, objective, restore_objective, slot_ns / 1e6)
     if not on_qps:
         problems.append(f"no chosen QP crossed {el.name} before the failure (paths changed since they were "
                         "learned): the case proves nothing")
@@ -424,7 +434,8 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
     if unsure and not problems:
         q = max(unsure, key=lambda x: x.lag_ms)
         not_measurable = (f"the sender fell {q.lag_ms:.1f} ms behind its schedule (slot {slot_ns / 1e6:g} ms) "
-                          f"around the failure or restore of QP 0x{q.qp:x}: the windows cannot be told from sender lag")
+                          f"around the failure or restore of QP 0x{q.qp:x} (window {q.window_ms:.1f} ms, restore "
+                          f"{q.restore_window_ms:.1f} ms): the verdict cannot be told from sender lag")
     totals = _buckets(received)
     timeline = {"bucket_ms": received.bucket_ns / 1e6, "received": totals,
                 "failure_ms": (fail_ns - received.origin_ns) / 1e6, "restore_ms": (restore_ns - received.origin_ns) / 1e6,
@@ -476,30 +487,45 @@ def measure(flows, sports: dict[int, int], path_of: dict[int, str], on_points: s
             else:
                 back += s.last_ns - last_rx
                 back_lost += tail
-        intervals = [(g.tx_before_ns, g.tx_after_ns) for g in fail_gaps + back_gaps]
-        if on_element:
-            intervals.append((fail_ns - slot_ns, fail_ns + objective_ms * 1e6))
-        intervals.append((restore_ns - slot_ns, restore_ns + restore_objective_ms * 1e6))
-        lag = max((sent.lagged_during(int(a), int(b)) for a, b in intervals), default=0)
+        edges = [e for g in fail_gaps + back_gaps
+                 for e in ((g.tx_before_ns, g.tx_before_ns + slot_ns), (g.tx_after_ns - slot_ns, g.tx_after_ns))]
+        edge_lag = max((sent.lagged_during(int(a), int(b)) for a, b in edges), default=0)
+        inside = [(g.tx_before_ns, g.tx_after_ns) for g in fail_gaps + back_gaps]
+
+        def hidden(t0: float, t1: float) -> int:
+            return max((b - a for a, b in sent.lag_spans
+                        if a <= t1 and b >= t0 and not any(g0 <= a and b <= g1 for g0, g1 in inside)), default=0)
+
+        hid = hidden(fail_ns - slot_ns, fail_ns + objective_ms * 1e6) if on_element else 0
+        hid_back = hidden(restore_ns - slot_ns, restore_ns + restore_objective_ms * 1e6)
         per_qp.append(QpLoss(fid, flow.src_qp, sports[fid], path_of[fid], on_element, lost, round(window / 1e6, 2),
-                             back_lost, round(back / 1e6, 2), round(lag / 1e6, 2)))
+                             back_lost, round(back / 1e6, 2), round(edge_lag / 1e6, 2), round(hid / 1e6, 2),
+                             round(hid_back / 1e6, 2)))
     return per_qp, lost_before
 
 
-def judge(per_qp: list[QpLoss], objective_ms: float, restore_objective_ms: float) -> tuple[list[str], list[QpLoss]]:
-    """(problems, QPs whose windows cannot be told from sender lag). A window fails when even
-    after taking the sender's lag off it exceeds the objective; any lag otherwise makes it
-    unmeasurable, never a pass."""
+def judge(per_qp: list[QpLoss], objective_ms: float, restore_objective_ms: float,
+          slot_ms: float = 1.0) -> tuple[list[str], list[QpLoss]]:
+    """(problems, QPs whose verdict the sender's lag leaves open).
+
+    A gap's window is an upper bound of the fabric's: the packets either side of it were
+    delivered, so the loss lies between them; sender lag at its edges only inflates it. So a
+    window fails only if it exceeds the objective even without that lag. A pass needs the
+    window, plus any loss a stalled sender could have hidden (its stall and one slot), to be
+    within the objective. Anything in between is not measurable: never a pass."""
     problems: list[str] = []
     unsure: list[QpLoss] = []
     for q in per_qp:
-        if q.on_element and q.window_ms - q.lag_ms > objective_ms:
+        hidden = q.hidden_lag_ms + slot_ms if q.hidden_lag_ms else 0.0
+        hidden_back = q.restore_hidden_lag_ms + slot_ms if q.restore_hidden_lag_ms else 0.0
+        if q.on_element and q.window_ms - q.edge_lag_ms > objective_ms:
             problems.append(f"QP 0x{q.qp:x} (sport {q.sport}) on {q.path}: loss window {q.window_ms:.1f} ms "
                             f"> objective {objective_ms:g} ms")
-        elif q.restore_window_ms - q.lag_ms > restore_objective_ms:
+        elif q.restore_window_ms - q.edge_lag_ms > restore_objective_ms:
             problems.append(f"QP 0x{q.qp:x} on {q.path}: {q.restore_lost} packets, {q.restore_window_ms:.1f} ms "
                             f"lost after the restore > objective {restore_objective_ms:g} ms")
-        elif q.lag_ms:
+        elif ((q.on_element and q.window_ms + hidden > objective_ms)
+              or q.restore_window_ms + hidden_back > restore_objective_ms):
             unsure.append(q)
     lost_elsewhere = [q for q in per_qp if not q.on_element and q.lost]
     if lost_elsewhere:
