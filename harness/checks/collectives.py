@@ -121,7 +121,7 @@ class FanIn:
     sent: int
     received: int
     loss_pct: float
-    delivered_mbit: float  # what arrived, over the time it took
+    delivered_mbit: float  # what arrived, over the time from the common start to the last arrival
     completion_ms: float  # the slowest sender's: a collective waits for it
     ideal_ms: float  # all bytes at the shaped rate (a lossless, paused port's best)
     queue_avg_ms: float
@@ -166,8 +166,9 @@ def check_incast(lab, fan_ins: tuple[int, ...] = (1, 2, 4, 7), rail: int = 0, ra
     rate_pps of payload_len-byte RDMA WRITEs for `packets` packets, all starting together.
 
     Passes when the measurement is sound: a fan-in within capacity loses nothing (the path
-    is clean), one beyond it does lose (the port really is congested; otherwise this proves
-    nothing), and the congested port still delivers near its shaped rate (no collapse)."""
+    is clean), and one well beyond it does lose (the port really is congested; otherwise
+    this proves nothing). The figures are the lesson, not a verdict on the fabric: every
+    port here is lossy."""
     if capacity <= 0 or rate_pps <= 0 or packets < 100:
         raise HarnessError(f"check_incast: capacity {capacity:g} and rate_pps {rate_pps:g} must be > 0, "
                            f"packets {packets} >= 100")
@@ -208,8 +209,6 @@ def check_incast(lab, fan_ins: tuple[int, ...] = (1, 2, 4, 7), rail: int = 0, ra
         if f.offered_mbit > 1.2 * f.shaped_mbit and f.loss_pct == 0:
             problems.append(f"{f.senders}→1 offered {f.offered_mbit:.1f} Mbit/s into {f.shaped_mbit:.1f} and lost "
                             f"nothing: the port was not congested (is the shaper on {leaf}:{port}?)")
-        if not within and f.delivered_mbit < 0.8 * f.shaped_mbit:
-            problems.append(f"{f.senders}→1 delivered only {f.delivered_mbit:.1f} of {f.shaped_mbit:.1f} Mbit/s")
     return IncastResult(
         receiver=f"{receiver.node}:{receiver.nic}", port=f"{leaf}:{port}", shaper=" ".join(tc),
         shaped_mbit=round(shaped_bit / 1e6, 3), per_sender_mbit=round(per_sender_bit / 1e6, 3), packet_bytes=wire,
@@ -221,7 +220,8 @@ def _run_incast(lab, receiver: Endpoint, senders: list[Endpoint], rate_pps: floa
                 packets: int, first_qp: int) -> tuple[dict, object, int]:
     planned = incast(senders, receiver, FlowOptions(qps_per_pair=1, first_qp=first_qp, payload_len=payload_len))
     (spec,) = receive_specs(planned, ReceiveSpec(duration_s=60, quiet_s=1.0), packets_per_flow=packets).values()
-    start_ns = time.time_ns() + 1_000_000_000  # every sender primes, then all start together
+    # Every sender process starts and primes, then all send from the same instant.
+    start_ns = time.time_ns() + int((1.0 + 0.3 * len(senders)) * 1e9)
     with start_receiver(lab.namespace(receiver.node), spec) as rx:
         procs = []
         try:
