@@ -94,6 +94,7 @@ class FailoverCase:
     timeline: dict  # for plots
     seconds: float
     problems: tuple[str, ...] = field(default=())
+    sender_realtime: bool = False  # the sender's loop ran under SCHED_FIFO
 
     @property
     def passed(self) -> bool | None:
@@ -443,7 +444,8 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
     return dict(qps_on_element=len(on_qps), worst_window_ms=worst, worst_restore_ms=worst_back,
                 lost_elsewhere=lost_elsewhere, lost_before=lost_before, detected_ms=detected_ms,
                 restored_ms=restored_ms, returned_packets=returned, sender_lag_ms=lag_ms,
-                not_measurable=not_measurable, per_qp=tuple(per_qp), timeline=timeline, problems=tuple(problems))
+                not_measurable=not_measurable, per_qp=tuple(per_qp), timeline=timeline, problems=tuple(problems),
+                sender_realtime=sent.realtime)
 
 
 def _remove(counters: list[FlowCounters]) -> None:
