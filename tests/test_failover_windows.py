@@ -175,3 +175,17 @@ def test_plot_every_case(tmp_path):
     one = plot_failover(cases[0], tmp_path / "one.png")
     both = plot_failover(FailoverResult(cases, Objectives(), 1.0), tmp_path / "both.png")
     assert one.stat().st_size > 1000 and both.stat().st_size > one.stat().st_size
+
+
+def test_unknown_mode_of_the_older_call():
+    from harness.checks.failover import check_failover
+
+    with pytest.raises(HarnessError, match="valid modes are hard, gray"):
+        check_failover(None, mode="soft")
+
+
+def test_unknown_case_in_the_list():
+    from harness.checks.failover import check_failover
+
+    with pytest.raises(HarnessError, match=r"failover cases \['flaky'\]"):
+        check_failover(None, cases=("local", "flaky"))
