@@ -21,7 +21,7 @@ Why it matters in an AI data center: a collective is as fast as its slowest QP, 
 QP's ACK timeout stalls it and, after its retries, fails the job.
 
 Each case has a negative control that must fail against the same, fixed objective:
-the leaf ignoring carrier loss, so only BFD finds the dead cable (~0.6–0.9 s); the source
+the leaf ignoring carrier loss, so only BFD finds the dead cable (~1 s here); the source
 leaf programming its FIB 2 s after the withdrawal arrived;
 BFD off, or BFD timers slowed to 1 s × 3 (a budget derived from the timers would have
 grown with them: an absolute objective does not); zebra holding FIB updates 2 s while BGP
