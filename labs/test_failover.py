@@ -25,7 +25,9 @@ the leaf ignoring carrier loss, so only BFD finds the dead cable (~1 s here); th
 leaf programming its FIB 2 s after the withdrawal arrived;
 BFD off, or BFD timers slowed to 1 s × 3 (a budget derived from the timers would have
 grown with them: an absolute objective does not); zebra holding FIB updates 2 s while BGP
-advertises at once, so a spine that comes back attracts traffic it cannot forward yet.
+advertises at once, so a spine that comes back attracts traffic it cannot forward yet (this
+last one races FRR's nexthop tracking: it lost 436 ms in one run and nothing in the next,
+so the lab reports it as an expected failure when it does not bite).
 """
 from __future__ import annotations
 
@@ -114,5 +116,11 @@ def test_restore_is_budgeted(lab, results):
     _record(results, "failover-restore", good)
     assert good.passed is True and good.worst_restore_ms <= good.restore_objective_ms, good.reason
     with fib_lag(lab, [spine], hold_ms=2000):
-        bad = _negative(lab, results, "failover-restore-fib-lag", "remote", (spine, to_far))
-    assert bad.worst_restore_ms > bad.restore_objective_ms and "after the restore" in bad.reason
+        bad = check_failover_case(lab, "remote", element=(spine, to_far))
+    _record(results, "failover-restore-fib-lag", bad)
+    if bad.worst_restore_ms == 0:
+        # Seen here: 436 ms lost in one run, none in the next. Whether bgpd advertises the
+        # restored route before zebra installs it races FRR's nexthop tracking: not yet a
+        # negative control that always fails, so it is not counted as one.
+        pytest.xfail("fib_lag did not make the restore lossy this time (FRR nexthop-tracking race)")
+    assert bad.passed is False and "after the restore" in bad.reason, bad.reason
