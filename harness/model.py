@@ -8,6 +8,7 @@ a hint. Nothing here touches the system.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -150,6 +151,24 @@ class Bfd:
 
 
 @dataclass(frozen=True)
+class Objectives:
+    """The loss window each QP may suffer, in ms, per kind of event: what the job can bear,
+    declared by the user and never derived from the configuration under test (raising BFD
+    timers must not raise the budget). Defaults, and why, in the README ("Failover").
+
+    hard_ms: carrier loss next to the switch that must reroute (a leaf uplink, a whole spine).
+    remote_ms: carrier loss one hop away: the news must travel as a BGP withdrawal.
+    gray_ms: a link that stays up and drops everything (only BFD can tell).
+    restore_ms: a failed element coming back.
+    """
+
+    hard_ms: float = 50.0
+    remote_ms: float = 250.0
+    gray_ms: float = 1000.0
+    restore_ms: float = 10.0
+
+
+@dataclass(frozen=True)
 class Cable:
     """A cable beyond what the builders lay: between two nodes, by name.
 
@@ -175,6 +194,7 @@ class Cluster:
     addressing: Addressing = field(default_factory=Addressing)
     bfd: Bfd = field(default_factory=Bfd)
     cables: tuple[Cable, ...] = ()
+    objectives: Objectives = field(default_factory=Objectives)
 
 
 # --------------------------------------------------------------------------- the built fabric
@@ -459,6 +479,26 @@ def _check_declaration(c: Cluster) -> list[Problem]:
     if not _NAME.match(c.bfd.profile or ""):
         p.append(Problem("bfd.profile", f"{c.bfd.profile!r} is not a usable profile name", "e.g. 'fabric'"))
     p += _check_addressing(addr)
+    p += _check_objectives(c.objectives)
+    return p
+
+
+def _check_objectives(o: Objectives) -> list[Problem]:
+    p: list[Problem] = []
+    if not isinstance(o, Objectives):
+        return [Problem("objectives", f"{o!r} is not an Objectives", "write objectives=Objectives(hard_ms=50, ...)")]
+    for name in ("hard_ms", "remote_ms", "gray_ms", "restore_ms"):
+        value = getattr(o, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            p.append(Problem(f"objectives.{name}", f"{value!r} is not a number of milliseconds",
+                             f"e.g. {name}={getattr(Objectives(), name):g}"))
+        elif value <= 0:
+            p.append(Problem(f"objectives.{name}", f"{value:g} ms: a loss window objective must be > 0",
+                             "a zero objective cannot be measured (one packet slot is the resolution)"))
+        elif value > 60_000:
+            p.append(Problem(f"objectives.{name}", f"{value:g} ms is over a minute: no job survives that",
+                             "declare what the job can bear, in ms (default "
+                             f"{getattr(Objectives(), name):g})"))
     return p
 
 
@@ -552,7 +592,7 @@ def cluster_to_dict(cluster: Cluster) -> dict:
 
 def cluster_from_dict(data: dict) -> Cluster:
     parts = {"gpu": GpuNodes, "backend": Backend, "frontend": Frontend, "mgmt": Management,
-             "addressing": Addressing, "bfd": Bfd}
+             "addressing": Addressing, "bfd": Bfd, "objectives": Objectives}
     kwargs = {key: cls(**data[key]) for key, cls in parts.items() if key in data}
     kwargs["cables"] = tuple(Cable(**c) for c in data.get("cables", ()))
     return Cluster(name=data["name"], **kwargs)

@@ -120,22 +120,27 @@ def plot_ecmp(result, path: Path) -> Path:
 
 
 def plot_failover(result, path: Path) -> Path:
-    """Received rate over time, with the failure and the restore marked."""
+    """Received rate over time per failover case, failure and restore marked, with the worst
+    loss window against its declared objective. `result`: a FailoverResult or one FailoverCase."""
     plt = _pyplot()
-    t = result.timeline
-    width_s = t["bucket_ms"] / 1000
-    xs = [i * width_s for i in range(len(t["received"]))]
-    ys = [n / width_s for n in t["received"]]
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    ax.plot(xs, ys, linewidth=1, label="received (pps)")
-    ax.axhline(t["offered_pps"], color="grey", linestyle=":", label="offered")
-    ax.axvline(t["failure_ms"] / 1000, color="#d62728", label=f"{result.mode} failure")
-    ax.axvline(t["restore_ms"] / 1000, color="#2ca02c", label="restore")
-    ax.set_xlabel("s")
-    ax.set_ylabel("packets/s")
-    ax.set_title(f"{result.mode} failure of {result.link}: worst loss window {result.worst_window_ms:.0f} ms "
-                 f"(budget {result.budget_ms:.0f})")
-    ax.legend(loc="lower right", fontsize=8)
+    cases = list(getattr(result, "cases", None) or [result])
+    fig, axes = plt.subplots(len(cases), 1, figsize=(8, 2.6 * len(cases)), squeeze=False)
+    for ax, case in zip(axes[:, 0], cases):
+        t = case.timeline
+        width_s = t["bucket_ms"] / 1000
+        xs = [i * width_s for i in range(len(t["received"]))]
+        ys = [n / width_s for n in t["received"]]
+        colour = {True: "#1f77b4", False: "#d62728", None: "#ff7f0e"}[case.passed]
+        ax.plot(xs, ys, linewidth=1, color=colour, label="received (pps)")
+        ax.axhline(t["offered_pps"], color="grey", linestyle=":", label="offered")
+        ax.axvline(t["failure_ms"] / 1000, color="#d62728", label="failure")
+        ax.axvline(t["restore_ms"] / 1000, color="#2ca02c", label="restore")
+        ax.set_ylabel("packets/s")
+        ax.set_title(f"{case.case}: {case.element} — window {case.worst_window_ms:.1f} ms "
+                     f"(objective {case.objective_ms:g}), restore {case.worst_restore_ms:.1f} ms "
+                     f"(objective {case.restore_objective_ms:g})", fontsize=9)
+        ax.legend(loc="lower right", fontsize=7)
+    axes[-1, 0].set_xlabel("s")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

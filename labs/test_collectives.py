@@ -1,24 +1,33 @@
-"""Lesson 5 — the BE carries a job's collectives, loss-free.
+"""Lesson 5 — the BE carries a job's collectives, and what a congested, lossy port does to them.
 
-Claim: the traffic of a training job's collectives crosses the BE whole and in order:
-a ring (each GPU to the next on its rail, the step of a ring all-reduce), an all-to-all
-within a rail (expert parallelism's dispatch), and an incast (N GPUs to one, as when a
-parameter shard or a checkpoint is gathered). Every QP's packets arrive, none reordered.
+Claim 1 (unloaded): the traffic of a training job's collectives crosses the BE whole and in
+order: a ring (each GPU to the next on its rail, the step of a ring all-reduce), an
+all-to-all within a rail (expert parallelism's dispatch), and an incast (N GPUs to one, as
+when a parameter shard or a checkpoint is gathered). Every QP's packets arrive, none reordered.
 
-Why it matters in an AI data center: RoCEv2 has no TCP to hide loss — a dropped packet
-costs a go-back-N retransmission of the window, and a collective waits for its slowest
-QP. Real fabrics get this from PFC and ECN (rendered into config_db.json here, but not
-enforced by SONiC-VS or the kernel); this lab checks the part the emulation can: routing
-delivers every QP over its rail without loss or reordering.
+Claim 2 (congested): an incast is where a BE port overflows. The receiver's leaf port is
+shaped (tbf, with a 20 ms queue) to 1.5 senders' worth of traffic; 1, 2, 4 and 7 GPUs then
+send to it at once. Within capacity (1 sender) nothing is lost and the queue stays empty;
+beyond it the queue fills (queueing delay up to the 20 ms the port can hold), the port
+drops what exceeds its rate (about 1 - 1.5/N of it), and the transfer takes as long as the
+port needs, or longer.
 
-Make it fail: break a leaf-spine link with `fablab link LAB be-g1-r0 be-s1 gray` while it
-runs, or send more than the fabric can forward.
+Why it matters in an AI data center: RoCEv2 has no TCP to hide loss. Every PSN gap the
+receiver sees is a NAK, and the sender goes back N: it resends everything from the lost
+packet on, so a lossy port under incast multiplies its own load and the collective waits
+for its slowest QP. Real BE fabrics are lossless: PFC on the RoCE priority pauses the
+senders before the queue overflows (back-pressure instead of drops), and ECN/DCQCN slows
+them earlier. fablab renders PFC and ECN into config_db.json, but SONiC-VS and the Linux
+kernel do not act on them: here the port is lossy, and this lab measures exactly that.
+
+Make it fail: remove the shaper from inside the run (the "congested" fan-ins then lose
+nothing and the check says the port was not congested), or break a link on the rail.
 """
 from __future__ import annotations
 
 import pytest
 
-from harness.checks.collectives import check_collective
+from harness.checks.collectives import check_collective, check_incast
 
 
 @pytest.mark.parametrize("pattern", ["ring", "all-to-all", "incast"])
@@ -27,3 +36,19 @@ def test_collective_is_delivered_whole_and_in_order(lab, results, pattern):
     results.record(f"collective-{pattern}", result)
     assert result.packets_sent > 0 and result.flows >= result.members - 1  # incast: N-1 senders
     assert result.passed, result.reason
+
+
+def test_incast_congests_a_lossy_port(lab, results):
+    result = check_incast(lab, fan_ins=(1, 2, 4, 7), rail=0)
+    results.record("collective-incast-congested", result)
+    assert result.passed, result.reason
+    by_n = {f.senders: f for f in result.fan_ins}
+    # Positive control: within the port's rate nothing is lost and nothing waits.
+    assert by_n[1].loss_pct == 0 and by_n[1].queue_avg_ms < 5
+    # Beyond it: loss grows with fan-in, the queue fills, the slowest sender finishes late.
+    assert 0 < by_n[2].loss_pct < by_n[4].loss_pct < by_n[7].loss_pct
+    assert by_n[7].queue_avg_ms > by_n[1].queue_avg_ms + 5
+    assert by_n[7].gaps > 0  # each a go-back-N retransmission on a real RoCEv2 NIC
+    # The shaper was removed afterwards: an unshaped incast delivers everything again.
+    after = check_collective(lab, "incast", rail=0, packets=300, rate_pps=1000)
+    assert after.passed, after.reason

@@ -1,51 +1,126 @@
-"""Lesson 3 — the fabric fails over within budget.
+"""Lesson 3 — the fabric fails over, and heals, within the loss windows you declared.
 
-Claim: while 16 RoCEv2 QPs run at 1000 packets/s each across the spines, one leaf-spine
-link fails. A hard failure (carrier loss) costs each affected QP at most 50 ms of packets;
-a gray failure (the link stays up, frames vanish) at most the BFD detection time
-(300 ms × 3) plus 200 ms. QPs on the other link lose nothing, and once the link is
-restored, traffic returns to it without loss.
+Claim: while RoCEv2 QPs run at 1000 packets/s each across the spines, an element of the
+fabric fails and comes back, and each QP's loss window stays within the objective declared
+with the cluster (`Cluster(objectives=Objectives(...))`, defaults in the README):
+
+- local: a leaf–spine cable is pulled (the leaf sees carrier loss): hard_ms, 50 ms;
+- remote: a spine loses its cable to the far leaf: the spine cannot reroute, the source leaf
+  learns it by a BGP withdrawal: remote_ms, 250 ms;
+- gray: a leaf–spine link stays up and drops everything: only BFD tells: gray_ms, 1000 ms;
+- spine: every cable of one spine is pulled: hard_ms;
+- and each time the element comes back: restore_ms, 10 ms.
+
+QPs are picked by the path they take, so at least 4 cross the failed element whatever the
+uplink count; the others must lose nothing. Windows come from the sender's timestamps
+around each gap; if the sender itself fell behind its schedule there, the case is "not
+measurable", never a pass.
 
 Why it matters in an AI data center: a collective is as fast as its slowest QP, and RoCEv2
-(go-back-N) answers loss by resending whole windows: a second of black-holing stalls the
-whole job. Carrier loss is easy; the dangerous failure is the gray one — a dirty optic,
-a failing ASIC port — where the link looks up and only BFD can tell.
+(go-back-N) answers loss by resending from the first lost packet; a loss longer than the
+QP's ACK timeout stalls it and, after its retries, fails the job.
 
-Make it fail: turn BFD off (the gray failure then lasts until the BGP hold timer, 9 s),
-or raise `Bfd(interval_ms=...)` in the declaration beyond the budget you need.
+Each case has a negative control that must fail against the same, fixed objective:
+the leaf ignoring carrier loss, so only BFD finds the dead cable (~1 s here); the source
+leaf programming its FIB 2 s after the withdrawal arrived;
+BFD off, or BFD timers slowed to 1 s × 3 (a budget derived from the timers would have
+grown with them: an absolute objective does not); zebra holding FIB updates 2 s while BGP
+advertises at once, so a spine that comes back attracts traffic it cannot forward yet (this
+last one races FRR's nexthop tracking: it lost 436 ms in one run and nothing in the next,
+so the lab reports it as an expected failure when it does not bite).
 """
 from __future__ import annotations
 
 import pytest
 
-from harness.checks.failover import check_failover
+from harness.checks.failover import check_failover_case
+from harness.checks.sabotage import bfd_off, carrier_blind, fib_lag, slow_bfd
+from harness.checks.ecmp import _far_peer, first_gpu_nic
 from harness.report import plot_failover
 
 
-@pytest.mark.parametrize("mode", ["hard", "gray"])
-def test_failover_within_budget(lab, results, mode):
-    result = check_failover(lab, mode=mode, flows=16, rate_pps=1000)
-    plot = plot_failover(result, results.path(f"failover-{mode}.png"))
-    results.record(f"failover-{mode}", result, plots=(plot,))
-    assert result.flows_on_failed_link > 0  # the failure hit traffic, so the figures mean something
+def _ends(lab):
+    """The source leaf, its first uplink and that spine, and the spine's port to the far leaf."""
+    src = first_gpu_nic(lab.plan)
+    nic = lab.plan.host(src[0]).nic(src[1])
+    leaf = nic.peer
+    far = lab.plan.host(_far_peer(lab.plan, src[0], nic)[0]).nic(src[1]).peer
+    uplink = lab.plan.switch(leaf).fabric_ports[0]
+    spine = uplink.peer
+    to_far = next(p.name for p in lab.plan.switch(spine).fabric_ports if p.peer == far)
+    return leaf, uplink.name, spine, to_far
+
+
+def _record(results, name, result):
+    plot = plot_failover(result, results.path(f"{name}.png"))
+    results.record(name, result, plots=(plot,))
+
+
+def _positive(lab, results, case, element):
+    result = check_failover_case(lab, case, element=element)
+    _record(results, f"failover-{case}", result)
+    assert result.qps_on_element >= result.min_on_element  # the failure hit traffic: the figures mean something
     assert result.lost_elsewhere == 0
-    assert result.passed, result.reason
+    assert result.passed is True, result.reason
+    return result
 
 
-def test_gray_failure_without_bfd_is_caught(lab, results):
-    from harness.checks.sabotage import bfd_off
-    from harness.wait import until
+def _negative(lab, results, name, case, element, **options):
+    result = check_failover_case(lab, case, element=element, **options)
+    _record(results, name, result)
+    assert result.passed is False, result.reason
+    return result
 
-    leaf = lab.plan.host("gpu01").nic("rail0").peer
-    spine = lab.plan.switch(leaf).fabric_ports[0].peer
-    def routed_without_bfd() -> bool:  # sessions reset when BFD goes: wait for BGP and the FIB only
-        return not [s for s in lab.shortfalls() if s.missing_routes or s.sessions_up < s.sessions_expected]
 
+def test_local_link(lab, results):
+    leaf, uplink, _, _ = _ends(lab)
+    _positive(lab, results, "local", (leaf, uplink))
+    with carrier_blind(lab, leaf, [uplink]):
+        bad = _negative(lab, results, "failover-local-carrier-blind", "local", (leaf, uplink))
+    assert bad.worst_window_ms > bad.objective_ms and "loss window" in bad.reason
+
+
+def test_remote_link(lab, results):
+    leaf, _, spine, to_far = _ends(lab)
+    _positive(lab, results, "remote", (spine, to_far))
+    # The withdrawal reaches the source leaf at once, but its FIB is programmed 2 s later.
+    with fib_lag(lab, [leaf], hold_ms=2000):
+        bad = _negative(lab, results, "failover-remote-slow-fib", "remote", (spine, to_far))
+    assert bad.worst_window_ms > bad.objective_ms and "loss window" in bad.reason
+
+
+def test_gray_link(lab, results):
+    leaf, uplink, spine, _ = _ends(lab)
+    good = _positive(lab, results, "gray", (leaf, uplink))
+    with slow_bfd(lab, [leaf, spine], interval_ms=1000, multiplier=3):
+        slow = _negative(lab, results, "failover-gray-slow-bfd", "gray", (leaf, uplink))
+    assert slow.objective_ms == good.objective_ms  # the objective did not grow with the timers
+    assert slow.worst_window_ms > slow.objective_ms
     with bfd_off(lab, [leaf, spine]):
-        until(routed_without_bfd, 60, "BGP to converge without BFD")
-        result = check_failover(lab, mode="gray", leaf=leaf, spine=spine, flows=16, rate_pps=1000)
-    results.record("failover-gray-bfd-off", result)
-    assert not result.passed
-    assert result.detected_ms is None and "is BFD on" in result.reason
-    assert result.worst_window_ms > result.budget_ms
-    until(lambda: not lab.shortfalls(), 60, "the fabric to converge again with BFD back on")
+        blind = _negative(lab, results, "failover-gray-bfd-off", "gray", (leaf, uplink))
+    assert blind.detected_ms is None and "is BFD on" in blind.reason
+
+
+def test_spine_down(lab, results):
+    leaf, uplink, spine, _ = _ends(lab)
+    _positive(lab, results, "spine", (leaf, uplink))
+    to_spine = [p.name for p in lab.plan.switch(leaf).fabric_ports if p.peer == spine]
+    with carrier_blind(lab, leaf, to_spine):
+        bad = _negative(lab, results, "failover-spine-carrier-blind", "spine", (leaf, uplink))
+    assert bad.worst_window_ms > bad.objective_ms
+
+
+def test_restore_is_budgeted(lab, results):
+    _, _, spine, to_far = _ends(lab)
+    good = check_failover_case(lab, "remote", element=(spine, to_far))
+    _record(results, "failover-restore", good)
+    assert good.passed is True and good.worst_restore_ms <= good.restore_objective_ms, good.reason
+    with fib_lag(lab, [spine], hold_ms=2000):
+        bad = check_failover_case(lab, "remote", element=(spine, to_far))
+    _record(results, "failover-restore-fib-lag", bad)
+    if bad.worst_restore_ms == 0:
+        # Seen here: 436 ms lost in one run, none in the next. Whether bgpd advertises the
+        # restored route before zebra installs it races FRR's nexthop tracking: not yet a
+        # negative control that always fails, so it is not counted as one.
+        pytest.xfail("fib_lag did not make the restore lossy this time (FRR nexthop-tracking race)")
+    assert bad.passed is False and "after the restore" in bad.reason, bad.reason

@@ -1,7 +1,12 @@
 """Collective traffic over the BE: ring, all-to-all within a rail, incast (N -> 1).
 
-Every flow is a RoCEv2 QP from one GPU NIC to another on the same rail; every packet must
-arrive, in order. This is the traffic the claims are about, driven as a job would.
+Every flow is a RoCEv2 QP from one GPU NIC to another on the same rail. Unloaded, every
+packet must arrive, in order (`check_collective`). Loaded (`check_incast`), the incast
+receiver's leaf port is shaped below what the senders offer, as a port is when N GPUs send
+to one at line rate: per sender and per fan-in we measure loss, completion time and
+queueing delay. The port here is lossy, as every port of this emulation is: what it drops
+a real RoCEv2 NIC resends go-back-N; PFC would pause the senders instead (SONiC-VS and the
+kernel do not act on PFC: it is rendered as configuration only).
 """
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ from dataclasses import dataclass, field
 from harness.checks.result import Outcome
 from harness.errors import HarnessError
 from harness.model import Role
-from harness.traffic.flows import ReceiveSpec
+from harness.traffic.flows import ReceiveSpec, SendSpec
 from harness.traffic.patterns import Endpoint, FlowOptions, all_to_all, incast, receive_specs, ring, send_specs
+from harness.traffic.roce import BTH_LEN, ICRC_LEN, IP_LEN, RETH_LEN, UDP_LEN
 from harness.traffic.runner import start_receiver, start_sender
 
 PATTERNS = ("ring", "all-to-all", "incast")
@@ -88,3 +94,207 @@ def check_collective(lab, pattern: str, rail: int = 0, packets: int = 300, qps_p
         problems.append(f"{reordered} packets reordered")
     return CollectiveResult(pattern, rail, len(members), len(planned), total_sent, total_received, lost, reordered,
                             round(time.monotonic() - t0, 2), tuple(problems))
+
+
+# ---------------------------------------------------------------------------- incast under congestion
+
+_ETH_LEN = 14
+
+
+@dataclass(frozen=True)
+class SenderFigures:
+    sender: str  # node:nic
+    sent: int
+    received: int
+    loss_pct: float
+    completion_ms: float  # from the common start to its last packet's arrival
+    queue_avg_ms: float  # one-way delay above the unloaded path's (send/receive timestamps, one clock)
+    queue_max_ms: float
+    gaps: int  # PSN gaps the responder saw: each one a go-back-N retransmission in real RoCEv2
+
+
+@dataclass(frozen=True)
+class FanIn:
+    senders: int
+    offered_mbit: float
+    shaped_mbit: float
+    sent: int
+    received: int
+    loss_pct: float
+    delivered_mbit: float  # what arrived, over the time from the common start to the last arrival
+    completion_ms: float  # the slowest sender's: a collective waits for it
+    ideal_ms: float  # all bytes at the shaped rate (a lossless, paused port's best)
+    queue_avg_ms: float
+    queue_max_ms: float
+    gaps: int
+    jain: float  # fairness of delivered packets across senders
+    per_sender: tuple[SenderFigures, ...]
+
+
+@dataclass(frozen=True)
+class IncastResult(Outcome):
+    receiver: str
+    port: str  # the shaped leaf port, "leaf:port"
+    shaper: str  # the tc command applied
+    shaped_mbit: float
+    per_sender_mbit: float
+    packet_bytes: int  # on the wire, with the Ethernet header
+    base_delay_ms: float  # one-way delay with one sender, below the shaped rate
+    fan_ins: tuple[FanIn, ...]
+    pfc_enforced: bool  # False: the emulation drops instead of pausing
+    seconds: float
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def reason(self) -> str:
+        figures = "; ".join(f"{f.senders}→1 {f.offered_mbit:.0f}/{f.shaped_mbit:.0f} Mbit/s: loss {f.loss_pct:.1f} %, "
+                            f"done {f.completion_ms:.0f} ms (ideal {f.ideal_ms:.0f}), queue {f.queue_avg_ms:.1f}/"
+                            f"{f.queue_max_ms:.1f} ms avg/max" for f in self.fan_ins)
+        return (("measured: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ")
+                + f"incast into {self.port} shaped to {self.shaped_mbit:g} Mbit/s: " + figures)
+
+
+def _wire_bytes(payload_len: int) -> int:
+    return _ETH_LEN + IP_LEN + UDP_LEN + BTH_LEN + RETH_LEN + payload_len + ICRC_LEN
+
+
+def check_incast(lab, fan_ins: tuple[int, ...] = (1, 2, 4, 7), rail: int = 0, rate_pps: float = 2000.0,
+                 payload_len: int = 1024, capacity: float = 1.5, packets: int = 2000,
+                 queue_ms: float = 20.0) -> IncastResult:
+    """N senders -> one receiver on a rail, the receiver's leaf port shaped (tbf) to `capacity`
+    senders' worth of traffic, with a queue of `queue_ms` at that rate. Each sender offers
+    rate_pps of payload_len-byte RDMA WRITEs for `packets` packets, all starting together.
+
+    Passes when the measurement is sound: a fan-in within capacity loses nothing (the path
+    is clean), and one well beyond it does lose (the port really is congested; otherwise
+    this proves nothing). The figures are the lesson, not a verdict on the fabric: every
+    port here is lossy."""
+    if capacity <= 0 or rate_pps <= 0 or packets < 100:
+        raise HarnessError(f"check_incast: capacity {capacity:g} and rate_pps {rate_pps:g} must be > 0, "
+                           f"packets {packets} >= 100")
+    t0 = time.monotonic()
+    members = rail_members(lab, rail)
+    if len(members) < 2:
+        raise HarnessError(f"rail {rail} has {len(members)} GPU NIC(s): an incast needs a receiver and a sender")
+    receiver, senders = members[0], members[1:]
+    bad = [n for n in fan_ins if not 1 <= n <= len(senders)]
+    if bad:
+        raise HarnessError(f"fan_ins {bad}: rail {rail} has {len(senders)} possible senders (1..{len(senders)})")
+    nic = lab.plan.host(receiver.node).nic(receiver.nic)
+    leaf, port = nic.peer, nic.peer_port
+    wire = _wire_bytes(payload_len)
+    per_sender_bit = rate_pps * wire * 8
+    shaped_bit = capacity * per_sender_bit
+    limit = max(int(shaped_bit / 8 * queue_ms / 1000), 2 * wire)
+    burst = max(2 * wire, int(shaped_bit / 8 / 1000))  # about 1 ms of tokens
+    tc = ["tc", "qdisc", "replace", "dev", port, "root", "tbf", "rate", f"{int(shaped_bit)}bit",
+          "burst", str(burst), "limit", str(limit)]
+    results: list[FanIn] = []
+    problems: list[str] = []
+    base_delay = None
+    lab.ns_exec(leaf, tc, check=True)
+    try:
+        # The unloaded path's one-way delay, measured under the same shaper with one slow sender.
+        base_delay = _base_delay(lab, receiver, senders[0], payload_len)
+        for n in fan_ins:
+            results.append(_fan_in(lab, receiver, senders[:n], rate_pps, payload_len, packets, wire,
+                                   shaped_bit, base_delay))
+    finally:
+        lab.ns_exec(leaf, ["tc", "qdisc", "del", "dev", port, "root"])  # undo, whatever happened
+    for f in results:
+        within = f.offered_mbit <= f.shaped_mbit
+        if within and f.loss_pct > 0:
+            problems.append(f"{f.senders}→1 offered {f.offered_mbit:.1f} Mbit/s, within the port's "
+                            f"{f.shaped_mbit:.1f}, yet lost {f.loss_pct:.1f} %: the path is not clean")
+        if f.offered_mbit > 1.2 * f.shaped_mbit and f.loss_pct == 0:
+            problems.append(f"{f.senders}→1 offered {f.offered_mbit:.1f} Mbit/s into {f.shaped_mbit:.1f} and lost "
+                            f"nothing: the port was not congested (is the shaper on {leaf}:{port}?)")
+    return IncastResult(
+        receiver=f"{receiver.node}:{receiver.nic}", port=f"{leaf}:{port}", shaper=" ".join(tc),
+        shaped_mbit=round(shaped_bit / 1e6, 3), per_sender_mbit=round(per_sender_bit / 1e6, 3), packet_bytes=wire,
+        base_delay_ms=round(base_delay or 0.0, 3), fan_ins=tuple(results), pfc_enforced=False,
+        seconds=round(time.monotonic() - t0, 2), problems=tuple(problems))
+
+
+def _run_incast(lab, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
+                packets: int, first_qp: int) -> tuple[dict, object, int]:
+    planned = incast(senders, receiver, FlowOptions(qps_per_pair=1, first_qp=first_qp, payload_len=payload_len))
+    (spec,) = receive_specs(planned, ReceiveSpec(duration_s=60, quiet_s=1.0), packets_per_flow=packets).values()
+    # Every sender process starts and primes, then all send from the same instant.
+    start_ns = time.time_ns() + int((1.0 + 0.3 * len(senders)) * 1e9)
+    with start_receiver(lab.namespace(receiver.node), spec) as rx:
+        procs = []
+        try:
+            for ep, send in send_specs(planned, packets=packets, rate_pps=rate_pps).items():
+                procs.append((ep, start_sender(lab.namespace(ep.node), SendSpec(
+                    flows=send.flows, packets=packets, rate_pps=rate_pps, device=send.device, start_at_ns=start_ns))))
+            sent = {ep: p.result(120) for ep, p in procs}
+        finally:
+            for _, p in procs:
+                p.kill()
+        got = rx.result(60)
+    return sent, got, start_ns
+
+
+def _base_delay(lab, receiver: Endpoint, sender: Endpoint, payload_len: int) -> float:
+    sent, got, _ = _run_incast(lab, receiver, [sender], 200.0, payload_len, 100, 0x1800)
+    return min((f.latency_min_ns for f in got.flows), default=0) / 1e6
+
+
+def _fan_in(lab, receiver, senders, rate_pps, payload_len, packets, wire, shaped_bit, base_delay) -> FanIn:
+    sent, got, start_ns = _run_incast(lab, receiver, senders, rate_pps, payload_len, packets, 0x2000)
+    by_flow = {f.flow_id: f for f in got.flows}
+    per = []
+    for ep, result in sent.items():
+        for fs in result.flows:
+            f = by_flow.get(fs.flow_id)
+            received = f.unique if f else 0
+            per.append(SenderFigures(
+                sender=f"{ep.node}:{ep.nic}", sent=fs.packets, received=received,
+                loss_pct=round(100 * (fs.packets - received) / fs.packets, 2),
+                completion_ms=round((f.last_ns - start_ns) / 1e6, 1) if f else 0.0,
+                queue_avg_ms=round(max(0.0, f.latency_avg_ns / 1e6 - base_delay), 3) if f else 0.0,
+                queue_max_ms=round(max(0.0, f.latency_max_ns / 1e6 - base_delay), 3) if f else 0.0,
+                gaps=f.psn_gaps if f else 0))
+    total_sent = sum(p.sent for p in per)
+    total_got = sum(p.received for p in per)
+    last = max((f.last_ns for f in got.flows), default=start_ns)
+    span_s = max((last - start_ns) / 1e9, 1e-9)
+    counts = [p.received for p in per]
+    return FanIn(
+        senders=len(senders), offered_mbit=round(len(senders) * rate_pps * wire * 8 / 1e6, 3),
+        shaped_mbit=round(shaped_bit / 1e6, 3), sent=total_sent, received=total_got,
+        loss_pct=round(100 * (total_sent - total_got) / total_sent, 2) if total_sent else 0.0,
+        delivered_mbit=round(total_got * wire * 8 / span_s / 1e6, 3),
+        completion_ms=max((p.completion_ms for p in per), default=0.0),
+        ideal_ms=round(max(total_sent * wire * 8 / shaped_bit, packets / rate_pps) * 1000, 1),
+        queue_avg_ms=round(sum(p.queue_avg_ms * p.received for p in per) / total_got, 3) if total_got else 0.0,
+        queue_max_ms=max((p.queue_max_ms for p in per), default=0.0),
+        gaps=sum(p.gaps for p in per),
+        jain=round(sum(counts) ** 2 / (len(counts) * sum(c * c for c in counts)), 3) if any(counts) else 0.0,
+        per_sender=tuple(per))
+
+
+@dataclass(frozen=True)
+class CollectivesResult(Outcome):
+    """What `fablab check` runs: the patterns delivered whole when unloaded, and the incast sweep."""
+
+    patterns: tuple[CollectiveResult, ...]
+    incast: IncastResult
+    seconds: float
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def reason(self) -> str:
+        delivered = ", ".join(f"{p.pattern} {p.packets_received}/{p.packets_sent}" for p in self.patterns)
+        return (("passed: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ")
+                + f"unloaded {delivered}; " + self.incast.reason.split(": ", 1)[-1])
+
+
+def check_collectives(lab, rail: int = 0) -> CollectivesResult:
+    t0 = time.monotonic()
+    patterns = tuple(check_collective(lab, p, rail=rail) for p in PATTERNS)
+    congested = check_incast(lab, rail=rail)
+    problems = tuple(f"{p.pattern}: {x}" for p in patterns for x in p.problems) + tuple(
+        f"incast: {x}" for x in congested.problems)
+    return CollectivesResult(patterns, congested, round(time.monotonic() - t0, 2), problems)

@@ -130,6 +130,58 @@ def bfd_off(lab, switches: list[str]) -> Sabotage:
     return Sabotage(f"BFD off on {', '.join(switches)}", undo)
 
 
+def slow_bfd(lab, switches: list[str], interval_ms: int = 1000, multiplier: int = 3) -> Sabotage:
+    """BFD left at slow timers on these switches (a profile copied from a campus network):
+    a gray failure now lasts interval × multiplier. Against an absolute objective this must
+    fail; a budget derived from the timers would have grown with them."""
+    bfd = lab.plan.fabric.cluster.bfd
+
+    def timers(ms: int, mult: int) -> None:
+        for n in switches:
+            _vtysh_config(lab, n, "bfd", f"profile {bfd.profile}", f"detect-multiplier {mult}",
+                          f"receive-interval {ms}", f"transmit-interval {ms}")
+
+    timers(interval_ms, multiplier)
+    return Sabotage(f"BFD {interval_ms} ms × {multiplier} on {', '.join(switches)}",
+                    lambda: timers(bfd.interval_ms, bfd.multiplier))
+
+
+def carrier_blind(lab, node: str, ports: list[str]) -> Sabotage:
+    """The switch no longer acts on carrier loss of these ports: zebra ignores the carrier
+    (`no link-detect`) and the kernel keeps routing over a next hop whose carrier is gone
+    (ignore_routes_with_linkdown=0). A pulled cable is then noticed only when BFD (or the BGP
+    hold timer) gives up on the session: the fast local repair a hard failure relies on is gone."""
+    keys = [f"net.ipv4.conf.{p}.ignore_routes_with_linkdown" for p in ports]
+    keys.append("net.ipv4.conf.all.ignore_routes_with_linkdown")
+    before = {k: lab.sysctl(node, k) for k in keys}
+    for p in ports:
+        _vtysh_config(lab, node, f"interface {p}", "no link-detect")
+    lab.set_sysctls(node, {k: 0 for k in keys})
+
+    def undo() -> None:
+        lab.set_sysctls(node, before)
+        for p in ports:
+            _vtysh_config(lab, node, f"interface {p}", "link-detect")
+
+    return Sabotage(f"carrier loss ignored on {node}:{','.join(ports)}", undo)
+
+
+def fib_lag(lab, switches: list[str], hold_ms: int = 2000) -> Sabotage:
+    """zebra holds every RIB change `hold_ms` before it reaches the kernel, while bgpd, which
+    does not wait for the FIB (no `bgp suppress-fib-pending`), advertises at once: a switch
+    that comes back attracts traffic for routes it has not installed yet, and drops it."""
+    if not 0 <= hold_ms <= 10000:
+        raise HarnessError(f"fib_lag hold_ms {hold_ms}: zebra accepts 0..10000 ms")
+    for n in switches:
+        _vtysh_config(lab, n, f"zebra work-queue {hold_ms}")
+
+    def undo() -> None:
+        for n in switches:
+            _vtysh_config(lab, n, "no zebra work-queue")
+
+    return Sabotage(f"FIB installs held {hold_ms} ms on {', '.join(switches)}", undo)
+
+
 # --------------------------------------------------------------------------- faults made from outside fablab
 # These change the running lab without telling fablab (nothing goes into lab.extra_cables),
 # as a technician or a script would: only a check that reads the kernel can see them.

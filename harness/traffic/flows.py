@@ -141,6 +141,9 @@ class SendSpec:
     start_at_ns: int | None = None  # CLOCK_REALTIME: lines several senders up
     prime: bool = True  # probe each 5-tuple and wait for next-hop neighbours before sending
     prime_timeout_s: float = 3.0
+    # SCHED_FIFO for the sending loop, so that a busy machine delays it less (a measurement of
+    # loss windows wants the schedule kept); silently ordinary where not permitted
+    realtime: bool = False
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -195,6 +198,14 @@ class SendResult:
     max_lag_ns: int = 0  # constant rate: worst lateness of a packet against its slot
     retries: int = 0  # sends retried after ENOBUFS/EAGAIN
     primed: bool = True  # False: neighbours were still unresolved when priming gave up
+    realtime: bool = False  # the loop ran under SCHED_FIFO
+    # constant rate: (due, sent) CLOCK_REALTIME spans where packets left more than one of
+    # their flow's slots (1 / rate_pps) late; merged, in order
+    lag_spans: tuple[tuple[int, int], ...] = ()
+
+    def lagged_during(self, start_ns: int, end_ns: int) -> int:
+        """Worst lateness (ns) of the sender within [start_ns, end_ns], beyond one slot; 0 if none."""
+        return max((b - a for a, b in self.lag_spans if a <= end_ns and b >= start_ns), default=0)
 
     @property
     def packets(self) -> int:

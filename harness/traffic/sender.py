@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import errno
+import os
 import select
 import socket
 import struct
@@ -32,6 +33,7 @@ _NUD_INCOMPLETE = 0x01
 _PR_SET_TIMERSLACK = 29
 # A send the kernel refuses for lack of buffers is retried this long before it counts as dropped.
 _ENOBUFS_PATIENCE_NS = 20_000_000
+_MAX_LAG_SPANS = 10_000
 
 
 class SenderError(TrafficError):
@@ -248,6 +250,16 @@ def _run_fast(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Sequ
                 emit(seq, time_ns())
 
 
+def _go_realtime() -> bool:
+    """SCHED_FIFO at a modest priority: the loop sleeps between slots, so it leaves the CPU to
+    others, but wakes on time when it is due."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
 def _tighten_timer_slack() -> None:
     """Ask for 1 us timer slack (Linux prctl PR_SET_TIMERSLACK): with the default 50 us every
     short sleep between slots overshoots by about that much."""
@@ -258,16 +270,21 @@ def _tighten_timer_slack() -> None:
 
 
 def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Sequence[int]], count: int,
-               rate_pps: float) -> int:
+               rate_pps: float) -> tuple[int, tuple[tuple[int, int], ...]]:
     """Slot k of all flows' interleaved packets is due at start + k * step, from one fixed origin
     so that sleep overshoot never accumulates: a late packet goes out at once and the
-    next ones are back on schedule. Returns the worst lateness in ns."""
+    next ones are back on schedule. Returns the worst lateness in ns, and the spans (wall
+    clock, due..sent) where a packet went out more than one of its flow's slots late: a loss
+    window measured across such a span says as much about the sender as about the fabric."""
     _tighten_timer_slack()
     time_ns, clock, sleep = time.time_ns, time.perf_counter_ns, time.sleep
     flows = len(emits)
     step_ns = 1e9 / (rate_pps * flows)
+    slot_ns = 1e9 / rate_pps
     max_lag = 0
+    spans: list[list[int]] = []
     start = clock()
+    wall_offset = time_ns() - start  # perf_counter -> CLOCK_REALTIME, for the spans
     for k in range(count * flows):
         i, j = divmod(k, flows)
         seq = orders[j][i]
@@ -277,10 +294,17 @@ def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Seq
         now = clock()
         if now < due:
             sleep((due - now) / 1e9)
-        elif now - due > max_lag:
-            max_lag = now - due
+        else:
+            lag = now - due
+            if lag > max_lag:
+                max_lag = lag
+            if lag > slot_ns:
+                if spans and due + wall_offset <= spans[-1][1]:
+                    spans[-1][1] = now + wall_offset
+                elif len(spans) < _MAX_LAG_SPANS:
+                    spans.append([due + wall_offset, now + wall_offset])
         emits[j](seq, time_ns())
-    return max_lag
+    return max_lag, tuple((a, b) for a, b in spans)
 
 
 def send(spec: SendSpec) -> SendResult:
@@ -310,16 +334,18 @@ def send(spec: SendSpec) -> SendResult:
         count = spec.packets_per_flow
         orders = [send_order(count, e.flow.omit, e.flow.late) for e in emitters]
         emits = [e.emit for e in emitters]
+        realtime = spec.realtime and _go_realtime()
         if spec.start_at_ns is not None:
             _wait_until_wall(spec.start_at_ns)
         start_ns = time.time_ns()
-        max_lag = 0
+        max_lag, lag_spans = 0, ()
         if spec.rate_pps is None:
             _run_fast(emits, orders, count)
         else:
-            max_lag = _run_paced(emits, orders, count, spec.rate_pps)
+            max_lag, lag_spans = _run_paced(emits, orders, count, spec.rate_pps)
         end_ns = time.time_ns()
-        return SendResult(tuple(e.result() for e in emitters), start_ns, end_ns, max_lag, counters.retries, primed)
+        return SendResult(tuple(e.result() for e in emitters), start_ns, end_ns, max_lag, counters.retries, primed,
+                          realtime, lag_spans)
     finally:
         for e in emitters:
             e.close()

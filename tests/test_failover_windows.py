@@ -1,0 +1,191 @@
+"""Loss windows from the sender's timestamps around each gap, and when sender lag makes them
+unmeasurable: the arithmetic of harness.checks.failover, on real result objects."""
+from __future__ import annotations
+
+import pytest
+
+from harness.checks.failover import QpLoss, check_failover_case, judge, measure
+from harness.errors import HarnessError
+from harness.traffic.flows import FlowReceived, FlowSent, Gap, ReceiveResult, RoceFlow, SendResult
+
+MS = 1_000_000
+T0 = 1_000_000 * MS  # an arbitrary wall-clock origin
+FAIL, RESTORE = T0 + 1000 * MS, T0 + 3000 * MS
+
+
+def _flow(fid: int) -> RoceFlow:
+    return RoceFlow(flow_id=fid, dst="10.0.0.9", dst_qp=0x300 + fid, src_qp=0x300 + fid)
+
+
+def _received(fid: int, gaps: tuple[Gap, ...], max_seq: int = 5999) -> FlowReceived:
+    missing = sum(g.missing for g in gaps)
+    return FlowReceived(key=0x300 + fid, flow_id=fid, dst_qp=0x300 + fid, received=max_seq + 1 - missing,
+                        unique=max_seq + 1 - missing, duplicates=0, reordered=0, lost=missing, psn_gaps=len(gaps),
+                        psn_missing=missing, first_seq=0, max_seq=max_seq, first_ns=T0, last_ns=T0 + max_seq * MS,
+                        latency_min_ns=1, latency_avg_ns=1, latency_max_ns=1, seq_runs=(), gaps=gaps, buckets=())
+
+
+def _gap(after_seq: int, next_seq: int) -> Gap:
+    # 1000 pps: packet s left at T0 + s ms
+    return Gap(after_seq, next_seq, T0 + after_seq * MS, T0 + next_seq * MS, 0, 0)
+
+
+def _run(gaps_by_flow: dict[int, tuple[Gap, ...]], lag_spans=(), on=(1,)):
+    flows = [_flow(f) for f in gaps_by_flow]
+    sent = SendResult(flows=tuple(FlowSent(f.flow_id, f.dst_qp, 50000 + f.flow_id, 6000, 5999, T0, T0 + 5999 * MS)
+                                  for f in flows), start_ns=T0, end_ns=T0 + 6000 * MS, lag_spans=lag_spans)
+    received = ReceiveResult("roce", 4791, T0, T0 + 6000 * MS, 10 * MS, "quiet",
+                             tuple(_received(f, g) for f, g in gaps_by_flow.items()))
+    path_of = {f.flow_id: "leaf:E16" if f.flow_id in on else "leaf:E20" for f in flows}
+    sports = {f.flow_id: 50000 + f.flow_id for f in flows}
+    return measure(flows, sports, path_of, {"leaf:E16"}, sent, received, FAIL, RESTORE, 50.0, 10.0, 1000.0)
+
+
+def test_window_is_send_time_after_minus_before_the_gap():
+    per_qp, before = _run({1: (_gap(1000, 1031),), 2: ()})
+    assert per_qp[0].window_ms == 31.0 and per_qp[0].lost == 30 and before == 0
+    assert judge(per_qp, 50.0, 10.0) == ([], [])
+
+
+def test_window_over_the_objective_fails():
+    per_qp, _ = _run({1: (_gap(1000, 1080),), 2: ()})
+    problems, _ = judge(per_qp, 50.0, 10.0)
+    assert len(problems) == 1 and "loss window 80.0 ms > objective 50 ms" in problems[0]
+
+
+def test_loss_after_the_restore_is_judged_against_its_own_objective():
+    per_qp, _ = _run({1: (_gap(3100, 3125),), 2: ()})
+    assert per_qp[0].window_ms == 0 and per_qp[0].restore_window_ms == 25.0
+    problems, _ = judge(per_qp, 50.0, 10.0)
+    assert "after the restore" in problems[0]
+
+
+def test_a_qp_off_the_element_must_lose_nothing():
+    per_qp, _ = _run({1: (), 2: (_gap(1000, 1002),)})
+    problems, _ = judge(per_qp, 50.0, 10.0)
+    assert "not on the failed element lost" in problems[0]
+
+
+def test_loss_before_the_failure_is_counted_apart():
+    _, before = _run({1: (_gap(200, 205),), 2: ()})
+    assert before == 4
+
+
+def test_sender_lag_inside_a_gap_changes_nothing():
+    # Everything sent between the two delivered packets was lost anyway: the window stands.
+    per_qp, _ = _run({1: (_gap(1000, 1031),), 2: ()}, lag_spans=((T0 + 1010 * MS, T0 + 1015 * MS),))
+    assert per_qp[0].lag_ms == 0
+    assert judge(per_qp, 50.0, 10.0) == ([], [])
+
+
+def test_sender_lag_at_a_gap_edge_leaves_an_over_objective_window_unmeasurable():
+    # The first packet after the gap left 15 ms late: the fabric may have healed 15 ms earlier.
+    per_qp, _ = _run({1: (_gap(1000, 1055),), 2: ()}, lag_spans=((T0 + 1040 * MS, T0 + 1055 * MS),))
+    assert per_qp[0].edge_lag_ms == 15.0
+    problems, unsure = judge(per_qp, 50.0, 10.0)
+    assert problems == [] and [q.flow_id for q in unsure] == [1]
+
+
+def test_sender_lag_cannot_excuse_a_window_far_over_the_objective():
+    per_qp, _ = _run({1: (_gap(1000, 1900),), 2: ()}, lag_spans=((T0 + 1890 * MS, T0 + 1900 * MS),))
+    problems, unsure = judge(per_qp, 50.0, 10.0)
+    assert problems and not unsure
+
+
+def test_a_stall_right_after_the_failure_could_hide_a_loss():
+    # No gap, but the sender sent nothing for 58 ms just after the failure: a loss that long
+    # would not show. Over the objective: not measurable, never a pass.
+    per_qp, _ = _run({1: (), 2: ()}, lag_spans=((FAIL + 2 * MS, FAIL + 60 * MS),))
+    assert per_qp[0].hidden_lag_ms == 58.0 and per_qp[1].hidden_lag_ms == 0.0  # QP 2 is not on the element
+    assert [q.flow_id for q in judge(per_qp, 50.0, 10.0)[1]] == [1]
+
+
+def test_a_short_stall_cannot_hide_enough_to_matter():
+    per_qp, _ = _run({1: (), 2: ()}, lag_spans=((FAIL + 2 * MS, FAIL + 20 * MS),))
+    assert per_qp[0].hidden_lag_ms == 18.0
+    assert judge(per_qp, 50.0, 10.0) == ([], [])
+
+
+def test_lag_far_from_any_transition_does_not_matter():
+    per_qp, _ = _run({1: (), 2: ()}, lag_spans=((T0 + 500 * MS, T0 + 520 * MS),))
+    assert judge(per_qp, 50.0, 10.0) == ([], [])
+
+
+def test_unknown_case():
+    with pytest.raises(HarnessError, match="valid cases are local, remote, gray, spine"):
+        check_failover_case(None, "flaky")
+
+
+def test_rate_below_one_packet_per_ms():
+    with pytest.raises(HarnessError, match="rate_pps 500"):
+        check_failover_case(None, "local", rate_pps=500)
+
+
+def test_no_qp_on_the_element():
+    with pytest.raises(HarnessError, match="k 0"):
+        check_failover_case(None, "local", k=0)
+
+
+def test_qploss_serialises():
+    import dataclasses
+    import json
+
+    q = QpLoss(1, 0x300, 50001, "leaf:E16", True, 3, 4.0, 0, 0.0, 0.0)
+    assert json.loads(json.dumps(dataclasses.asdict(q), default=str))["window_ms"] == 4.0
+
+
+def _case(problems=(), not_measurable=""):
+    from harness.checks.failover import FailoverCase
+
+    return FailoverCase(case="local", element="a:E16–b:E0", objective_ms=50.0, restore_objective_ms=10.0, qps=8,
+                        qps_on_element=4, min_on_element=4, candidates=32, rate_pps=1000.0, worst_window_ms=1.0,
+                        worst_restore_ms=0.0, lost_elsewhere=0, lost_before=0, detected_ms=5.0, restored_ms=900.0,
+                        returned_packets=100, sender_lag_ms=0.0, not_measurable=not_measurable, per_qp=(),
+                        timeline={}, seconds=1.0, problems=tuple(problems))
+
+
+def test_one_result_for_every_case():
+    import dataclasses
+    import json
+
+    from harness.checks.failover import FailoverResult
+    from harness.model import Objectives
+
+    ok, unsure, bad = _case(), _case(not_measurable="sender lag"), _case(problems=("window 80 ms > 50",))
+    assert FailoverResult((ok, ok), Objectives(), 2.0).passed is True
+    assert FailoverResult((ok, unsure), Objectives(), 2.0).passed is None  # never a pass
+    assert "NOT MEASURABLE" in FailoverResult((ok, unsure), Objectives(), 2.0).reason
+    failed = FailoverResult((ok, unsure, bad), Objectives(), 2.0, problems=("local: window 80 ms > 50",))
+    assert failed.passed is False and "FAILED" in failed.reason
+    na = FailoverResult((), Objectives(), 0.0, not_applicable="rail-only")
+    assert na.passed is None and na.reason.startswith("not applicable")
+    assert json.loads(json.dumps(dataclasses.asdict(failed), default=str))["objectives"]["hard_ms"] == 50.0
+
+
+def test_plot_every_case(tmp_path):
+    from dataclasses import replace
+
+    from harness.checks.failover import FailoverResult
+    from harness.model import Objectives
+    from harness.report import plot_failover
+
+    timeline = {"bucket_ms": 10.0, "received": [120] * 50 + [60] * 3 + [120] * 50, "failure_ms": 500.0,
+                "restore_ms": 800.0, "offered_pps": 12000.0}
+    cases = (replace(_case(), timeline=timeline), replace(_case(not_measurable="lag"), case="gray", timeline=timeline))
+    one = plot_failover(cases[0], tmp_path / "one.png")
+    both = plot_failover(FailoverResult(cases, Objectives(), 1.0), tmp_path / "both.png")
+    assert one.stat().st_size > 1000 and both.stat().st_size > one.stat().st_size
+
+
+def test_unknown_mode_of_the_older_call():
+    from harness.checks.failover import check_failover
+
+    with pytest.raises(HarnessError, match="valid modes are hard, gray"):
+        check_failover(None, mode="soft")
+
+
+def test_unknown_case_in_the_list():
+    from harness.checks.failover import check_failover
+
+    with pytest.raises(HarnessError, match=r"failover cases \['flaky'\]"):
+        check_failover(None, cases=("local", "flaky"))
