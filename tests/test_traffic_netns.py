@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 from scapy.compat import raw
@@ -158,6 +159,18 @@ def test_receiver_stops_on_request_and_reports_quiet(testbed):
         run_sender(NS_A, SendSpec(flows=roce_flows(dst, 1), packets=10))
         got = receiver.result(10)
     assert got.stop_reason == "quiet" and got.packets == 10
+
+
+def test_priming_probes_do_not_start_the_quiet_timer(testbed):
+    """Senders prime (probe every 5-tuple) long before a synchronised start: a receiver that
+    counted the probes as data would go quiet and miss every packet (seen in CI at fan-in 4)."""
+    _, dst = testbed
+    start = time.time_ns() + int(1.5e9)
+    with start_receiver(NS_B, ReceiveSpec(duration_s=60, quiet_s=0.3)) as receiver:
+        sent = run_sender(NS_A, SendSpec(flows=roce_flows(dst, 1), packets=10, start_at_ns=start))
+        got = receiver.result(10)
+    assert sent.primed and sent.start_ns >= start
+    assert got.stop_reason == "quiet" and got.packets == 10 and got.probes >= 1
 
 
 def test_tcp_transfer(testbed):

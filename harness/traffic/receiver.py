@@ -145,7 +145,7 @@ def _loop(sock: socket.socket, spec: ReceiveSpec,
     deadline = monotonic_ns() + int(spec.duration_s * 1e9)
     quiet_ns = int(spec.quiet_s * 1e9) if spec.quiet_s else 0
     expect = spec.expect_packets or -1
-    last_rx = 0  # monotonic time of the last packet, for quiet_s
+    last_rx = 0  # monotonic time of the last data packet, for quiet_s
     seen = 0
     while True:
         try:
@@ -162,8 +162,8 @@ def _loop(sock: socket.socket, spec: ReceiveSpec,
         rx = time_ns()
         seen += 1
         if quiet_ns or not seen % _CHECK_EVERY:
-            last_rx = monotonic_ns()
-            if last_rx >= deadline:
+            now = monotonic_ns()
+            if now >= deadline:
                 return flows, probes, malformed, "deadline"
             if stop.is_set():
                 sock.settimeout(0.0)  # drain what is already queued, then stop
@@ -194,6 +194,10 @@ def _loop(sock: socket.socket, spec: ReceiveSpec,
         arrivals.rx.append(rx)
         arrivals.tx.append(tx)
         total += 1
+        if quiet_ns:
+            # Only data arms the quiet timer: senders' priming probes arrive long before a
+            # synchronised start, and must not end the receive before the data comes.
+            last_rx = now
         if total == expect:
             return flows, probes, malformed, "expected"
 
