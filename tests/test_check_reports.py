@@ -49,7 +49,7 @@ def _verdicts(tmp_path):
     plt.close(fig)
     return [Verdict("cabling", False, cabling.reason, 0.61, cabling.problems, (), cabling),
             Verdict("ecmp", True, spread.reason, 3.2, (), (str(png),), spread),
-            Verdict("failover-hard", None, "not applicable: no spine tier", 0.0)]
+            Verdict("failover-local", None, "not applicable: no spine tier", 0.0)]
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -107,10 +107,10 @@ def test_junit_has_one_testcase_per_check(tmp_path):
     assert root.tag == "testsuites" and root.get("tests") == "3" and root.get("failures") == "1"
     (suite,) = root.findall("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
-    assert list(cases) == ["cabling", "ecmp", "failover-hard"]
+    assert list(cases) == ["cabling", "ecmp", "failover-local"]
     assert "fe-l1:Ethernet120" in cases["cabling"].find("failure").text
     assert cases["ecmp"].find("failure") is None and cases["ecmp"].get("time") == "3.200"
-    assert cases["failover-hard"].find("skipped") is not None
+    assert cases["failover-local"].find("skipped") is not None
 
 
 def test_html_is_self_contained(tmp_path, ai_plan):
@@ -158,7 +158,8 @@ def test_checks_that_do_not_apply_are_not_applicable_not_passed():
     plan = make_plan(build(BUILTINS["rail-only"]()))
     verdicts = run_checks(_PlanOnly(plan), select("ecmp,failover"))
     assert [(v.check, v.passed, v.seconds) for v in verdicts] == [
-        ("ecmp", None, 0.0), ("failover-hard", None, 0.0), ("failover-gray", None, 0.0)]
+        ("ecmp", None, 0.0), ("failover-local", None, 0.0), ("failover-remote", None, 0.0),
+        ("failover-gray", None, 0.0), ("failover-spine", None, 0.0)]
     assert all("no spine tier" in v.reason for v in verdicts)
 
 
@@ -171,3 +172,12 @@ def test_a_check_that_cannot_run_has_failed(ai_plan):
 
     (v,) = run_checks(_PlanOnly(ai_plan), (Check("broken", "raises", (Case("broken", broken),)),))
     assert v.passed is False and v.reason == "could not run: gpu01 has no NIC rail9"
+
+
+def test_the_registry_runs_every_failover_case():
+    from harness.checks.failover import CASES
+    from harness.checks.registry import FAILOVER_CASES
+
+    assert FAILOVER_CASES == CASES
+    (failover,) = select("failover")
+    assert [c.name for c in failover.cases] == [f"failover-{c}" for c in CASES]

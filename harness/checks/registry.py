@@ -15,6 +15,8 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.plan import Plan
 
+FAILOVER_CASES = ("local", "remote", "gray", "spine")  # harness.checks.failover.CASES, without importing it
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -29,7 +31,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Case:
-    """One run of a check function: a name of its own in reports (failover-hard, failover-gray)."""
+    """One run of a check function: a name of its own in reports (failover-local, failover-gray)."""
 
     name: str
     run: Callable[[object], object]  # lab -> result
@@ -82,11 +84,11 @@ def _ecmp(lab):
     return check_ecmp(lab)
 
 
-def _failover(mode: str):
+def _failover(case: str):
     def run(lab):
-        from harness.checks.failover import check_failover
+        from harness.checks.failover import check_failover_case
 
-        return check_failover(lab, mode=mode)
+        return check_failover_case(lab, case)
 
     return run
 
@@ -98,6 +100,14 @@ def _collective(pattern: str):
         return check_collective(lab, pattern)
 
     return run
+
+
+def _incast_congested(lab):
+    from harness.checks.collectives import check_incast
+
+    members = sum(1 for h in lab.plan.hosts for n in h.nics if n.rail == 0)
+    fan_ins = tuple(sorted({n for n in (1, 2, 4, members - 1) if 1 <= n <= members - 1}))
+    return check_incast(lab, fan_ins=fan_ins, rail=0)
 
 
 def _plot_ecmp(result, path: Path) -> Path:
@@ -118,11 +128,12 @@ CHECKS: tuple[Check, ...] = (
           (Case("isolation", _isolation),)),
     Check("ecmp", "RoCEv2 QPs spread over every uplink of a leaf", (Case("ecmp", _ecmp, _plot_ecmp),),
           _no_spine_tier),
-    Check("failover", "loss window of a hard and a gray leaf-spine failure, and the restore",
-          (Case("failover-hard", _failover("hard"), _plot_failover),
-           Case("failover-gray", _failover("gray"), _plot_failover)), _no_spine_tier),
-    Check("collectives", "ring, all-to-all and incast on rail 0 as RoCEv2 QPs",
-          tuple(Case(f"collectives-{p}", _collective(p)) for p in ("ring", "all-to-all", "incast")),
+    Check("failover", "loss windows of a local, remote, gray and whole-spine failure and of each restore, "
+          "against the cluster's objectives",
+          tuple(Case(f"failover-{c}", _failover(c), _plot_failover) for c in FAILOVER_CASES), _no_spine_tier),
+    Check("collectives", "ring, all-to-all and incast on rail 0 as RoCEv2 QPs, then incast into a shaped port",
+          tuple(Case(f"collectives-{p}", _collective(p)) for p in ("ring", "all-to-all", "incast"))
+          + (Case("collectives-incast-congested", _incast_congested),),
           _rail0_too_small),
 )
 NAMES = tuple(c.name for c in CHECKS)
