@@ -62,6 +62,16 @@ class LinkHandle:
         return f"{c.a_node}:{c.a_port}–{c.b_node}:{c.b_port}"
 
 
+def set_carriers(handles: Sequence[LinkHandle], up: bool) -> None:
+    """Carrier of many cables at once, as when a switch loses power: each at its upper end
+    (as LinkHandle.down), one netlink socket per node."""
+    by_node: dict[tuple[Lab, str], list[str]] = {}
+    for h in handles:
+        by_node.setdefault((h.lab, h.cable.b_node), []).append(h.cable.b_port)
+    for (lab, node), ports in by_node.items():
+        lab.runtime.set_links(lab.name, node, ports, up)
+
+
 class Lab:
     def __init__(self, state: LabState, plan: Plan, runtime: Runtime) -> None:
         self.state = state

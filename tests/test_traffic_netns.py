@@ -5,6 +5,7 @@ deletes both whatever happens, polling until they are gone.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,9 +20,10 @@ from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, TcpClientSpe
                                    UdpFlow, losses)
 from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RETH, parse_udp_payload,
                                   roce_sport, verify_icrc)
-from harness.traffic.runner import (netns_exists, run_sender, run_tcp_client, start_receiver, start_tcp_server,
-                                    veth_testbed)
+from harness.traffic.runner import (netns_exists, run_sender, run_tcp_client, start_receiver, start_receivers,
+                                    start_sender, start_tcp_server, veth_testbed)
 from harness.traffic.tcp import iperf3_path, run_iperf3
+from harness.wait import until
 
 # Unique per run: two test runs at once (two checkouts) must not share namespaces.
 LAB = f"td{os.getpid()}"
@@ -171,6 +173,50 @@ def test_priming_probes_do_not_start_the_quiet_timer(testbed):
         got = receiver.result(10)
     assert sent.primed and sent.start_ns >= start
     assert got.stop_reason == "quiet" and got.packets == 10 and got.probes >= 1
+
+
+def test_receivers_start_together_and_stop_after_the_linger(testbed):
+    _, dst = testbed
+    specs = [(NS_B, ReceiveSpec(duration_s=60, port=4791)), (NS_B, ReceiveSpec(protocol="udp", port=9000))]
+    receivers = start_receivers(specs)
+    try:
+        sent = run_sender(NS_A, SendSpec(flows=roce_flows(dst, 2), packets=50))
+        for r in receivers:
+            r.stop()
+        roce, udp = (r.result(10) for r in receivers)
+    finally:
+        for r in receivers:
+            r.kill()
+    assert roce.stop_reason == udp.stop_reason == "stopped"
+    assert roce.packets == sent.packets == 100 and udp.packets == 0
+
+
+def test_receivers_that_cannot_all_start_leave_none_running(testbed):
+    specs = [(NS_B, ReceiveSpec(duration_s=60, port=4791)), (f"fl_{LAB}_absent", ReceiveSpec(duration_s=60))]
+    with pytest.raises(TrafficError, match="does not exist"):
+        start_receivers(specs)
+    with start_receiver(NS_B, ReceiveSpec(duration_s=60, port=4791)) as again:  # the port is free again
+        again.stop()
+        assert again.result(10).stop_reason == "stopped"
+
+
+def test_a_paced_sender_stops_on_request_and_reports_what_it_sent(testbed):
+    _, dst = testbed
+    before = _tx_packets(NS_A)
+    with start_receiver(NS_B, ReceiveSpec(duration_s=60, quiet_s=0.5)) as receiver:
+        with start_sender(NS_A, SendSpec(flows=roce_flows(dst, 2), rate_pps=1000, duration_s=30)) as sender:
+            until(lambda: _tx_packets(NS_A) > before + 100, 10, "the sender to send")
+            sender.stop()
+            sent = sender.result(10)
+        got = receiver.result(10)
+    assert 0 < sent.packets < 2 * 30_000
+    assert [f.packets for f in sent.flows][0] == [f.packets for f in sent.flows][1]  # ends on a whole round
+    assert got.packets == sent.packets
+
+
+def _tx_packets(ns: str) -> int:
+    out = subprocess.run(["ip", "-n", ns, "-j", "-s", "link", "show"], capture_output=True, text=True, check=True)
+    return sum(link["stats64"]["tx"]["packets"] for link in json.loads(out.stdout))
 
 
 def test_tcp_transfer(testbed):

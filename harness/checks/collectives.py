@@ -19,7 +19,7 @@ from harness.model import Role
 from harness.traffic.flows import ReceiveSpec, SendSpec
 from harness.traffic.patterns import Endpoint, FlowOptions, all_to_all, incast, receive_specs, ring, send_specs
 from harness.traffic.roce import BTH_LEN, ICRC_LEN, IP_LEN, RETH_LEN, UDP_LEN
-from harness.traffic.runner import start_receiver, start_sender
+from harness.traffic.runner import start_receiver, start_receivers, start_sender
 
 PATTERNS = ("ring", "all-to-all", "incast")
 
@@ -36,10 +36,14 @@ class CollectiveResult(Outcome):
     reordered: int
     seconds: float
     problems: tuple[str, ...] = field(default=())
+    packets_per_qp: int = 0
+    rate_pps: float | None = None  # per QP; None: as fast as the senders went
 
     @property
     def reason(self) -> str:
-        figures = (f"{self.pattern} on rail {self.rail}: {self.members} GPUs, {self.flows} QPs, "
+        pace = f"{self.rate_pps:g} pps" if self.rate_pps else "unpaced"
+        figures = (f"{self.pattern} on rail {self.rail}: {self.members} GPUs, {self.flows} QPs "
+                   f"({self.packets_per_qp} packets each, {pace}), "
                    f"{self.packets_received}/{self.packets_sent} packets, {self.lost} lost, {self.reordered} reordered")
         return ("delivered: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ") + figures
 
@@ -54,10 +58,26 @@ def rail_members(lab, rail: int) -> list[Endpoint]:
     return members
 
 
+# What this machine emulates at once for an unloaded collective, whatever the rail's size: at
+# `large` an all-to-all is 4032 QPs, and 300 packets each at 1000 pps would be 4 Mpps.
+MAX_PACKETS = 60_000
+MAX_PPS = 20_000.0
+MIN_PACKETS = 20
+
+
+def budget(flows: int, packets: int, rate_pps: float | None) -> tuple[int, float | None]:
+    """(packets per QP, rate per QP) within MAX_PACKETS and MAX_PPS for `flows` QPs, never
+    below MIN_PACKETS per QP: the claim is that every QP is delivered whole and in order."""
+    per_qp = max(min(packets, MIN_PACKETS), min(packets, MAX_PACKETS // max(flows, 1)))
+    rate = None if rate_pps is None else min(rate_pps, MAX_PPS / max(flows, 1))
+    return per_qp, rate
+
+
 def check_collective(lab, pattern: str, rail: int = 0, packets: int = 300, qps_per_pair: int = 1,
                      rate_pps: float | None = 1000.0) -> CollectiveResult:
     """rate_pps per QP (None: as fast as the senders go). Paced by default: the claim is that
-    routing delivers every QP, not how many packets per second this machine can emulate."""
+    routing delivers every QP, not how many packets per second this machine can emulate.
+    Large patterns send fewer packets per QP, more slowly (see `budget`)."""
     if pattern not in PATTERNS:
         raise HarnessError(f"unknown pattern {pattern!r}; valid patterns: {', '.join(PATTERNS)}")
     t0 = time.monotonic()
@@ -69,17 +89,22 @@ def check_collective(lab, pattern: str, rail: int = 0, packets: int = 300, qps_p
         planned = all_to_all(members, options)
     else:
         planned = incast(members[1:], members[0], options)
-    receivers = {ep: start_receiver(lab.namespace(ep.node), spec)
-                 for ep, spec in receive_specs(planned, ReceiveSpec(duration_s=60, quiet_s=2.0),
-                                               packets_per_flow=packets).items()}
+    packets, rate_pps = budget(len(planned), packets, rate_pps)
+    # No quiet timer: senders start over several seconds at scale; every receiver stops when
+    # all its packets are in, or when told to once every sender is done (see ReceiveSpec).
+    receive = receive_specs(planned, ReceiveSpec(duration_s=600), packets_per_flow=packets)
+    receivers = start_receivers([(lab.namespace(ep.node), spec) for ep, spec in receive.items()])
+    senders = []
     try:
-        senders = [start_sender(lab.namespace(ep.node), spec)
-                   for ep, spec in send_specs(planned, packets=packets, rate_pps=rate_pps).items()]
-        sent = [s.result(120) for s in senders]
-        received = [r.result(60) for r in receivers.values()]
+        for ep, spec in send_specs(planned, packets=packets, rate_pps=rate_pps).items():
+            senders.append(start_sender(lab.namespace(ep.node), spec))
+        sent = [s.result(300) for s in senders]
+        for r in receivers:
+            r.stop()
+        received = [r.result(60) for r in receivers]
     finally:
-        for r in receivers.values():
-            r.kill()
+        for p in senders + receivers:
+            p.kill()
     # Flow ids are unique across the pattern: account per flow, whoever sent or received it.
     sent_by_flow = {f.flow_id: f.packets for s in sent for f in s.flows}
     got_by_flow = {f.flow_id: f.unique for r in received for f in r.flows}
@@ -93,7 +118,7 @@ def check_collective(lab, pattern: str, rail: int = 0, packets: int = 300, qps_p
     if reordered:
         problems.append(f"{reordered} packets reordered")
     return CollectiveResult(pattern, rail, len(members), len(planned), total_sent, total_received, lost, reordered,
-                            round(time.monotonic() - t0, 2), tuple(problems))
+                            round(time.monotonic() - t0, 2), tuple(problems), packets, rate_pps and round(rate_pps, 1))
 
 
 # ---------------------------------------------------------------------------- incast under congestion

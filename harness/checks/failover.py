@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from harness.checks.ecmp import _far_peer, first_gpu_nic
 from harness.errors import HarnessError
+from harness.lab import set_carriers
 from harness.model import Objectives, Plane, Role
 from harness.observe.flowcount import FlowCounters
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
@@ -179,12 +180,10 @@ def _element(lab, case: str, leaf: str, far_leaf: str, choice: tuple[str, str]) 
         ports = tuple(_port_on(h.cable, leaf) for h in handles if leaf in (h.cable.a_node, h.cable.b_node))
 
         def fail() -> None:
-            for h in handles:
-                h.down()
+            set_carriers(handles, up=False)
 
         def restore() -> None:
-            for h in handles:
-                h.up()
+            set_carriers(handles, up=True)
 
         return _Element(spine, fail, restore, tuple((leaf, p) for p in ports),
                         lambda ifs: not set(ports) & set(ifs))
@@ -277,10 +276,12 @@ def _pick(case: str, leaf: str, seen: dict[int, set[tuple[str, str]]], choice: t
 def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, element: tuple[str, str] | None = None,
                         k: int = 4, controls: int | None = None, rate_pps: float = 1000.0,
                         objectives: Objectives | None = None, before_s: float = 1.5, failed_s: float = 2.5,
-                        after_s: float = 5.0, first_qp: int = 0x300, max_candidates: int = 1024,
-                        converge_s: float = 90.0) -> FailoverCase:
+                        after_s: float = 15.0, settle_s: float = 1.0, first_qp: int = 0x300,
+                        max_candidates: int = 1024, converge_s: float = 90.0) -> FailoverCase:
     """One failure and its restore. element: (switch, port) to fail instead of the busiest one
-    (a leaf uplink; for `remote` a spine's port to the far leaf; for `spine` any uplink to it)."""
+    (a leaf uplink; for `remote` a spine's port to the far leaf; for `spine` any uplink to it).
+    after_s: how long the element may take to carry traffic again after the restore; traffic
+    then runs settle_s more."""
     if case not in CASES:
         raise HarnessError(f"failover case {case!r}: valid cases are {', '.join(CASES)}")
     if rate_pps < 1000:
@@ -333,7 +334,7 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
                   for i, qp in enumerate(chosen))
     sports = {f.flow_id: roce_sport(f.src_qp) for f in flows}
     result = _run(lab, case, el, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
-                  objectives.restore_ms, before_s, failed_s, after_s)
+                  objectives.restore_ms, before_s, failed_s, after_s, settle_s)
     return FailoverCase(case=case, element=el.name, objective_ms=objective, restore_objective_ms=objectives.restore_ms,
                         qps=len(flows), min_on_element=k, candidates=len(seen), rate_pps=rate_pps,
                         seconds=round(time.monotonic() - t0, 2), **result)
@@ -361,8 +362,8 @@ def _wait_routed(lab, timeout: float) -> None:
 
 
 def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
-         restore_objective, before_s, failed_s, after_s) -> dict:
-    duration = before_s + failed_s + after_s
+         restore_objective, before_s, failed_s, after_s, settle_s) -> dict:
+    duration = before_s + failed_s + after_s + settle_s  # the longest it runs; stopped once traffic returned
     prefix = lab.plan.host(dst[0]).nic(dst[1]).address.network
 
     def interfaces() -> tuple[str, ...]:
@@ -394,6 +395,14 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
                     restore_ns = time.time_ns()
                     el.restore()
                 restored_ms = _timed(lambda: not el.gone(interfaces()), restore_ns, after_s)
+                if restored_ms is not None:
+                    # Traffic moves back onto the element some time after its route returns (at
+                    # `large` BGP takes seconds to come back over a whole spine): wait for it, then
+                    # keep sending for settle_s, so any loss the move back costs is seen.
+                    _timed(lambda: _returned(counters, at_restore, el) > 0, restore_ns,
+                           max(0.0, after_s - (time.time_ns() - restore_ns) / 1e9))
+                    _sleep_until(time.time_ns() + settle_s * 1e9)
+                sender.stop()
                 sent = sender.result(duration + 30)
             received = receiver.result(60)
         after = _read(counters)
@@ -427,8 +436,7 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
                         + hint)
     if restored_ms is None:
         problems.append(f"{el.name} did not return to {leaf}'s route within {after_s:g} s of the restore")
-    returned = sum(after.get(f"{n}:{p}/{s}", 0) - at_restore.get(f"{n}:{p}/{s}", 0)
-                   for n, p in el.counted_at for s in sport_list)
+    returned = _returned(counters, at_restore, el, after)
     if restored_ms is not None and returned == 0:
         problems.append(f"no traffic returned to {el.name} after the restore")
     not_measurable = ""
@@ -446,6 +454,14 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
                 restored_ms=restored_ms, returned_packets=returned, sender_lag_ms=lag_ms,
                 not_measurable=not_measurable, per_qp=tuple(per_qp), timeline=timeline, problems=tuple(problems),
                 sender_realtime=sent.realtime)
+
+
+def _returned(counters: list[FlowCounters], at_restore: dict[str, int], el: _Element,
+              now: dict[str, int] | None = None) -> int:
+    """Packets counted on the element since the restore."""
+    now = _read(counters) if now is None else now
+    on = tuple(f"{n}:{p}/" for n, p in el.counted_at)
+    return sum(n - at_restore.get(key, 0) for key, n in now.items() if key.startswith(on))
 
 
 def _remove(counters: list[FlowCounters]) -> None:

@@ -390,14 +390,6 @@ class ClabRuntime(NamespaceAccess):
     # between ethN and the tap EthernetN, where the kernel routes, and its AF_PACKET socket on
     # ethN would see frames before an ingress drop there.
 
-    def set_link(self, lab: str, node: str, port: str, up: bool) -> None:
-        ifname = self.carrier_port(lab, node, port)
-        with self.netlink(lab, node) as s:
-            found = s.link_lookup(ifname=ifname)
-            if not found:
-                raise RuntimeError_(f"{node}: no interface {ifname} (cable end of {port})")
-            s.link("set", index=found[0], state="up" if up else "down")
-
     def vtysh(self, lab: str, node: str, *commands: str) -> str:
         argv = ["vtysh"]
         for c in commands:

@@ -277,10 +277,6 @@ class NetnsRuntime(NamespaceAccess):
     def namespace(self, lab: str, node: str) -> str:
         return namespace(lab, node)
 
-    def set_link(self, lab: str, node: str, port: str, up: bool) -> None:
-        with self.netlink(lab, node) as s:
-            s.link("set", index=_index(s, port), state="up" if up else "down")
-
     def vtysh(self, lab: str, node: str, *commands: str) -> str:
         return frr_node(lab, node).vtysh(*commands)
 

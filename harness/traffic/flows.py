@@ -225,7 +225,8 @@ class ReceiveSpec:
     """One receiver: a UDP socket on `port`; flows keyed by destination QP (RoCEv2) or flow id (UDP).
 
     It stops at the first of: duration_s after it is ready, quiet_s without data once data
-    has arrived, expect_packets data packets received, SIGTERM/SIGINT.
+    has arrived, expect_packets data packets received, or linger_s without any packet after
+    SIGTERM/SIGINT (what is still crossing the lab then arrives).
     """
 
     protocol: Literal["roce", "udp"] = "roce"
@@ -235,6 +236,7 @@ class ReceiveSpec:
     duration_s: float = 30.0
     quiet_s: float | None = None
     expect_packets: int | None = None
+    linger_s: float = 0.2
     bucket_ms: float = 10.0
     rcvbuf: int = 32 << 20
     capture: int = 0  # keep the first N raw IPv4 packets to the port (hex), for format checks
@@ -246,8 +248,8 @@ class ReceiveSpec:
             problems.append(f"protocol {self.protocol!r} is not 'roce' or 'udp'")
         if not 0 < self.port < 1 << 16:
             problems.append(f"port {self.port} out of range")
-        if self.duration_s <= 0 or (self.quiet_s is not None and self.quiet_s <= 0):
-            problems.append("duration_s and quiet_s must be > 0")
+        if self.duration_s <= 0 or (self.quiet_s is not None and self.quiet_s <= 0) or self.linger_s <= 0:
+            problems.append("duration_s, quiet_s and linger_s must be > 0")
         if self.bucket_ms <= 0:
             problems.append("bucket_ms must be > 0")
         if self.capture < 0:

@@ -147,17 +147,21 @@ def _loop(sock: socket.socket, spec: ReceiveSpec,
     expect = spec.expect_packets or -1
     last_rx = 0  # monotonic time of the last data packet, for quiet_s
     seen = 0
+    lingering = False
     while True:
         try:
             n = recv_into(buf)
-        except (TimeoutError, BlockingIOError):  # nothing queued (BlockingIOError: draining after stop)
+        except TimeoutError:  # nothing queued for a poll interval (or, once stopping, for the linger)
             now = monotonic_ns()
             if now >= deadline:
                 return flows, probes, malformed, "deadline"
             if quiet_ns and last_rx and now - last_rx >= quiet_ns:
                 return flows, probes, malformed, "quiet"
             if stop.is_set():
-                return flows, probes, malformed, "stopped"
+                if lingering:
+                    return flows, probes, malformed, "stopped"
+                lingering = True
+                sock.settimeout(spec.linger_s)
             continue
         rx = time_ns()
         seen += 1
@@ -165,8 +169,11 @@ def _loop(sock: socket.socket, spec: ReceiveSpec,
             now = monotonic_ns()
             if now >= deadline:
                 return flows, probes, malformed, "deadline"
-            if stop.is_set():
-                sock.settimeout(0.0)  # drain what is already queued, then stop
+            if stop.is_set() and not lingering:
+                # Packets still crossing the lab's hops when the senders are done arrive within
+                # the linger: stop once nothing has come for that long.
+                lingering = True
+                sock.settimeout(spec.linger_s)
         if roce:
             layout = layouts[buf[0]]
             if n < layout.size + ICRC_LEN:

@@ -133,6 +133,26 @@ def start_receiver(ns: str, spec: ReceiveSpec, ready_timeout_s: float = 15.0) ->
     return _start_ready(ns, "harness.traffic.receiver", spec, ReceiveResult, ready_timeout_s)
 
 
+def start_receivers(specs: Sequence[tuple[str, ReceiveSpec]],
+                    ready_timeout_s: float | None = None) -> list[TrafficProcess[ReceiveResult]]:
+    """Receivers in many namespaces, all bound and ready when this returns. They start at
+    once, not one after another: 64 interpreters starting in turn take longer than a
+    receiver's duration on a 2-core machine. On any failure every one of them is killed."""
+    timeout = ready_timeout_s if ready_timeout_s is not None else 15.0 + 0.5 * len(specs)
+    deadline = time.monotonic() + timeout
+    procs: list[TrafficProcess[ReceiveResult]] = []
+    try:
+        for ns, spec in specs:
+            procs.append(TrafficProcess(ns, "harness.traffic.receiver", spec, ReceiveResult))
+        for proc in procs:
+            proc.wait_ready(max(0.1, deadline - time.monotonic()))
+    except BaseException:
+        for proc in procs:
+            proc.kill()
+        raise
+    return procs
+
+
 def start_sender(ns: str, spec: SendSpec) -> TrafficProcess[SendResult]:
     return TrafficProcess(ns, "harness.traffic.sender", spec, SendResult)
 

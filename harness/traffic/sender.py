@@ -13,9 +13,12 @@ import ctypes
 import errno
 import os
 import select
+import signal
 import socket
+import subprocess
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,7 +32,6 @@ from harness.traffic.roce import (FABLAB_HEADER, FABLAB_MAGIC, PROBE_MAGIC, RC, 
 
 _SEQ_TS = struct.Struct("!QQ")
 _SEQ_AT = 8  # seq and timestamp follow magic and flow id in the fablab header
-_NUD_INCOMPLETE = 0x01
 _PR_SET_TIMERSLACK = 29
 # A send the kernel refuses for lack of buffers is retried this long before it counts as dropped.
 _ENOBUFS_PATIENCE_NS = 20_000_000
@@ -208,12 +210,11 @@ class _UdpEmitter(_Emitter):
         self._sock.close()
 
 
-def _incomplete_neighbours() -> int:
-    from pyroute2 import IPRoute  # imported here: only priming needs netlink
-
-    with IPRoute() as ipr:
-        return sum(1 for family in (socket.AF_INET, socket.AF_INET6)
-                   for n in ipr.neigh("dump", family=family) if n["state"] & _NUD_INCOMPLETE)
+def _incomplete_neighbours() -> bool:
+    # `ip` costs a few ms per look; importing pyroute2 in every sender cost 0.2 s of CPU each,
+    # which 63 senders starting at once on a 2-core machine felt.
+    out = subprocess.run(["ip", "neigh", "show", "nud", "incomplete"], capture_output=True, text=True, check=False)
+    return bool(out.stdout.strip())
 
 
 def _prime(emitters: Sequence[_Emitter], timeout_s: float) -> bool:
@@ -270,7 +271,7 @@ def _tighten_timer_slack() -> None:
 
 
 def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Sequence[int]], count: int,
-               rate_pps: float) -> tuple[int, tuple[tuple[int, int], ...]]:
+               rate_pps: float, stop: threading.Event | None = None) -> tuple[int, tuple[tuple[int, int], ...]]:
     """Slot k of all flows' interleaved packets is due at start + k * step, from one fixed origin
     so that sleep overshoot never accumulates: a late packet goes out at once and the
     next ones are back on schedule. Returns the worst lateness in ns, and the spans (wall
@@ -285,8 +286,11 @@ def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Seq
     spans: list[list[int]] = []
     start = clock()
     wall_offset = time_ns() - start  # perf_counter -> CLOCK_REALTIME, for the spans
+    stopping = stop.is_set if stop is not None else (lambda: False)
     for k in range(count * flows):
         i, j = divmod(k, flows)
+        if j == 0 and stopping():  # a whole round at a time: every flow ends on the same slot
+            break
         seq = orders[j][i]
         if seq < 0:
             continue
@@ -307,8 +311,9 @@ def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Seq
     return max_lag, tuple((a, b) for a, b in spans)
 
 
-def send(spec: SendSpec) -> SendResult:
-    """Send `spec` from the current network namespace; blocks until done."""
+def send(spec: SendSpec, stop: threading.Event | None = None) -> SendResult:
+    """Send `spec` from the current network namespace; blocks until done, or until `stop` is
+    set (a paced sender then ends after its current round, and reports what it sent)."""
     counters = _Counters()
     emitters: list[_Emitter] = []
     raw: socket.socket | None = None
@@ -342,7 +347,7 @@ def send(spec: SendSpec) -> SendResult:
         if spec.rate_pps is None:
             _run_fast(emits, orders, count)
         else:
-            max_lag, lag_spans = _run_paced(emits, orders, count, spec.rate_pps)
+            max_lag, lag_spans = _run_paced(emits, orders, count, spec.rate_pps, stop)
         end_ns = time.time_ns()
         return SendResult(tuple(e.result() for e in emitters), start_ns, end_ns, max_lag, counters.retries, primed,
                           realtime, lag_spans)
@@ -357,9 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.traffic.sender", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="-", help="SendSpec JSON file, or - for stdin (default)")
     args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # end early, still print the result
     try:
         text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
-        result = send(from_json(SendSpec, text))
+        result = send(from_json(SendSpec, text), stop)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except (HarnessError, OSError) as exc:
         print(f"sender: {exc}", file=sys.stderr)
         return 1
