@@ -277,11 +277,13 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
                         k: int = 4, controls: int | None = None, rate_pps: float = 1000.0,
                         objectives: Objectives | None = None, before_s: float = 1.5, failed_s: float = 2.5,
                         after_s: float = 15.0, settle_s: float = 1.0, first_qp: int = 0x300,
-                        max_candidates: int = 1024, converge_s: float = 90.0) -> FailoverCase:
+                        max_candidates: int = 1024, converge_s: float = 90.0,
+                        while_failed: Callable[[], object] | None = None) -> FailoverCase:
     """One failure and its restore. element: (switch, port) to fail instead of the busiest one
     (a leaf uplink; for `remote` a spine's port to the far leaf; for `spine` any uplink to it).
     after_s: how long the element may take to carry traffic again after the restore; traffic
-    then runs settle_s more."""
+    then runs settle_s more. while_failed runs right after the failure, before the restore:
+    what else goes wrong while the element is down (a negative control of the restore)."""
     if case not in CASES:
         raise HarnessError(f"failover case {case!r}: valid cases are {', '.join(CASES)}")
     if rate_pps < 1000:
@@ -334,7 +336,7 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
                   for i, qp in enumerate(chosen))
     sports = {f.flow_id: roce_sport(f.src_qp) for f in flows}
     result = _run(lab, case, el, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
-                  objectives.restore_ms, before_s, failed_s, after_s, settle_s)
+                  objectives.restore_ms, before_s, failed_s, after_s, settle_s, while_failed)
     return FailoverCase(case=case, element=el.name, objective_ms=objective, restore_objective_ms=objectives.restore_ms,
                         qps=len(flows), min_on_element=k, candidates=len(seen), rate_pps=rate_pps,
                         seconds=round(time.monotonic() - t0, 2), **result)
@@ -362,7 +364,7 @@ def _wait_routed(lab, timeout: float) -> None:
 
 
 def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
-         restore_objective, before_s, failed_s, after_s, settle_s) -> dict:
+         restore_objective, before_s, failed_s, after_s, settle_s, while_failed=None) -> dict:
     duration = before_s + failed_s + after_s + settle_s  # the longest it runs; stopped once traffic returned
     prefix = lab.plan.host(dst[0]).nic(dst[1]).address.network
 
@@ -388,6 +390,8 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
                     before = _read(counters)
                     fail_ns = time.time_ns()
                     el.fail()
+                    if while_failed is not None:
+                        while_failed()
                     detected_ms = _timed(lambda: el.gone(interfaces()), fail_ns, failed_s)
                     _sleep_until(fail_ns + failed_s * 1e9)
                     at_restore = _read(counters)

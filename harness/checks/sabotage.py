@@ -167,9 +167,10 @@ def carrier_blind(lab, node: str, ports: list[str]) -> Sabotage:
 
 
 def fib_lag(lab, switches: list[str], hold_ms: int = 2000) -> Sabotage:
-    """zebra holds every RIB change `hold_ms` before it reaches the kernel, while bgpd, which
-    does not wait for the FIB (no `bgp suppress-fib-pending`), advertises at once: a switch
-    that comes back attracts traffic for routes it has not installed yet, and drops it."""
+    """zebra holds every RIB change `hold_ms` before it reaches the kernel: a withdrawal the
+    switch has received keeps forwarding into the dead path until then. (As a restore
+    control it is unreliable: bgpd waits for zebra to validate a next hop before it
+    advertises, so the hold often delays the advertisement too; see forwarding_blackhole.)"""
     if not 0 <= hold_ms <= 10000:
         raise HarnessError(f"fib_lag hold_ms {hold_ms}: zebra accepts 0..10000 ms")
     for n in switches:
@@ -180,6 +181,25 @@ def fib_lag(lab, switches: list[str], hold_ms: int = 2000) -> Sabotage:
             _vtysh_config(lab, n, "no zebra work-queue")
 
     return Sabotage(f"FIB installs held {hold_ms} ms on {', '.join(switches)}", undo)
+
+
+def forwarding_blackhole(lab, switch: str, port: str) -> Sabotage:
+    """The switch's data plane drops everything it forwards out of `port`, while its control
+    plane (BGP, BFD: sent by the switch itself, not forwarded) stays up and keeps advertising:
+    a port that came back with its forwarding entries not reprogrammed. Drops after
+    fablab's flow counters (priority -10), so the counters still see the traffic arrive."""
+    lab.check_node(switch)
+    if port not in {p.name for p in lab.plan.switch(switch).ports}:
+        raise HarnessError(f"forwarding_blackhole: {switch} has no port {port!r}")
+    table = f"fablab_blackhole_{port}"
+    lab.ns_exec(switch, ["nft", "-f", "-"], check=True, input=(
+        f"table inet {table} {{\n  chain forward {{\n    type filter hook forward priority 0; policy accept;\n"
+        f'    oifname "{port}" drop\n  }}\n}}\n'))
+
+    def undo() -> None:
+        lab.ns_exec(switch, ["nft", "delete", "table", "inet", table], check=True)
+
+    return Sabotage(f"forwarding out of {switch}:{port} black-holed", undo)
 
 
 # --------------------------------------------------------------------------- faults made from outside fablab
