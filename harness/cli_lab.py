@@ -152,21 +152,24 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def _checks(only: str | None):
-    from harness.checks.registry import select
+    """The checks --only names, or None once the error (exit 2) is printed."""
+    from harness.checks.registry import UnknownCheck, select
 
-    return select(only)
+    try:
+        return select(only)
+    except UnknownCheck as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        return None
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Run the checks on a lab that is already up, e.g. after changing something by hand."""
-    from harness.checks.registry import UnknownCheck, run_checks
+    from harness.checks.registry import run_checks
     from harness.report import Results
     from harness.runtime.state import is_stale
 
-    try:
-        checks = _checks(args.only)
-    except UnknownCheck as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+    checks = _checks(args.only)
+    if checks is None:
         return 2
     try:
         lab = Lab.attach(args.lab)
@@ -185,13 +188,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from harness.checks.registry import UnknownCheck
     from harness.validate import validate
 
-    try:
-        checks = _checks(args.only)
-    except UnknownCheck as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+    checks = _checks(args.only)
+    if checks is None:
         return 2
     plan = make_plan(load_fabric(args.topology))
     verdicts = validate(plan, Path(args.results), name=args.name, runtime=args.runtime,

@@ -35,7 +35,6 @@ is kept for `remote`, where it bites every time, not for the restore.)
 """
 from __future__ import annotations
 
-import pytest
 
 from harness.checks.failover import check_failover_case
 from harness.checks.sabotage import bfd_off, carrier_blind, fib_lag, forwarding_blackhole, slow_bfd

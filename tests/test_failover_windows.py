@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.failover import QpLoss, check_failover_case, judge, measure
+from harness.checks.failover import check_failover_case
+from harness.checks.failover_windows import QpLoss, judge, measure
 from harness.errors import HarnessError
 from harness.traffic.flows import FlowReceived, FlowSent, Gap, ReceiveResult, RoceFlow, SendResult
 

@@ -6,13 +6,11 @@ import signal
 import subprocess
 import sys
 import time
-from ipaddress import IPv4Network
 
 import pytest
 
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.lab import Lab
-from harness.model import Plane, Role
 from harness.runtime import netns as netns_runtime
 from topologies import BUILTINS
 
