@@ -6,8 +6,8 @@ all-to-all within a rail (expert parallelism's dispatch), and an incast (N GPUs 
 when a parameter shard or a checkpoint is gathered). Every QP's packets arrive, none reordered.
 
 Claim 2 (congested): an incast is where a BE port overflows. The receiver's leaf port is
-shaped (tbf, with a 20 ms queue) to 1.5 senders' worth of traffic; 1, 2, 4 and 7 GPUs then
-send to it at once. Within capacity (1 sender) nothing is lost and the queue stays empty;
+shaped (tbf, with a 20 ms queue) to 1.5 senders' worth of traffic; 1, 2, 4 and then every
+other GPU of the rail (7 on ai-cluster) send to it at once. Within capacity (1 sender) nothing is lost and the queue stays empty;
 beyond it the queue fills (queueing delay up to the 20 ms the port can hold), the port
 drops what exceeds its rate (about 1 - 1.5/N of it), and the transfer takes as long as the
 port needs, or longer.
@@ -39,16 +39,20 @@ def test_collective_is_delivered_whole_and_in_order(lab, results, pattern):
 
 
 def test_incast_congests_a_lossy_port(lab, results):
-    result = check_incast(lab, fan_ins=(1, 2, 4, 7), rail=0)
+    result = check_incast(lab, rail=0)  # fan-in 1, 2, 4 and every other GPU of the rail
     results.record("collective-incast-congested", result)
     assert result.passed, result.reason
-    by_n = {f.senders: f for f in result.fan_ins}
+    fan_ins = result.fan_ins
+    if len(fan_ins) < 3:
+        pytest.skip(f"rail 0 has {fan_ins[-1].senders + 1} GPUs: too few for a fan-in sweep")
+    one, most = fan_ins[0], fan_ins[-1]
     # Positive control: within the port's rate nothing is lost and nothing waits.
-    assert by_n[1].loss_pct == 0 and by_n[1].queue_avg_ms < 5
+    assert one.senders == 1 and one.loss_pct == 0 and one.queue_avg_ms < 5
     # Beyond it: loss grows with fan-in, the queue fills, the slowest sender finishes late.
-    assert 0 < by_n[2].loss_pct < by_n[4].loss_pct < by_n[7].loss_pct
-    assert by_n[7].queue_avg_ms > by_n[1].queue_avg_ms + 5
-    assert by_n[7].gaps > 0  # each a go-back-N retransmission on a real RoCEv2 NIC
+    losses = [f.loss_pct for f in fan_ins[1:]]
+    assert 0 < losses[0] and losses == sorted(losses) and losses[0] < losses[-1], losses
+    assert most.queue_avg_ms > one.queue_avg_ms + 5
+    assert most.gaps > 0  # each a go-back-N retransmission on a real RoCEv2 NIC
     # The shaper was removed afterwards: an unshaped incast delivers everything again.
     after = check_collective(lab, "incast", rail=0, packets=300, rate_pps=1000)
     assert after.passed, after.reason

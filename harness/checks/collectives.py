@@ -181,11 +181,17 @@ class IncastResult(Outcome):
                 + f"incast into {self.port} shaped to {self.shaped_mbit:g} Mbit/s: " + figures)
 
 
+def default_fan_ins(lab, rail: int = 0) -> tuple[int, ...]:
+    """1 (within capacity), 2 and 4 (beyond it), and every other GPU of the rail at once."""
+    senders = len(rail_members(lab, rail)) - 1
+    return tuple(sorted({n for n in (1, 2, 4, senders) if 1 <= n <= senders}))
+
+
 def _wire_bytes(payload_len: int) -> int:
     return _ETH_LEN + IP_LEN + UDP_LEN + BTH_LEN + RETH_LEN + payload_len + ICRC_LEN
 
 
-def check_incast(lab, fan_ins: tuple[int, ...] = (1, 2, 4, 7), rail: int = 0, rate_pps: float = 2000.0,
+def check_incast(lab, fan_ins: tuple[int, ...] | None = None, rail: int = 0, rate_pps: float = 2000.0,
                  payload_len: int = 1024, capacity: float = 1.5, packets: int = 2000,
                  queue_ms: float = 20.0) -> IncastResult:
     """N senders -> one receiver on a rail, the receiver's leaf port shaped (tbf) to `capacity`
@@ -203,6 +209,7 @@ def check_incast(lab, fan_ins: tuple[int, ...] = (1, 2, 4, 7), rail: int = 0, ra
     members = rail_members(lab, rail)
     if len(members) < 2:
         raise HarnessError(f"rail {rail} has {len(members)} GPU NIC(s): an incast needs a receiver and a sender")
+    fan_ins = default_fan_ins(lab, rail) if fan_ins is None else fan_ins
     receiver, senders = members[0], members[1:]
     bad = [n for n in fan_ins if not 1 <= n <= len(senders)]
     if bad:
