@@ -315,28 +315,3 @@ def _fan_in(lab, receiver, senders, rate_pps, payload_len, packets, wire, shaped
         gaps=sum(p.gaps for p in per),
         jain=round(sum(counts) ** 2 / (len(counts) * sum(c * c for c in counts)), 3) if any(counts) else 0.0,
         per_sender=tuple(per))
-
-
-@dataclass(frozen=True)
-class CollectivesResult(Outcome):
-    """What `fablab check` runs: the patterns delivered whole when unloaded, and the incast sweep."""
-
-    patterns: tuple[CollectiveResult, ...]
-    incast: IncastResult
-    seconds: float
-    problems: tuple[str, ...] = field(default=())
-
-    @property
-    def reason(self) -> str:
-        delivered = ", ".join(f"{p.pattern} {p.packets_received}/{p.packets_sent}" for p in self.patterns)
-        return (("passed: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ")
-                + f"unloaded {delivered}; " + self.incast.reason.split(": ", 1)[-1])
-
-
-def check_collectives(lab, rail: int = 0) -> CollectivesResult:
-    t0 = time.monotonic()
-    patterns = tuple(check_collective(lab, p, rail=rail) for p in PATTERNS)
-    congested = check_incast(lab, rail=rail)
-    problems = tuple(f"{p.pattern}: {x}" for p in patterns for x in p.problems) + tuple(
-        f"incast: {x}" for x in congested.problems)
-    return CollectivesResult(patterns, congested, round(time.monotonic() - t0, 2), problems)

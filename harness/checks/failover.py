@@ -484,22 +484,6 @@ def check_failover(lab, cases: tuple[str, ...] = CASES, mode: str | None = None,
                           tuple(f"{c.case}: {p}" for c in results for p in c.problems))
 
 
-def check_local_link(lab, **options) -> FailoverCase:
-    return check_failover_case(lab, "local", **options)
-
-
-def check_remote_link(lab, **options) -> FailoverCase:
-    return check_failover_case(lab, "remote", **options)
-
-
-def check_gray_link(lab, **options) -> FailoverCase:
-    return check_failover_case(lab, "gray", **options)
-
-
-def check_spine_down(lab, **options) -> FailoverCase:
-    return check_failover_case(lab, "spine", **options)
-
-
 def _buckets(received) -> list[int]:
     width = max((len(f.buckets) for f in received.flows), default=0)
     totals = [0] * width
