@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +10,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+from harness import interrupt
 from harness.catalog import builtins, load_fabric
 from harness.console import err, out
 from harness.errors import HarnessError, TopologyError
@@ -121,23 +120,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-_MAIN_PID = os.getpid()
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    # SIGTERM takes the same path as Ctrl-C, so a lab being booted is torn down. Helper
-    # processes forked by libraries (pyroute2 forks to open sockets in a namespace) inherit
-    # this handler: they must just exit, never run the runner's cleanup.
-    if os.getpid() != _MAIN_PID:
-        os._exit(128 + signum)
-    raise KeyboardInterrupt
-
-
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
+    # SIGTERM takes the same path as Ctrl-C, so a lab being booted is torn down.
+    interrupt.install()
     try:
         return args.func(args)
     except TopologyError as e:

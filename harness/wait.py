@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from harness import interrupt
 from harness.errors import HarnessError
 
 
@@ -23,6 +24,7 @@ def until(condition: Callable[[], object], timeout: float, what: str | Callable[
             value = None
         if value:
             return value
+        interrupt.checkpoint()
         if time.monotonic() > deadline:
             text = what() if callable(what) else what
             raise Timeout(f"timed out after {timeout:g} s waiting for: {text}")

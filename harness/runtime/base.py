@@ -18,6 +18,7 @@ from typing import Protocol, TypeVar
 
 from pyroute2 import IPRoute
 
+from harness import interrupt
 from harness.errors import RuntimeError_
 from harness.observe.convergence import Shortfall, expectations, shortfall
 from harness.observe.routing import ROUTE_ARGV, Route, bfd_peers, bgp_peers, kernel_routes
@@ -204,4 +205,5 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
         if now() > deadline:
             detail = "; ".join(str(s) for s in shortfalls[:5])
             raise RuntimeError_(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): {detail}")
+        interrupt.checkpoint()
         time.sleep(0.1)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
 
+from harness import interrupt
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.model import Plane, build, cluster_to_dict
 from harness.plan import Plan, make_plan
@@ -148,6 +149,7 @@ def poll_all(items: Iterable[str], probe: Callable[[str], bool], timeout: float,
             raise RuntimeError_(f"{what}: {len(waiting)}/{total} not ready after {timeout:.0f} s: "
                                 + ", ".join(waiting[:8]) + (" ..." if len(waiting) > 8 else ""))
         progress(what, f"{total - len(waiting)}/{total} ready")
+        interrupt.checkpoint()
         pause(0.5)
 
 
@@ -243,7 +245,9 @@ class ClabRuntime(NamespaceAccess):
             t = time.monotonic()
             wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress)
             timings["converged"] = time.monotonic() - t
+            interrupt.checkpoint()  # a signal swallowed during the boot (see harness/interrupt.py)
         except BaseException:
+            interrupt.handled()
             if os.getpid() == state.runner_pid:
                 progress("teardown", f"boot of {lab} failed or was interrupted: removing what was made")
                 self.down(lab)

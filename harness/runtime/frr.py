@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import interrupt
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.runtime.nsutil import nsenter
 
@@ -98,6 +99,7 @@ class FrrNode:
                 log = self.directory / "daemons.out"
                 tail = log.read_text()[-500:] if log.exists() else ""
                 raise RuntimeError_(f"FRR in {self.ns} did not start ({', '.join(missing)} missing): {tail}")
+            interrupt.checkpoint()
             time.sleep(0.02)
 
     def load_config(self, timeout: float = 20.0) -> None:

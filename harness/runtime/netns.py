@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pyroute2 import IPRoute
 
+from harness import interrupt
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.model import Plane, cluster_to_dict
 from harness.plan import Plan, SwitchPlan
@@ -134,7 +135,9 @@ class NetnsRuntime(NamespaceAccess):
             t = time.monotonic()
             wait_converged(self, plan, lab, timeout, progress)
             timings["converged"] = time.monotonic() - t
+            interrupt.checkpoint()  # a signal swallowed during the boot (see harness/interrupt.py)
         except BaseException:
+            interrupt.handled()
             if os.getpid() == state.runner_pid:  # never from a forked helper process
                 progress("teardown", f"boot of {lab} failed or was interrupted: removing what was made")
                 self.down(lab)

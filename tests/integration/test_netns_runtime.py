@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from harness import interrupt
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.lab import Lab
 from harness.runtime import netns as netns_runtime
@@ -191,3 +192,19 @@ def test_cli_up_json_and_down(lab_name):
     assert lab_name in status.stdout
     assert subprocess.run(FABLAB + ["down", lab_name], capture_output=True).returncode == 0
     assert leftovers_of(lab_name) == []
+
+
+def test_swallowed_interrupt_still_tears_the_boot_down(lab_name):
+    # CI once saw SIGINT land in logging's after-fork hook, where Python prints the
+    # KeyboardInterrupt as "ignored" and carries on: the boot must still stop and clean up.
+    def progress(phase: str, message: str) -> None:
+        if phase == "links":
+            try:
+                interrupt.handler(signal.SIGINT, None)
+            except KeyboardInterrupt:
+                pass  # swallowed, as an at-fork hook or a finaliser would
+
+    with pytest.raises(KeyboardInterrupt):
+        Lab.up(BUILTINS["rail-only"](), name=lab_name, timeout=60, progress=progress)
+    assert leftovers_of(lab_name) == []
+    assert not interrupt.pending()
