@@ -10,9 +10,11 @@ from harness.model import Cluster
 from topologies.ai_cluster import ai_cluster
 from topologies.large import large
 from topologies.rail_only import rail_only
+from topologies.xlarge import xlarge
 
 BUILTINS: dict[str, Callable[[], Cluster]] = {
     "ai-cluster": ai_cluster,
     "rail-only": rail_only,
     "large": large,
+    "xlarge": xlarge,
 }

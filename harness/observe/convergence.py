@@ -9,10 +9,11 @@ ECMP next hop: that count is the width the kernel FIB must show.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-from harness.observe.routing import BfdPeer, BgpPeer, Route
+from harness.observe.routing import BfdPeer, BgpPeer
 from harness.plan import Plan, SwitchPlan
 
 
@@ -22,6 +23,7 @@ class Expectation:
     sessions: int
     bfd: int  # BFD sessions that must be up (0 when BFD is off)
     routes: tuple[tuple[IPv4Network, int], ...]  # prefix, ECMP width
+    keys: tuple[str, ...] = ()  # each route's prefix as text, in the same order (FIBs are read as text)
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Shortfall:
     bfd_up: int
     bfd_expected: int
     missing_routes: tuple[str, ...]  # "10.0.2.0/31 (0/2 paths)"
+    stuck: tuple[str, ...] = ()  # "Ethernet8: BGP Idle (no peer address learned)", one per session not up
 
     @property
     def ok(self) -> bool:
@@ -47,7 +50,42 @@ class Shortfall:
         if self.missing_routes:
             more = f" (+{len(self.missing_routes) - 3} more)" if len(self.missing_routes) > 3 else ""
             parts.append("routes " + ", ".join(self.missing_routes[:3]) + more)
+        if self.stuck:
+            more = f" (+{len(self.stuck) - 4} more)" if len(self.stuck) > 4 else ""
+            parts.append("stuck: " + ", ".join(self.stuck[:4]) + more)
         return f"{self.switch}: " + "; ".join(parts)
+
+
+_WHY = {"Idle": "no peer address learned", "Active": "no TCP connection to the peer",
+        "Connect": "TCP connection in progress", "OpenSent": "OPEN sent, no answer",
+        "OpenConfirm": "waiting for the first KEEPALIVE"}
+
+
+def stuck_sessions(peers: tuple[BgpPeer, ...], bfd: tuple[BfdPeer, ...], expected: int) -> tuple[str, ...]:
+    """Each session that is not up, with its state and what that state means here."""
+    out = []
+    for p in peers:
+        if not p.established:
+            why = _WHY.get(p.state, "")
+            if p.state == "Idle" and p.remote_as:
+                why = "peer known, session not started"
+            out.append(f"{p.peer}: BGP {p.state}" + (f" ({why})" if why else ""))
+    if expected and not peers:
+        out.append("bgpd: no sessions seen (daemon not answering)")
+    out += [f"{b.interface or b.peer}: BFD {b.status}" for b in bfd if not b.up]
+    return tuple(out)
+
+
+def stuck_detail(shortfalls: list[Shortfall], switches: int = 5) -> str:
+    """A timeout's explanation: how many sessions are stuck in which state, then the first switches."""
+    states: dict[str, int] = defaultdict(int)
+    for s in shortfalls:
+        for item in s.stuck:
+            states[item.split(": ", 1)[1]] += 1
+    head = ", ".join(f"{n} {state}" for state, n in sorted(states.items(), key=lambda kv: -kv[1]))
+    lines = "; ".join(str(s) for s in shortfalls[:switches])
+    more = f"; (+{len(shortfalls) - switches} more switches)" if len(shortfalls) > switches else ""
+    return (f"sessions not up: {head}. " if head else "") + lines + more
 
 
 def originated(sw: SwitchPlan) -> list[IPv4Network]:
@@ -62,9 +100,12 @@ def expectations(plan: Plan) -> dict[str, Expectation]:
             for prefix in originated(dest):
                 widths[node][prefix] = width
     bfd = plan.fabric.cluster.bfd.enabled
-    return {name: Expectation(name, len(sw.fabric_ports), len(sw.fabric_ports) if bfd else 0, tuple(sorted(widths[name].items(),
-                                                                      key=lambda kv: kv[0])))
-            for name, sw in switches.items()}
+    out = {}
+    for name, sw in switches.items():
+        routes = tuple(sorted(widths[name].items(), key=lambda kv: kv[0]))
+        out[name] = Expectation(name, len(sw.fabric_ports), len(sw.fabric_ports) if bfd else 0, routes,
+                                tuple(str(prefix) for prefix, _ in routes))
+    return out
 
 
 def _ecmp_widths(switches: dict[str, SwitchPlan], dest: SwitchPlan) -> dict[str, int]:
@@ -94,14 +135,30 @@ def _ecmp_widths(switches: dict[str, SwitchPlan], dest: SwitchPlan) -> dict[str,
     return widths
 
 
+_CACHE: dict[int, tuple[Plan, dict[str, Expectation]]] = {}
+
+
+def cached_expectations(plan: Plan) -> dict[str, Expectation]:
+    """expectations(plan), computed once per plan object: a poll at 86 switches otherwise
+    spent seconds re-deriving 88,000 (prefix, width) pairs each round."""
+    hit = _CACHE.get(id(plan))
+    if hit is None or hit[0] is not plan:
+        if len(_CACHE) >= 8:
+            _CACHE.clear()
+        hit = _CACHE[id(plan)] = (plan, expectations(plan))  # the plan is kept, so its id stays its own
+    return hit[1]
+
+
 def shortfall(exp: Expectation, peers: tuple[BgpPeer, ...], bfd: tuple[BfdPeer, ...],
-              fib: dict[IPv4Network, Route]) -> Shortfall:
+              widths: Mapping[str, int] | None) -> Shortfall:
+    """`widths`: next hops per prefix (`routing.route_widths`); None when the FIB was not read
+    because sessions are still missing (every route then counts as missing, width unknown)."""
     up = sum(1 for p in peers if p.established)
     bfd_up = sum(1 for b in bfd if b.up)
     missing = []
-    for prefix, width in exp.routes:
-        route = fib.get(prefix)
-        have = route.width if route else 0
+    for (prefix, width), key in zip(exp.routes, exp.keys):
+        have = None if widths is None else widths.get(key, 0)
         if have != width:
-            missing.append(f"{prefix} ({have}/{width} paths)")
-    return Shortfall(exp.switch, up, exp.sessions, bfd_up, exp.bfd, tuple(missing))
+            missing.append(f"{prefix} ({'?' if have is None else have}/{width} paths)")
+    return Shortfall(exp.switch, up, exp.sessions, bfd_up, exp.bfd, tuple(missing),
+                     stuck_sessions(peers, bfd, exp.sessions))

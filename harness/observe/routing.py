@@ -67,6 +67,25 @@ def bfd_peers(node: str, peers: list) -> tuple[BfdPeer, ...]:
 
 
 ROUTE_ARGV = ["ip", "-j", "-4", "route", "show", "table", "main"]
+WIDTH_ARGV = ["ip", "-o", "-4", "route", "show", "table", "main"]
+
+
+def route_widths(ip_oneline: str) -> dict[str, int]:
+    """prefix -> number of next hops, from `ip -o -4 route show table main` (one line per
+    route, a multipath route's next hops on its line). The convergence poll needs only this,
+    and a leaf of a 64-leaf fabric has 1,100 routes of 16 next hops: parsing them as JSON
+    objects cost more than the rest of the poll."""
+    widths: dict[str, int] = {}
+    for line in ip_oneline.splitlines():
+        dst = line.split(" ", 1)[0]
+        if not dst:
+            continue
+        if dst == "default":
+            dst = "0.0.0.0/0"
+        elif "/" not in dst:
+            dst += "/32"
+        widths[dst] = line.count(" dev ")
+    return widths
 
 
 def kernel_routes(ip_json: str) -> dict[IPv4Network, Route]:

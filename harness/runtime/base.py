@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Network
@@ -20,8 +20,8 @@ from pyroute2 import IPRoute
 
 from harness import interrupt
 from harness.errors import RuntimeError_
-from harness.observe.convergence import Shortfall, expectations, shortfall
-from harness.observe.routing import ROUTE_ARGV, Route, bfd_peers, bgp_peers, kernel_routes
+from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
+from harness.observe.routing import ROUTE_ARGV, WIDTH_ARGV, Route, bfd_peers, bgp_peers, kernel_routes, route_widths
 from harness.plan import Plan, SwitchPlan
 from harness.runtime import nsutil
 from harness.runtime.state import LabState
@@ -94,7 +94,7 @@ class Runtime(Protocol):
     def set_gray(self, lab: str, node: str, port: str, on: bool) -> None: ...
 
     # -- convergence, by the same rule on every runtime
-    def observe(self, plan: Plan, lab: str) -> list[Shortfall]: ...
+    def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None) -> list[Shortfall]: ...
 
 
 class NamespaceAccess:
@@ -165,13 +165,22 @@ class NamespaceAccess:
             raise RuntimeError_(f"{node}: reading the FIB failed: {run.stderr.strip()}")
         return kernel_routes(run.stdout)
 
-    def observe(self, plan: Plan, lab: str) -> list[Shortfall]:
-        """One look at every switch: sessions and FIB against what the plan expects."""
-        exp = expectations(plan)
+    def fib_widths(self, lab: str, node: str) -> dict[str, int]:
+        run = subprocess.run(self.ns_argv(lab, node, WIDTH_ARGV), capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError_(f"{node}: reading the FIB failed: {run.stderr.strip()}")
+        return route_widths(run.stdout)
+
+    def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None) -> list[Shortfall]:
+        """One look at every switch (or those named in `only`): sessions and FIB against what
+        the plan expects. A switch whose sessions are not all up yet cannot have its routes,
+        so its FIB is not read (on a loaded machine that read is most of a poll's cost)."""
+        exp = cached_expectations(plan)
 
         def look(sw: SwitchPlan) -> Shortfall:
             peers, bfd = (), ()
-            if exp[sw.name].sessions:
+            e = exp[sw.name]
+            if e.sessions:
                 try:
                     summary, bfd_doc = self.vtysh_json(lab, sw.name, "show bgp ipv4 unicast summary json",
                                                        "show bfd peers json")
@@ -179,31 +188,40 @@ class NamespaceAccess:
                     summary, bfd_doc = {}, []  # a daemon not answering yet: no sessions seen, the poll goes on
                 peers = bgp_peers(sw.name, summary)  # type: ignore[arg-type]
                 bfd = bfd_peers(sw.name, bfd_doc)  # type: ignore[arg-type]
-            return shortfall(exp[sw.name], peers, bfd, self.fib(lab, sw.name))
+            sessions_up = sum(1 for p in peers if p.established) >= e.sessions
+            widths = self.fib_widths(lab, sw.name) if sessions_up else None
+            return shortfall(e, peers, bfd, widths)
 
-        # vtysh round trips dominate; a few at once keep a poll of 40 switches under a second.
+        switches = [sw for sw in plan.switches if only is None or sw.name in only]
+        # round trips to the daemons and `ip` dominate; a few at once keep a poll of 40 switches under a second.
         with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(look, plan.switches))
+            return list(pool.map(look, switches))
 
 
 def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progress: Progress = quiet,
                    now: Callable[[], float] = time.monotonic) -> None:
     """Poll until every BGP and BFD session is up and every planned prefix is in each
-    switch's FIB at its ECMP width; raise naming the switches still short at the deadline."""
+    switch's FIB at its ECMP width; raise naming the switches still short at the deadline.
+    Each round looks again only at the switches not yet seen converged; when none is left,
+    one look at all of them confirms that none fell back meanwhile."""
     deadline = now() + timeout
     total = len(plan.switches)
     last = -1
+    pending: set[str] | None = None  # None: look at every switch
     while True:
-        shortfalls = [s for s in runtime.observe(plan, lab) if not s.ok]
-        done = total - len(shortfalls)
-        if not shortfalls:
+        looked = runtime.observe(plan, lab, only=pending)
+        shortfalls = [s for s in looked if not s.ok]
+        if not shortfalls and pending is None:
             progress("converged", f"{total}/{total} switches: every session up, every prefix at its ECMP width")
             return
+        pending = {s.switch for s in shortfalls} or None
+        done = total - len(shortfalls)
         if done != last:
             progress("converging", f"{done}/{total} switches converged")
             last = done
-        if now() > deadline:
-            detail = "; ".join(str(s) for s in shortfalls[:5])
-            raise RuntimeError_(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): {detail}")
+        if now() > deadline and shortfalls:
+            raise RuntimeError_(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): "
+                                + stuck_detail(shortfalls))
         interrupt.checkpoint()
-        time.sleep(0.1)
+        if shortfalls:
+            time.sleep(0.1)

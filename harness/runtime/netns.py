@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -17,12 +18,14 @@ from harness.errors import PrerequisiteError, RuntimeError_
 from harness.model import Plane, cluster_to_dict
 from harness.plan import Plan, SwitchPlan
 from harness.render.frr import frr_conf
-from harness.runtime import nsutil, processes
+from harness.runtime import neighbours, nsutil, processes
 from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
-from harness.runtime.frr import DAEMONS, FRR_CONFIG, FRR_STATE, FrrNode, check_installed, pathspace_dirs, remove_path
+from harness.runtime.frr import (DAEMONS, FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
+                                 pathspace_dirs, remove_path)
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
                                    labs, load, namespace, run_dir, save)
+from harness.runtime.vty import VtyClient, daemon_of
 
 OOB_BRIDGE = "br0"
 MGMT_TABLE = "fablab_mgmt"
@@ -98,6 +101,10 @@ def check_prerequisites() -> None:
 class NetnsRuntime(NamespaceAccess):
     name = "netns"
 
+    def __init__(self) -> None:
+        self._vty: dict[tuple[str, str, str], VtyClient] = {}
+        self._vty_lock = threading.Lock()
+
     def check_prerequisites(self) -> None:
         check_prerequisites()
 
@@ -123,6 +130,7 @@ class NetnsRuntime(NamespaceAccess):
         mem_before = _mem_available()
         timings: dict[str, float] = {}
         try:
+            neighbours.hold(lab, len(plan.cables), progress)
             t = time.monotonic()
             self._namespaces(plan, lab, progress)
             timings["namespaces"] = time.monotonic() - t
@@ -238,6 +246,7 @@ class NetnsRuntime(NamespaceAccess):
     def down(self, lab: str) -> TeardownReport:
         """Remove exactly what the lab owns: its FRR daemons, namespaces, run and FRR dirs."""
         t = time.monotonic()
+        self._close_vty(lab)
         prefix = f"{NS_PREFIX}{lab}_"
         pids: dict[int, str] = {}
         namespaces = {ns for ns in nsutil.list_namespaces() if lab_of_namespace(ns) == lab}
@@ -254,6 +263,7 @@ class NetnsRuntime(NamespaceAccess):
         for ns in namespaces | _pathspaces_of(lab):
             for path in pathspace_dirs(ns):
                 remove_path(path)
+        neighbours.release(lab)
         shutil.rmtree(run_dir(lab), ignore_errors=True)
         if left:
             raise RuntimeError_(f"namespaces of {lab} still present after teardown: {', '.join(left)}")
@@ -284,7 +294,24 @@ class NetnsRuntime(NamespaceAccess):
         return frr_node(lab, node).vtysh(*commands)
 
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
-        return frr_node(lab, node).vtysh_json(*commands)
+        daemons = [daemon_of(c) for c in commands]
+        if None in daemons:
+            return frr_node(lab, node).vtysh_json(*commands)
+        where = f"vty of {node} in lab {lab}"
+        return [json_documents(self._client(lab, node, d).command(c), 1, where)[0]  # type: ignore[arg-type]
+                for c, d in zip(commands, daemons)]
+
+    def _client(self, lab: str, node: str, daemon: str) -> VtyClient:
+        with self._vty_lock:
+            key = (lab, node, daemon)
+            if key not in self._vty:
+                self._vty[key] = VtyClient(frr_node(lab, node).directory / f"{daemon}.vty")
+            return self._vty[key]
+
+    def _close_vty(self, lab: str) -> None:
+        with self._vty_lock:
+            for key in [k for k in self._vty if k[0] == lab]:
+                self._vty.pop(key).close()
 
 
 def _pathspaces() -> set[str]:
