@@ -63,7 +63,7 @@ class _Runtime:
     def __init__(self, plan, rounds):
         self.plan, self.rounds, self.asked = plan, list(rounds), []
 
-    def observe(self, plan, lab, only=None):
+    def observe(self, plan, lab, only=None, fib=True, bfd=True):
         self.asked.append(None if only is None else set(only))
         short = self.rounds.pop(0) if self.rounds else set()
         names = [s.name for s in plan.switches if only is None or s.name in only]
@@ -90,7 +90,7 @@ def test_a_timeout_names_the_stuck_sessions():
     plan = make_plan(build(BUILTINS["ai-cluster"]()))
 
     class Stuck(_Runtime):
-        def observe(self, plan, lab, only=None):
+        def observe(self, plan, lab, only=None, fib=True, bfd=True):
             return [Shortfall("be-s1", 0, 4, 0, 4, (), ("Ethernet0: BGP Idle (no peer address learned)",))]
 
     ticks = iter(range(100))
@@ -142,3 +142,11 @@ def test_vty_client_speaks_vtysh_protocol(tmp_path):
 def test_vty_client_names_a_missing_socket(tmp_path):
     with pytest.raises(RuntimeError_, match="bfdd.vty"):
         VtyClient(tmp_path / "bfdd.vty", timeout=1).command("show bfd peers json")
+
+
+def test_sessions_gone_down_are_counted():
+    from harness.observe.routing import bgp_peers
+
+    summary = {"peers": {"Ethernet0": {"state": "Established", "remoteAs": 64601, "connectionsDropped": 2}}}
+    (peer,) = bgp_peers("be-s1", summary)
+    assert peer.drops == 2 and peer.established

@@ -35,6 +35,7 @@ class Shortfall:
     bfd_expected: int
     missing_routes: tuple[str, ...]  # "10.0.2.0/31 (0/2 paths)"
     stuck: tuple[str, ...] = ()  # "Ethernet8: BGP Idle (no peer address learned)", one per session not up
+    drops: int = 0  # BGP sessions of this switch that went down since its bgpd started
 
     @property
     def ok(self) -> bool:
@@ -161,4 +162,4 @@ def shortfall(exp: Expectation, peers: tuple[BgpPeer, ...], bfd: tuple[BfdPeer, 
         if have != width:
             missing.append(f"{prefix} ({'?' if have is None else have}/{width} paths)")
     return Shortfall(exp.switch, up, exp.sessions, bfd_up, exp.bfd, tuple(missing),
-                     stuck_sessions(peers, bfd, exp.sessions))
+                     stuck_sessions(peers, bfd, exp.sessions), sum(p.drops for p in peers))

@@ -14,6 +14,7 @@ class BgpPeer:
     remote_as: int
     prefixes_received: int
     uptime_ms: int
+    drops: int = 0  # times the session went down since bgpd started
 
     @property
     def established(self) -> bool:
@@ -52,7 +53,8 @@ def bgp_peers(node: str, summary: dict) -> tuple[BgpPeer, ...]:
     peers = []
     for name, p in sorted(table.get("peers", {}).items()):
         peers.append(BgpPeer(node, name, p.get("state", "?"), int(p.get("remoteAs", 0) or 0),
-                             int(p.get("pfxRcd", 0) or 0), int(p.get("peerUptimeMsec", 0) or 0)))
+                             int(p.get("pfxRcd", 0) or 0), int(p.get("peerUptimeMsec", 0) or 0),
+                             int(p.get("connectionsDropped", 0) or 0)))
     return tuple(peers)
 
 

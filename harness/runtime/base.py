@@ -8,6 +8,7 @@ tools, vtysh, which interface carries a cable) each runtime says for itself.
 """
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -94,7 +95,8 @@ class Runtime(Protocol):
     def set_gray(self, lab: str, node: str, port: str, on: bool) -> None: ...
 
     # -- convergence, by the same rule on every runtime
-    def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None) -> list[Shortfall]: ...
+    def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
+                bfd: bool = True) -> list[Shortfall]: ...
 
 
 class NamespaceAccess:
@@ -171,26 +173,33 @@ class NamespaceAccess:
             raise RuntimeError_(f"{node}: reading the FIB failed: {run.stderr.strip()}")
         return route_widths(run.stdout)
 
-    def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None) -> list[Shortfall]:
+    def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
+                bfd: bool = True) -> list[Shortfall]:
         """One look at every switch (or those named in `only`): sessions and FIB against what
-        the plan expects. A switch whose sessions are not all up yet cannot have its routes,
-        so its FIB is not read (on a loaded machine that read is most of a poll's cost)."""
+        the plan expects. A switch whose sessions are not all up is not converged whatever its
+        routes, so its FIB is not read until they are (on a loaded machine that read is most of
+        a poll's cost). `fib=False` leaves routes out of the look, `bfd=False` BFD sessions."""
         exp = cached_expectations(plan)
 
         def look(sw: SwitchPlan) -> Shortfall:
-            peers, bfd = (), ()
+            peers, bfd_peers_ = (), ()
             e = exp[sw.name]
+            if not bfd:
+                e = dataclasses.replace(e, bfd=0)
+            if not fib:
+                e = dataclasses.replace(e, routes=(), keys=())
             if e.sessions:
+                commands = ["show bgp ipv4 unicast summary json"] + (["show bfd peers json"] if bfd else [])
                 try:
-                    summary, bfd_doc = self.vtysh_json(lab, sw.name, "show bgp ipv4 unicast summary json",
-                                                       "show bfd peers json")
+                    docs = self.vtysh_json(lab, sw.name, *commands)
                 except RuntimeError_:
-                    summary, bfd_doc = {}, []  # a daemon not answering yet: no sessions seen, the poll goes on
-                peers = bgp_peers(sw.name, summary)  # type: ignore[arg-type]
-                bfd = bfd_peers(sw.name, bfd_doc)  # type: ignore[arg-type]
-            sessions_up = sum(1 for p in peers if p.established) >= e.sessions
-            widths = self.fib_widths(lab, sw.name) if sessions_up else None
-            return shortfall(e, peers, bfd, widths)
+                    docs = [{}, []]  # a daemon not answering yet: no sessions seen, the poll goes on
+                peers = bgp_peers(sw.name, docs[0])  # type: ignore[arg-type]
+                bfd_peers_ = bfd_peers(sw.name, docs[1]) if bfd else ()  # type: ignore[arg-type]
+            sessions_up = (sum(1 for p in peers if p.established) >= e.sessions
+                           and sum(1 for b in bfd_peers_ if b.up) >= e.bfd)
+            widths = self.fib_widths(lab, sw.name) if sessions_up and e.routes else None
+            return shortfall(e, peers, bfd_peers_, widths)
 
         switches = [sw for sw in plan.switches if only is None or sw.name in only]
         # round trips to the daemons and `ip` dominate; a few at once keep a poll of 40 switches under a second.
@@ -199,25 +208,28 @@ class NamespaceAccess:
 
 
 def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progress: Progress = quiet,
-                   now: Callable[[], float] = time.monotonic) -> None:
+                   now: Callable[[], float] = time.monotonic, fib: bool = True, bfd: bool = True,
+                   phase: str = "converged") -> list[Shortfall]:
     """Poll until every BGP and BFD session is up and every planned prefix is in each
     switch's FIB at its ECMP width; raise naming the switches still short at the deadline.
     Each round looks again only at the switches not yet seen converged; when none is left,
-    one look at all of them confirms that none fell back meanwhile."""
+    one look at all of them confirms that none fell back meanwhile, and is returned.
+    `fib`/`bfd` False leave routes or BFD out (a boot that checks them at another step)."""
     deadline = now() + timeout
     total = len(plan.switches)
     last = -1
     pending: set[str] | None = None  # None: look at every switch
+    progressing = "converging" if phase == "converged" else phase
     while True:
-        looked = runtime.observe(plan, lab, only=pending)
+        looked = runtime.observe(plan, lab, only=pending, fib=fib, bfd=bfd)
         shortfalls = [s for s in looked if not s.ok]
         if not shortfalls and pending is None:
-            progress("converged", f"{total}/{total} switches: every session up, every prefix at its ECMP width")
-            return
+            progress(phase, f"{total}/{total} switches: " + _rule(fib, bfd))
+            return looked
         pending = {s.switch for s in shortfalls} or None
         done = total - len(shortfalls)
         if done != last:
-            progress("converging", f"{done}/{total} switches converged")
+            progress(progressing, f"{done}/{total} switches: " + _rule(fib, bfd))
             last = done
         if now() > deadline and shortfalls:
             raise RuntimeError_(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): "
@@ -225,3 +237,8 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
         interrupt.checkpoint()
         if shortfalls:
             time.sleep(0.1)
+
+
+def _rule(fib: bool, bfd: bool) -> str:
+    sessions = "every session up" if bfd else "every BGP session up"
+    return sessions + (", every prefix at its ECMP width" if fib else "")

@@ -17,7 +17,6 @@ from harness import interrupt
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.model import Plane, cluster_to_dict
 from harness.observe.convergence import cached_expectations
-from harness.observe.routing import bgp_peers
 from harness.plan import Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.runtime import neighbours, nsutil, processes
@@ -28,7 +27,6 @@ from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
                                    labs, load, namespace, run_dir, save)
 from harness.runtime.vty import VtyClient, daemon_of
-from harness.wait import until
 
 OOB_BRIDGE = "br0"
 MGMT_TABLE = "fablab_mgmt"
@@ -145,13 +143,13 @@ class NetnsRuntime(NamespaceAccess):
             defer_bfd = _defer_bfd(plan)
             state = self._daemons(plan, lab, state, configs, progress, defer_bfd)
             timings["daemons"] = time.monotonic() - t
+            checked = False
             if defer_bfd:
+                state, checked = self._bgp_then_bfd(plan, lab, state, deadline, progress, timings)
+            if not checked:
                 t = time.monotonic()
-                state = self._bfd_after_bgp(plan, lab, state, timeout, progress)
-                timings["bgp"] = time.monotonic() - t
-            t = time.monotonic()
-            wait_converged(self, plan, lab, max(1.0, deadline - t), progress)
-            timings["converged"] = time.monotonic() - t
+                wait_converged(self, plan, lab, max(1.0, deadline - t), progress)
+                timings["converged"] = time.monotonic() - t
             interrupt.checkpoint()  # a signal swallowed during the boot (see harness/interrupt.py)
         except BaseException:
             interrupt.handled()
@@ -244,43 +242,34 @@ class NetnsRuntime(NamespaceAccess):
             node.wait_for([f"{daemon}.vty" for daemon in ("zebra",) + now])
         return state
 
-    def _bfd_after_bgp(self, plan: Plan, lab: str, state: LabState, timeout: float,
-                       progress: Progress) -> LabState:
-        """Wait for every BGP session, then start bfdd: at a thousand sessions BFD's packets
-        (3.3 a second each way per session at 300 ms) took most of both cores while BGP was
-        still converging. bgpd registers its sessions again when bfdd comes (zebra replays them);
-        convergence still waits for every BFD session up."""
-        exp = cached_expectations(plan)
-        pending = [sw.name for sw in plan.switches if exp[sw.name].sessions]
-        total = len(pending)
-
-        def established(name: str) -> bool:
-            try:
-                (summary,) = self.vtysh_json(lab, name, "show bgp ipv4 unicast summary json")
-            except RuntimeError_:
-                return False
-            return sum(1 for p in bgp_peers(name, summary) if p.established) >= exp[name].sessions  # type: ignore[arg-type]
-
-        def not_yet() -> str:
-            return f"BGP sessions on {len(pending)}/{total} switches: " + ", ".join(pending[:8])
-
-        said = [-1]
-
-        def all_established() -> bool:
-            pending[:] = [name for name in pending if not established(name)]
-            if len(pending) != said[0]:
-                progress("bgp", f"{total - len(pending)}/{total} switches have every BGP session up")
-                said[0] = len(pending)
-            return not pending
-
-        until(all_established, timeout, not_yet, interval=0.2)
-        progress("bgp", f"every BGP session up: starting bfdd on {len(plan.switches)} switches")
+    def _bgp_then_bfd(self, plan: Plan, lab: str, state: LabState, deadline: float, progress: Progress,
+                      timings: dict[str, float]) -> tuple[LabState, bool]:
+        """Converge BGP and check every FIB while bfdd is not running, then start bfdd and wait
+        for every BFD session. At a thousand sessions BFD's packets (3.3 a second each way per
+        session at 300 ms) take most of both cores, which slowed BGP and every FIB read.
+        bgpd registers its sessions again when bfdd comes (zebra replays them). The FIBs need
+        no second read if no BGP session went down since they were checked (a route here only
+        changes with a session: the counts of sessions gone down are compared); returns False
+        when one did, for a full look."""
+        t = time.monotonic()
+        checked = wait_converged(self, plan, lab, max(1.0, deadline - t), progress, bfd=False, phase="bgp")
+        drops = {s.switch: s.drops for s in checked}  # a session may have flapped while the boot began
+        timings["bgp"] = time.monotonic() - t
+        t = time.monotonic()
+        progress("bfd", f"starting bfdd on {len(plan.switches)} switches")
         nodes = [frr_node(lab, sw.name) for sw in plan.switches]
         for sw, node in zip(plan.switches, nodes):
             state = _started(state, sw.name, node.start(("bfdd",)))
         for node in nodes:
             node.wait_for(["bfdd.vty"])
-        return state
+        looks = wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress, fib=False,
+                               phase="bfd")
+        dropped = [s.switch for s in looks if s.drops != drops[s.switch]]
+        if dropped:
+            progress("bfd", f"BGP sessions went down since the FIBs were checked ({', '.join(dropped[:5])}): "
+                            "looking at every FIB again")
+        timings["bfd"] = time.monotonic() - t
+        return state, not dropped
 
     # ------------------------------------------------------------------ teardown
 

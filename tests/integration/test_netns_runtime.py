@@ -208,3 +208,17 @@ def test_swallowed_interrupt_still_tears_the_boot_down(lab_name):
         Lab.up(BUILTINS["rail-only"](), name=lab_name, timeout=60, progress=progress)
     assert leftovers_of(lab_name) == []
     assert not interrupt.pending()
+
+
+def test_bfd_started_after_bgp_converges_the_same(lab_name, monkeypatch):
+    # Large fabrics start bfdd once BGP has converged and every FIB was checked; the lab must
+    # end up exactly as converged as when bfdd starts with bgpd.
+    monkeypatch.setattr(netns_runtime, "DEFER_BFD_FROM", 1)
+    said = []
+    with Lab.up(BUILTINS["ai-cluster"](), name=lab_name, timeout=90, progress=lambda p, m: said.append(p)) as lab:
+        assert {"bgp", "bfd"} <= set(lab.state.timings)
+        assert lab.shortfalls() == []
+        peers = lab.bfd_peers("be-s1")
+        assert all(b.up for b in peers) and len(peers) == len(lab.plan.switch("be-s1").fabric_ports)
+        assert said.index("bgp") < said.index("bfd")
+    assert leftovers_of(lab_name) == []
