@@ -191,10 +191,11 @@ class NetnsRuntime(NamespaceAccess):
                    Plane.MGMT: 1500}
             for row in rows:
                 a = sock(row.a_node)
-                a.link("add", ifname=row.a_port, kind="veth",
-                       peer={"ifname": row.b_port, "net_ns_fd": namespace(lab, row.b_node)})
-                a.link("set", ifname=row.a_port, mtu=mtu[row.plane], state="up")
-                sock(row.b_node).link("set", ifname=row.b_port, mtu=mtu[row.plane], state="up")
+                # MTU of both ends and this end's state in the one request; the kernel does
+                # not bring a veth's peer up on creation, so that end takes a second one.
+                a.link("add", ifname=row.a_port, kind="veth", mtu=mtu[row.plane], state="up",
+                       peer={"ifname": row.b_port, "net_ns_fd": namespace(lab, row.b_node), "mtu": mtu[row.plane]})
+                sock(row.b_node).link("set", ifname=row.b_port, state="up")
             for node in plan.fabric.nodes:
                 sock(node.name).link("set", ifname="lo", state="up")
             self._oob_bridge(plan, sock("oob1"))
