@@ -35,8 +35,10 @@ from __future__ import annotations
 import json
 from ipaddress import IPv4Network
 
+import pytest
+
 from harness.checks.isolation import check_isolation
-from harness.checks.sabotage import leak_route, stray_cable
+from harness.checks.sabotage import leak_route, stray_cable, stray_ends
 from harness.model import Plane, Role
 from harness.wait import until
 
@@ -69,9 +71,10 @@ def _received(lab, switch: str, port: str) -> tuple[list[str], int]:
 
 
 def _ends(lab):
-    fe_leaf = lab.plan.fabric.nodes_with(Role.FE_LEAF)[0].name
-    be_leaf = lab.plan.fabric.nodes_with(Role.BE_LEAF)[0].name
-    return fe_leaf, be_leaf
+    ends = stray_ends(lab)
+    if ends is None:
+        pytest.skip("not applicable: every port of every FE or BE switch is cabled; no stray cable fits")
+    return ends
 
 
 def test_fe_be_and_mgmt_are_isolated(lab, results):

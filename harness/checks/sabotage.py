@@ -11,7 +11,7 @@ from ipaddress import IPv4Network
 
 from harness.errors import HarnessError
 from harness.hwsku import hwsku
-from harness.model import FE_NIC, Plane
+from harness.model import FE_NIC, Plane, Role
 from harness.plan import CableRow
 
 
@@ -37,7 +37,7 @@ def _vtysh_config(lab, node: str, *lines: str) -> None:
     lab.vtysh(node, "configure terminal", *lines)
 
 
-def _free_port(lab, switch: str) -> str:
+def free_port(lab, switch: str) -> str:
     """The first port of the switch's HwSKU that no cable uses, as an installer would pick."""
     used = {c.a_port for c in lab.all_cables() if c.a_node == switch}
     used |= {c.b_port for c in lab.all_cables() if c.b_node == switch}
@@ -45,6 +45,24 @@ def _free_port(lab, switch: str) -> str:
         if row.name not in used:
             return row.name
     raise HarnessError(f"{switch} has no free port left for a stray cable")
+
+
+def stray_ends(lab) -> tuple[str, str] | None:
+    """An FE and a BE switch that each have a free port for a cable nobody planned, leaves
+    first; None when every port of every FE or every BE switch is cabled (xlarge's 1:1 leaves
+    and spines fill their HwSKU): nowhere to plug a stray cable in."""
+    def with_free_port(*roles: Role) -> str | None:
+        for role in roles:
+            for node in lab.plan.fabric.nodes_with(role):
+                try:
+                    free_port(lab, node.name)
+                except HarnessError:
+                    continue
+                return node.name
+        return None
+
+    fe, be = with_free_port(Role.FE_LEAF, Role.FE_SPINE), with_free_port(Role.BE_LEAF, Role.BE_SPINE)
+    return None if fe is None or be is None else (fe, be)
 
 
 def stray_cable(lab, a: str, b: str, peer_group: bool = True) -> Sabotage:
@@ -56,7 +74,7 @@ def stray_cable(lab, a: str, b: str, peer_group: bool = True) -> Sabotage:
     for node in (a, b):
         if node not in {s.name for s in lab.plan.switches}:
             raise HarnessError(f"stray_cable joins routed switches; {node!r} is not one")
-    pa, pb = _free_port(lab, a), _free_port(lab, b)
+    pa, pb = free_port(lab, a), free_port(lab, b)
     with lab.netlink(a) as s:
         s.link("add", ifname=pa, kind="veth", peer={"ifname": pb, "net_ns_fd": lab.namespace(b)})
         s.link("set", ifname=pa, state="up")
@@ -213,7 +231,7 @@ def rogue_cable(lab, a: tuple[str, str | None], b: tuple[str, str | None]) -> Sa
     ends = []
     for node, port in (a, b):
         lab.check_node(node)
-        port = port or _free_port(lab, node)
+        port = port or free_port(lab, node)
         with lab.netlink(node) as s:
             if s.link_lookup(ifname=port):
                 raise HarnessError(f"{node} already has an interface {port}: pick a free port for the rogue cable")
