@@ -21,7 +21,7 @@ from harness.plan import Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.runtime import neighbours, nsutil, processes
 from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
-from harness.runtime.frr import (DAEMONS, FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
+from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
                                  pathspace_dirs, remove_path)
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
