@@ -42,6 +42,10 @@ class MgmtNetworkError(HarnessError):
     """No mgmt subnet is free for a lab, or a plan's mgmt addresses do not fit the one given."""
 
 
+class NamespaceError(HarnessError):
+    """A network namespace is missing or cannot be entered."""
+
+
 class RuntimeError_(HarnessError):
     """Booting, driving or tearing down a lab failed."""
 

@@ -201,6 +201,11 @@ class Lab:
         self.check_node(node)
         return self.runtime.fib(self.name, node)
 
+    def route(self, node: str, prefix: IPv4Network) -> Route | None:
+        """The node's kernel route to exactly `prefix` (main table), or None."""
+        self.check_node(node)
+        return self.runtime.fib_route(self.name, node, prefix)
+
     def bgp_peers(self, node: str) -> tuple[BgpPeer, ...]:
         (doc,) = self.runtime.vtysh_json(self.name, node, "show bgp ipv4 unicast summary json")
         return bgp_peers(node, doc)  # type: ignore[arg-type]

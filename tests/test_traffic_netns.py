@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 
@@ -16,12 +17,14 @@ from scapy.compat import raw
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 
-from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, TcpClientSpec, TcpServerSpec, TrafficError,
-                                   UdpFlow, losses)
+from harness.nsenter import entered
+from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, SpecError, TcpClientSpec, TcpServerSpec,
+                                   TrafficError, UdpFlow, losses)
+from harness.traffic.neighwatch import NeighbourWatch
 from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RETH, parse_udp_payload,
                                   roce_sport, verify_icrc)
 from harness.traffic.runner import (netns_exists, run_sender, run_tcp_client, start_receiver, start_receivers,
-                                    start_sender, start_tcp_server, veth_testbed)
+                                    start_sender, start_senders, start_tcp_server, veth_testbed)
 from harness.traffic.tcp import iperf3_path, run_iperf3
 from harness.wait import until
 
@@ -48,8 +51,8 @@ def testbed():
         assert f"fl_{LAB}_" not in listed
 
 
-def roce_flows(dst: str, n: int, **kw) -> tuple[RoceFlow, ...]:
-    return tuple(RoceFlow(flow_id=i + 1, dst=dst, dst_qp=0x100 + i, src_qp=0x200 + i, **kw) for i in range(n))
+def roce_flows(dst: str, n: int, first_id: int = 1, **kw) -> tuple[RoceFlow, ...]:
+    return tuple(RoceFlow(flow_id=first_id + i, dst=dst, dst_qp=0x100 + i, src_qp=0x200 + i, **kw) for i in range(n))
 
 
 def send_and_receive(send: SendSpec, receive: ReceiveSpec):
@@ -178,26 +181,64 @@ def test_priming_probes_do_not_start_the_quiet_timer(testbed):
 def test_receivers_start_together_and_stop_after_the_linger(testbed):
     _, dst = testbed
     specs = [(NS_B, ReceiveSpec(duration_s=60, port=4791)), (NS_B, ReceiveSpec(protocol="udp", port=9000))]
-    receivers = start_receivers(specs)
-    try:
+    with start_receivers(specs) as receivers:
         sent = run_sender(NS_A, SendSpec(flows=roce_flows(dst, 2), packets=50))
-        for r in receivers:
-            r.stop()
-        roce, udp = (r.result(10) for r in receivers)
-    finally:
-        for r in receivers:
-            r.kill()
+        receivers.stop()
+        roce, udp = receivers.result(10).results
     assert roce.stop_reason == udp.stop_reason == "stopped"
     assert roce.packets == sent.packets == 100 and udp.packets == 0
 
 
+def test_receivers_in_two_namespaces_each_count_their_own(testbed):
+    src, dst = testbed
+    specs = [(NS_B, ReceiveSpec(duration_s=60, expect_packets=30)),
+             (NS_A, ReceiveSpec(duration_s=60, expect_packets=20))]
+    with start_receivers(specs) as receivers:
+        with start_senders([(NS_A, SendSpec(flows=roce_flows(dst, 1), packets=30)),
+                            (NS_B, SendSpec(flows=roce_flows(src, 1, first_id=7), packets=30))]) as senders:
+            to_b, to_a = senders.result(20).results
+        at_b, at_a = receivers.result(20).results
+    assert to_b.packets == to_a.packets == 30
+    assert (at_b.stop_reason, at_b.packets) == ("expected", 30)
+    # The positive control: B got its 30 in one process that also served A, which stopped at 20.
+    assert (at_a.stop_reason, at_a.packets) == ("expected", 20)
+
+
+def test_a_send_group_refuses_members_on_different_schedules(testbed):
+    _, dst = testbed
+    with pytest.raises(SpecError, match="share rate_pps"):
+        start_senders([(NS_A, SendSpec(flows=roce_flows(dst, 1), packets=10, rate_pps=100)),
+                       (NS_B, SendSpec(flows=roce_flows(dst, 1, first_id=7), packets=10, rate_pps=200))])
+
+
 def test_receivers_that_cannot_all_start_leave_none_running(testbed):
     specs = [(NS_B, ReceiveSpec(duration_s=60, port=4791)), (f"fl_{LAB}_absent", ReceiveSpec(duration_s=60))]
-    with pytest.raises(TrafficError, match="does not exist"):
+    with pytest.raises(TrafficError, match=f"fl_{LAB}_absent do not exist"):
         start_receivers(specs)
+    clash = [(NS_B, ReceiveSpec(duration_s=60, port=4791)), (NS_B, ReceiveSpec(duration_s=60, port=4791))]
+    with pytest.raises(TrafficError, match=f"in netns {NS_B}: cannot bind"):
+        start_receivers(clash)
     with start_receiver(NS_B, ReceiveSpec(duration_s=60, port=4791)) as again:  # the port is free again
         again.stop()
         assert again.result(10).stop_reason == "stopped"
+
+
+def test_a_next_hop_nobody_answers_is_seen_resolving(testbed):
+    _, dst = testbed
+    subprocess.run(["ip", "-n", NS_A, "route", "replace", "10.98.0.0/24", "dev", "veth0"], check=True)
+    with entered(NS_A):
+        watch = NeighbourWatch()
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+                probe.sendto(b"x", (dst, 9))  # positive control: B answers, so nothing stays INCOMPLETE
+                until(lambda: not watch.resolving(), 5, "the neighbour that answers to be resolved")
+                probe.sendto(b"x", ("10.98.0.5", 9))  # on-link, nobody there: INCOMPLETE for ~3 s
+                assert watch.resolving()
+        finally:
+            watch.close()
+            # Senders of the later tests would wait on that neighbour while it is resolving.
+            subprocess.run(["ip", "-n", NS_A, "route", "del", "10.98.0.0/24"], check=True)
+            subprocess.run(["ip", "-n", NS_A, "neigh", "flush", "to", "10.98.0.5"], check=True)
 
 
 def test_a_paced_sender_stops_on_request_and_reports_what_it_sent(testbed):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+from dataclasses import replace
 
 import pytest
 from scapy.compat import raw
@@ -13,13 +14,14 @@ from scapy.layers.inet import IP, UDP
 
 from harness.errors import HarnessError
 from harness.traffic import patterns
-from harness.traffic.flows import (ReceiveResult, ReceiveSpec, RoceFlow, SendResult, SendSpec, SpecError,
-                                   TcpClientSpec, UdpFlow, from_json, to_json)
+from harness.traffic.flows import (ReceiveGroupSpec, ReceiveResult, ReceiveSpec, RoceFlow, SendGroupSpec, SendResult,
+                                   SendSpec, SpecError, TcpClientSpec, UdpFlow, from_json, to_json)
 from harness.traffic.patterns import Endpoint, FlowOptions, all_to_all, incast, ring
-from harness.traffic.receiver import psn_gaps, receive
-from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RDMA_WRITE_ONLY, RETH,
-                                  SEND_FIRST, SEND_LAST, SEND_MIDDLE, SEND_ONLY, SUPPORTED_OPCODES, UC, RoceShape,
-                                  RoceTemplate, hash_32, parse_udp_payload, roce_sport, scapy_packet, verify_icrc)
+from harness.traffic.receiver import psn_gaps, receive, receive_many
+from harness.traffic.roce import (FABLAB_HEADER, FABLAB_MAGIC, RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST,
+                                  RDMA_WRITE_MIDDLE, RDMA_WRITE_ONLY, RETH, SEND_FIRST, SEND_LAST, SEND_MIDDLE,
+                                  SEND_ONLY, SUPPORTED_OPCODES, UC, RoceShape, RoceTemplate, hash_32,
+                                  parse_udp_payload, roce_sport, scapy_packet, verify_icrc)
 from harness.traffic.sender import opcodes_of, send_order
 from harness.traffic.tcp import iperf3_client_argv, parse_iperf3
 
@@ -197,6 +199,50 @@ def test_receiver_accounting_over_loopback():
     assert [s for s, _ in fb.arrivals()] == [0, 1, 3, 2, 4, 4]
     assert sum(fa.buckets) == 6
     assert from_json(ReceiveResult, to_json(result)) == result
+
+
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_one_loop_serves_many_receivers_each_to_its_own_end():
+    """receive_many (no root, this namespace): each member counts its own flows and stops on its
+    own condition, one when its packets are in, the other on the stop request."""
+    ports = [_free_udp_port(), _free_udp_port()]
+    specs = [ReceiveSpec(protocol="udp", port=ports[0], bind="127.0.0.1", duration_s=30, expect_packets=3),
+             ReceiveSpec(protocol="udp", port=ports[1], bind="127.0.0.1", duration_s=30)]
+    ready, stop = threading.Event(), threading.Event()
+    out: list[list[ReceiveResult]] = []
+    worker = threading.Thread(target=lambda: out.append(receive_many([(None, s) for s in specs], ready.set, stop)))
+    worker.start()
+    assert ready.wait(10)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+        for port, flow_id, count in ((ports[0], 1, 3), (ports[1], 2, 5)):
+            for seq in range(count):
+                tx.sendto(FABLAB_HEADER.pack(FABLAB_MAGIC, flow_id, seq, 1), ("127.0.0.1", port))
+    stop.set()  # queued already: drained before the linger ends
+    worker.join(10)
+    first, second = out[0]
+    assert (first.stop_reason, first.packets, [f.flow_id for f in first.flows]) == ("expected", 3, [1])
+    assert (second.stop_reason, second.packets, [f.flow_id for f in second.flows]) == ("stopped", 5, [2])
+
+
+def test_group_specs_check_their_members():
+    flow = RoceFlow(1, "10.0.0.1", 0x10, 0x20)
+    with pytest.raises(SpecError, match="no members"):
+        SendGroupSpec((), ())
+    with pytest.raises(SpecError, match="2 namespaces for 1 specs"):
+        ReceiveGroupSpec(("a", "b"), (ReceiveSpec(),))
+    with pytest.raises(SpecError, match="share rate_pps"):
+        SendGroupSpec(("a", "b"), (SendSpec(flows=(flow,), packets=5, rate_pps=10),
+                                   SendSpec(flows=(replace(flow, flow_id=2),), packets=5, rate_pps=20)))
+    with pytest.raises(SpecError, match="unique across the members"):
+        SendGroupSpec(("a", "b"), (SendSpec(flows=(flow,), packets=5), SendSpec(flows=(flow,), packets=5)))
+    group = SendGroupSpec(("a", "b"), (SendSpec(flows=(flow,), packets=5, device="eth1"),
+                                       SendSpec(flows=(replace(flow, flow_id=2),), packets=5, device="eth2")))
+    assert from_json(SendGroupSpec, to_json(group)) == group
 
 
 # ---------------------------------------------------------------------------- specs and JSON

@@ -11,15 +11,15 @@ kernel do not act on PFC: it is rendered as configuration only).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.checks.result import Outcome
 from harness.errors import HarnessError
 from harness.model import Role
-from harness.traffic.flows import ReceiveSpec, SendSpec
+from harness.traffic.flows import ReceiveSpec
 from harness.traffic.patterns import Endpoint, FlowOptions, all_to_all, incast, receive_specs, ring, send_specs
 from harness.traffic.roce import BTH_LEN, ICRC_LEN, IP_LEN, RETH_LEN, UDP_LEN
-from harness.traffic.runner import start_receiver, start_receivers, start_sender
+from harness.traffic.runner import start_receiver, start_receivers, start_senders
 
 PATTERNS = ("ring", "all-to-all", "incast")
 
@@ -95,18 +95,12 @@ def check_collective(lab, pattern: str, rail: int = 0, packets: int = 300, qps_p
     # One rate bucket a second: at `large` receivers are ready a minute before the data comes,
     # and 10 ms buckets from then on were 24 million numbers of JSON nobody reads.
     receive = receive_specs(planned, ReceiveSpec(duration_s=600, bucket_ms=1000.0), packets_per_flow=packets)
-    receivers = start_receivers([(lab.namespace(ep.node), spec) for ep, spec in receive.items()])
-    senders = []
-    try:
-        for ep, spec in send_specs(planned, packets=packets, rate_pps=rate_pps).items():
-            senders.append(start_sender(lab.namespace(ep.node), spec))
-        sent = [s.result(300) for s in senders]
-        for r in receivers:
-            r.stop()
-        received = [r.result(60) for r in receivers]
-    finally:
-        for p in senders + receivers:
-            p.kill()
+    with start_receivers([(lab.namespace(ep.node), spec) for ep, spec in receive.items()]) as receivers:
+        sends = send_specs(planned, packets=packets, rate_pps=rate_pps)
+        with start_senders([(lab.namespace(ep.node), spec) for ep, spec in sends.items()]) as senders:
+            sent = senders.result(300).results
+        receivers.stop()
+        received = receivers.result(60).results
     # Flow ids are unique across the pattern: account per flow, whoever sent or received it.
     sent_by_flow = {f.flow_id: f.packets for s in sent for f in s.flows}
     got_by_flow = {f.flow_id: f.unique for r in received for f in r.flows}
@@ -258,18 +252,13 @@ def _run_incast(lab, receiver: Endpoint, senders: list[Endpoint], rate_pps: floa
                 packets: int, first_qp: int) -> tuple[dict, object, int]:
     planned = incast(senders, receiver, FlowOptions(qps_per_pair=1, first_qp=first_qp, payload_len=payload_len))
     (spec,) = receive_specs(planned, ReceiveSpec(duration_s=60, quiet_s=1.0), packets_per_flow=packets).values()
-    # Every sender process starts and primes, then all send from the same instant.
-    start_ns = time.time_ns() + int((1.0 + 0.3 * len(senders)) * 1e9)
+    # The senders' process starts and primes every path, then all send from the same instant.
+    start_ns = time.time_ns() + int((1.5 + 0.02 * len(senders)) * 1e9)
+    sends = {ep: replace(send, start_at_ns=start_ns)
+             for ep, send in send_specs(planned, packets=packets, rate_pps=rate_pps).items()}
     with start_receiver(lab.namespace(receiver.node), spec) as rx:
-        procs = []
-        try:
-            for ep, send in send_specs(planned, packets=packets, rate_pps=rate_pps).items():
-                procs.append((ep, start_sender(lab.namespace(ep.node), SendSpec(
-                    flows=send.flows, packets=packets, rate_pps=rate_pps, device=send.device, start_at_ns=start_ns))))
-            sent = {ep: p.result(120) for ep, p in procs}
-        finally:
-            for _, p in procs:
-                p.kill()
+        with start_senders([(lab.namespace(ep.node), send) for ep, send in sends.items()]) as senders:
+            sent = dict(zip(sends, senders.result(120).results))
         got = rx.result(60)
     return sent, got, start_ns
 

@@ -6,7 +6,6 @@ one `ip netns exec sysctl` process per node.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import subprocess
 import threading
@@ -17,10 +16,8 @@ from typing import TypeVar
 from pyroute2 import IPRoute, netns
 
 from harness.errors import RuntimeError_
+from harness.nsenter import NETNS_DIR, entered
 
-NETNS_DIR = "/run/netns"
-_CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
 T = TypeVar("T")
 
 
@@ -66,14 +63,8 @@ def run_in(ns: str, fn: Callable[[], T]) -> T:
 
     def target() -> None:
         try:
-            fd = os.open(f"{NETNS_DIR}/{ns}", os.O_RDONLY)
-            try:
-                if _libc.setns(fd, _CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, os.strerror(err))
-            finally:
-                os.close(fd)
-            box["result"] = fn()
+            with entered(ns):
+                box["result"] = fn()
         except BaseException as e:  # carried to the caller's thread
             box["error"] = e
 

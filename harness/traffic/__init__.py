@@ -1,7 +1,7 @@
 """Traffic: RoCEv2 (scapy-built, byte-patched), UDP and TCP flows, sent and received inside lab namespaces.
 
 Specs and results are frozen dataclasses (`flows`); senders, receivers and TCP ends run
-as separate processes in a namespace (`runner`), speaking JSON only at that boundary;
+as separate processes in a namespace (`runner`), or one process for many namespaces, speaking JSON only at that boundary;
 `patterns` turns collectives (ring, all-to-all, incast) into flow lists.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from harness.traffic.flows import (ROCE_PORT, TCP_PORT, UDP_PORT, FlowReceived, 
 from harness.traffic.patterns import Endpoint, FlowOptions, PlannedFlow, all_to_all, incast, ring
 from harness.traffic.roce import RETH, RoceShape, RoceTemplate, hash_32, roce_sport, verify_icrc
 from harness.traffic.runner import (TrafficProcess, run_in_netns, run_sender, run_tcp_client, start_receiver,
-                                    start_sender, start_tcp_server, veth_testbed)
+                                    start_receivers, start_sender, start_senders, start_tcp_server, veth_testbed)
 
 __all__ = [
     "ROCE_PORT", "TCP_PORT", "UDP_PORT", "FlowReceived", "FlowSent", "Gap", "ReceiveResult", "ReceiveSpec",
@@ -20,6 +20,6 @@ __all__ = [
     "TrafficError", "UdpFlow", "from_json", "losses", "to_json",
     "Endpoint", "FlowOptions", "PlannedFlow", "all_to_all", "incast", "ring",
     "RETH", "RoceShape", "RoceTemplate", "hash_32", "roce_sport", "verify_icrc",
-    "TrafficProcess", "run_in_netns", "run_sender", "run_tcp_client", "start_receiver", "start_sender",
-    "start_tcp_server", "veth_testbed",
+    "TrafficProcess", "run_in_netns", "run_sender", "run_tcp_client", "start_receiver", "start_receivers",
+    "start_sender", "start_senders", "start_tcp_server", "veth_testbed",
 ]

@@ -350,6 +350,63 @@ def losses(sent: SendResult, received: ReceiveResult) -> dict[int, int]:
     return {s.flow_id: s.packets - (by_id[s.flow_id].unique if s.flow_id in by_id else 0) for s in sent.flows}
 
 
+# ---------------------------------------------------------------------------- many namespaces, one process
+
+# What every member of a send group shares: one interleaved schedule paces all their flows.
+_SCHEDULE = ("packets", "rate_pps", "duration_s", "start_at_ns", "prime", "prime_timeout_s", "realtime")
+
+
+def _check_group(netns: tuple[str, ...], specs: tuple[Any, ...], problems: list[str]) -> None:
+    if not specs:
+        problems.append("no members")
+    if len(netns) != len(specs):
+        problems.append(f"{len(netns)} namespaces for {len(specs)} specs")
+
+
+@dataclass(frozen=True)
+class SendGroupSpec:
+    """Senders in many network namespaces (specs[i] in netns[i]), one process, one schedule."""
+
+    netns: tuple[str, ...]
+    specs: tuple[SendSpec, ...]
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        _check_group(self.netns, self.specs, problems)
+        for name in _SCHEDULE:
+            values = {getattr(s, name) for s in self.specs}
+            if len(values) > 1:
+                problems.append(f"members must share {name} (one schedule paces them all), "
+                                f"got {sorted(map(str, values))}")
+        ids = [f.flow_id for s in self.specs for f in s.flows]
+        if len(set(ids)) != len(ids):
+            problems.append("flow ids must be unique across the members")
+        _check(problems, "SendGroupSpec")
+
+
+@dataclass(frozen=True)
+class SendGroupResult:
+    results: tuple[SendResult, ...]  # in the order of the specs
+
+
+@dataclass(frozen=True)
+class ReceiveGroupSpec:
+    """Receivers in many network namespaces (specs[i] in netns[i]), one process."""
+
+    netns: tuple[str, ...]
+    specs: tuple[ReceiveSpec, ...]
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        _check_group(self.netns, self.specs, problems)
+        _check(problems, "ReceiveGroupSpec")
+
+
+@dataclass(frozen=True)
+class ReceiveGroupResult:
+    results: tuple[ReceiveResult, ...]  # in the order of the specs
+
+
 def pack_int64(values: array) -> str:
     return base64.b64encode(values.tobytes()).decode("ascii")
 

@@ -3,13 +3,17 @@
 The receive loop only records (sequence, PSN, receive time, send time) per flow; loss,
 reordering, gaps and rate buckets are computed once at the end.
 
-    nsenter --net=/run/netns/NS -- python -m harness.traffic.receiver [--spec FILE|-]
+    nsenter --net=/run/netns/NS -- python -m harness.traffic.receiver [--group] [--spec FILE|-]
 
-prints `READY <port>` on stderr once bound, and the ReceiveResult as JSON on stdout.
+prints `READY <port>` on stderr once bound, and the ReceiveResult as JSON on stdout. With
+--group the spec is a ReceiveGroupSpec: one process receives for many namespaces (a
+collective's 128 GPUs) in one loop, each socket opened in its own namespace; it prints
+`READY <members>` once all are bound.
 """
 from __future__ import annotations
 
 import argparse
+import select
 import signal
 import socket
 import struct
@@ -23,13 +27,15 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.traffic.flows import (FlowReceived, Gap, ReceiveResult, ReceiveSpec, TrafficError, from_json,
-                                   pack_int64, to_json)
+from harness.traffic.flows import (FlowReceived, Gap, ReceiveGroupResult, ReceiveGroupSpec, ReceiveResult,
+                                   ReceiveSpec, TrafficError, from_json, pack_int64, to_json)
+from harness.nsenter import entered
 from harness.traffic.roce import BTH_LEN, FABLAB_HEADER, FABLAB_MAGIC, ICRC_LEN, PROBE_MAGIC, PSN_MASK, payload_offset
 
 READY = "READY"
-_POLL_S = 0.05  # how often an idle receiver looks at its deadline and stop request
-_CHECK_EVERY = 1024  # a busy receiver looks every this many packets
+_POLL_S = 0.05  # how often a receiver looks at its deadlines and stop request
+_LINGER_POLL_S = 0.01  # and once stopping, so that it ends close to its linger
+_BATCH = 1024  # packets drained from one socket before the others get a turn
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux value; Python does not export it
 
 
@@ -82,6 +88,11 @@ class _Capture(threading.Thread):
                 if len(data) >= ihl + 8 and int.from_bytes(data[ihl + 2:ihl + 4], "big") == self._port:
                     self.packets.append(data)
 
+    def discard(self) -> None:
+        """Close the socket of a capture that never started (a started one closes its own)."""
+        if self.ident is None:
+            self._sock.close()
+
 
 def _open(spec: ReceiveSpec) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -97,101 +108,167 @@ def _open(spec: ReceiveSpec) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise ReceiverError(f"cannot bind {spec.bind}:{spec.port}: {exc}") from exc
-    sock.settimeout(_POLL_S)
+    sock.setblocking(False)
     return sock
+
+
+class _Member:
+    """One receiver: its socket (and capture), what arrived on it, and why it stopped."""
+
+    def __init__(self, spec: ReceiveSpec, halt: threading.Event) -> None:
+        self.spec = spec
+        self.sock = _open(spec)
+        try:
+            self.capture = _Capture(spec.port, spec.capture, spec.device, halt) if spec.capture else None
+        except BaseException:
+            self.sock.close()
+            raise
+        self.flows: dict[int, _Arrivals] = {}
+        self.probes = self.malformed = self.total = 0
+        self.expect = spec.expect_packets or -1
+        self.quiet_ns = int(spec.quiet_s * 1e9) if spec.quiet_s else 0
+        self.linger_ns = int(spec.linger_s * 1e9)
+        self.deadline = 0
+        self.last_data = 0  # monotonic time of the last data packet, for quiet_s
+        self.last_packet = 0  # of any packet, for the linger
+        self.reason = ""
+        self.end_ns = 0
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.capture is not None:
+            self.capture.discard()
 
 
 def receive(spec: ReceiveSpec, on_ready: Callable[[], None] | None = None,
             stop: threading.Event | None = None) -> ReceiveResult:
     """Receive until a stop condition of `spec` or `stop` is set; `on_ready` runs once bound."""
+    return receive_many([(None, spec)], on_ready, stop)[0]
+
+
+def receive_many(members: Sequence[tuple[str | None, ReceiveSpec]], on_ready: Callable[[], None] | None = None,
+                 stop: threading.Event | None = None) -> list[ReceiveResult]:
+    """Receive for every member in its network namespace (None: the current one), in one loop;
+    `on_ready` runs once all are bound. Each stops on its own conditions; one result each."""
     stop = stop or threading.Event()
-    sock = _open(spec)
-    capture_stop = threading.Event()
-    capture = _Capture(spec.port, spec.capture, spec.device, capture_stop) if spec.capture else None
+    halt = threading.Event()  # ends the capture threads
+    opened: list[_Member] = []
     try:
-        if capture is not None:
+        for ns, spec in members:
+            with entered(ns):
+                try:
+                    opened.append(_Member(spec, halt))
+                except TrafficError as exc:
+                    raise ReceiverError(f"in netns {ns}: {exc}" if ns else str(exc)) from exc
+        captures = [m.capture for m in opened if m.capture is not None]
+        for capture in captures:
             capture.start()
         origin_ns = time.time_ns()
         if on_ready is not None:
             on_ready()
-        flows, probes, malformed, reason = _loop(sock, spec, stop)
-        end_ns = time.time_ns()
-        if capture is not None:
-            # The packets are queued on the capture socket already; under load its thread
-            # may lag the main loop: let it drain before stopping it.
+        _serve(opened, stop)
+        # The packets are queued on the capture sockets already; under load their threads
+        # may lag the main loop: let them drain before stopping them.
+        for capture in captures:
             capture.join(timeout=1.0)
     finally:
-        capture_stop.set()
-        sock.close()
-    captured: tuple[str, ...] = ()
-    if capture is not None:
-        capture.join(timeout=1.0)
-        captured = tuple(p.hex() for p in capture.packets)
-    bucket_ns = int(spec.bucket_ms * 1_000_000)
-    results = tuple(_summarise(key, arr, spec, origin_ns, bucket_ns) for key, arr in sorted(flows.items()))
-    return ReceiveResult(spec.protocol, spec.port, origin_ns, end_ns, bucket_ns, reason, results, probes,
-                         malformed, captured)
+        halt.set()
+        for m in opened:
+            m.close()
+    bucket_ns = 0
+    results = []
+    for m in opened:
+        captured: tuple[str, ...] = ()
+        if m.capture is not None:
+            m.capture.join(timeout=1.0)
+            captured = tuple(p.hex() for p in m.capture.packets)
+        bucket_ns = int(m.spec.bucket_ms * 1_000_000)
+        flows = tuple(_summarise(key, arr, m.spec, origin_ns, bucket_ns) for key, arr in sorted(m.flows.items()))
+        results.append(ReceiveResult(m.spec.protocol, m.spec.port, origin_ns, m.end_ns, bucket_ns, m.reason, flows,
+                                     m.probes, m.malformed, captured))
+    return results
 
 
-def _loop(sock: socket.socket, spec: ReceiveSpec,
-          stop: threading.Event) -> tuple[dict[int, _Arrivals], int, int, str]:
-    roce = spec.protocol == "roce"
+def _serve(members: Sequence[_Member], stop: threading.Event) -> None:
+    """Drain every member's socket as packets come, until each has met a stop condition."""
+    by_fd = {m.sock.fileno(): m for m in members}
     layouts = _roce_layouts()
-    udp_layout = FABLAB_HEADER
-    flows: dict[int, _Arrivals] = {}
-    probes = malformed = total = 0
     buf = bytearray(65536)
-    recv_into, time_ns, monotonic_ns = sock.recv_into, time.time_ns, time.monotonic_ns
-    deadline = monotonic_ns() + int(spec.duration_s * 1e9)
-    quiet_ns = int(spec.quiet_s * 1e9) if spec.quiet_s else 0
-    expect = spec.expect_packets or -1
-    last_rx = 0  # monotonic time of the last data packet, for quiet_s
-    seen = 0
-    lingering = False
-    while True:
+    poll_ns = int(_POLL_S * 1e9)
+    start = time.monotonic_ns()
+    for m in members:
+        m.deadline = start + int(m.spec.duration_s * 1e9)
+    stopping_since = 0
+    next_sweep = 0
+    with select.epoll() as poller:
+        for fd in by_fd:
+            poller.register(fd, select.EPOLLIN)
+        active = len(members)
+
+        def finish(m: _Member, reason: str) -> None:
+            nonlocal active
+            m.reason, m.end_ns = reason, time.time_ns()
+            poller.unregister(m.sock.fileno())
+            active -= 1
+
+        while active:
+            events = poller.poll(_LINGER_POLL_S if stopping_since else _POLL_S)
+            for fd, _ in events:
+                m = by_fd[fd]
+                if not m.reason and _drain(m, buf, layouts):
+                    finish(m, "expected")
+            now = time.monotonic_ns()
+            if events and now < next_sweep:
+                continue
+            next_sweep = now + poll_ns
+            if stop.is_set() and not stopping_since:
+                # Packets still crossing the lab's hops when the senders are done arrive within
+                # the linger: a member stops once nothing has come to it for that long.
+                stopping_since = now
+            for m in members:
+                if m.reason:
+                    continue
+                if now >= m.deadline:
+                    finish(m, "deadline")
+                elif m.quiet_ns and m.last_data and now - m.last_data >= m.quiet_ns:
+                    finish(m, "quiet")
+                elif stopping_since and now - max(stopping_since, m.last_packet) >= m.linger_ns:
+                    finish(m, "stopped")
+
+
+def _drain(m: _Member, buf: bytearray, layouts: list[struct.Struct]) -> bool:
+    """Account what is queued on m's socket (at most _BATCH packets, so that no member starves
+    the others); True once m has all the packets it expects."""
+    roce = m.spec.protocol == "roce"
+    udp_layout = FABLAB_HEADER
+    recv_into, time_ns = m.sock.recv_into, time.time_ns
+    flows, expect = m.flows, m.expect
+    done = False
+    data = 0
+    for _ in range(_BATCH):
         try:
             n = recv_into(buf)
-        except TimeoutError:  # nothing queued for a poll interval (or, once stopping, for the linger)
-            now = monotonic_ns()
-            if now >= deadline:
-                return flows, probes, malformed, "deadline"
-            if quiet_ns and last_rx and now - last_rx >= quiet_ns:
-                return flows, probes, malformed, "quiet"
-            if stop.is_set():
-                if lingering:
-                    return flows, probes, malformed, "stopped"
-                lingering = True
-                sock.settimeout(spec.linger_s)
-            continue
+        except BlockingIOError:
+            break
         rx = time_ns()
-        seen += 1
-        if quiet_ns or not seen % _CHECK_EVERY:
-            now = monotonic_ns()
-            if now >= deadline:
-                return flows, probes, malformed, "deadline"
-            if stop.is_set() and not lingering:
-                # Packets still crossing the lab's hops when the senders are done arrive within
-                # the linger: stop once nothing has come for that long.
-                lingering = True
-                sock.settimeout(spec.linger_s)
         if roce:
             layout = layouts[buf[0]]
             if n < layout.size + ICRC_LEN:
-                malformed += 1
+                m.malformed += 1
                 continue
             qp_word, psn_word, magic, flow_id, seq, tx = layout.unpack_from(buf)
             key = qp_word & PSN_MASK
         else:
             if n < udp_layout.size:
-                malformed += 1
+                m.malformed += 1
                 continue
             magic, flow_id, seq, tx = udp_layout.unpack_from(buf)
             key, psn_word = flow_id, 0
         if magic != FABLAB_MAGIC:
             if magic == PROBE_MAGIC:
-                probes += 1
+                m.probes += 1
             else:
-                malformed += 1
+                m.malformed += 1
             continue
         arrivals = flows.get(key)
         if arrivals is None:
@@ -200,13 +277,18 @@ def _loop(sock: socket.socket, spec: ReceiveSpec,
         arrivals.psn.append(psn_word & PSN_MASK)
         arrivals.rx.append(rx)
         arrivals.tx.append(tx)
-        total += 1
-        if quiet_ns:
-            # Only data arms the quiet timer: senders' priming probes arrive long before a
-            # synchronised start, and must not end the receive before the data comes.
-            last_rx = now
-        if total == expect:
-            return flows, probes, malformed, "expected"
+        data += 1
+        if m.total + data == expect:
+            done = True
+            break
+    now = time.monotonic_ns()
+    m.last_packet = now
+    if data:
+        m.total += data
+        # Only data arms the quiet timer: senders' priming probes arrive long before a
+        # synchronised start, and must not end the receive before the data comes.
+        m.last_data = now
+    return done
 
 
 def psn_gaps(psns: Sequence[int]) -> tuple[int, int]:
@@ -262,15 +344,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.traffic.receiver",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="-", help="ReceiveSpec JSON file, or - for stdin (default)")
+    parser.add_argument("--group", action="store_true", help="the spec is a ReceiveGroupSpec")
     args = parser.parse_args(argv)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     try:
         text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
-        spec = from_json(ReceiveSpec, text)
-        result = receive(spec, on_ready=lambda: print(f"{READY} {spec.port}", file=sys.stderr, flush=True),
-                         stop=stop)
+        result: ReceiveResult | ReceiveGroupResult
+        if args.group:
+            group = from_json(ReceiveGroupSpec, text)
+            ready = f"{READY} {len(group.specs)}"
+            result = ReceiveGroupResult(tuple(receive_many(
+                list(zip(group.netns, group.specs)), on_ready=lambda: print(ready, file=sys.stderr, flush=True),
+                stop=stop)))
+        else:
+            spec = from_json(ReceiveSpec, text)
+            result = receive(spec, on_ready=lambda: print(f"{READY} {spec.port}", file=sys.stderr, flush=True),
+                             stop=stop)
         # A stop request racing with our own end must not kill us once the interpreter,
         # shutting down, has put the default handlers back.
         for signum in (signal.SIGTERM, signal.SIGINT):

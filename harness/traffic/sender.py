@@ -4,7 +4,10 @@ RoCEv2 goes out of one raw IPv4 socket (IP_HDRINCL): the kernel routes each pack
 the egress NIC, ECMP choice and neighbour resolution are the fabric's own, while the
 bytes stay exactly ours. UDP flows use one kernel UDP socket each.
 
-    nsenter --net=/run/netns/NS -- python -m harness.traffic.sender [--spec FILE|-]
+    nsenter --net=/run/netns/NS -- python -m harness.traffic.sender [--group] [--spec FILE|-]
+
+With --group the spec is a SendGroupSpec: one process sends for senders in many
+namespaces (a collective's 128 GPUs), opening each one's sockets in its namespace.
 """
 from __future__ import annotations
 
@@ -15,7 +18,6 @@ import os
 import select
 import signal
 import socket
-import subprocess
 import struct
 import sys
 import threading
@@ -24,8 +26,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.traffic.flows import (FlowSent, RoceFlow, SendResult, SendSpec, TrafficError, UdpFlow,
-                                   from_json, to_json)
+from harness.traffic.flows import (FlowSent, RoceFlow, SendGroupResult, SendGroupSpec, SendResult, SendSpec,
+                                   TrafficError, UdpFlow, from_json, to_json)
+from harness.traffic.neighwatch import NeighbourWatch
+from harness.nsenter import entered
 from harness.traffic.roce import (FABLAB_HEADER, FABLAB_MAGIC, PROBE_MAGIC, RC, RDMA_WRITE_FIRST,
                                   RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RDMA_WRITE_ONLY, SEND_FIRST, SEND_LAST,
                                   SEND_MIDDLE, SEND_ONLY, UC, RoceShape, RoceTemplate, roce_sport)
@@ -210,14 +214,7 @@ class _UdpEmitter(_Emitter):
         self._sock.close()
 
 
-def _incomplete_neighbours() -> bool:
-    # `ip` costs a few ms per look; importing pyroute2 in every sender cost 0.2 s of CPU each,
-    # which 63 senders starting at once on a 2-core machine felt.
-    out = subprocess.run(["ip", "neigh", "show", "nud", "incomplete"], capture_output=True, text=True, check=False)
-    return bool(out.stdout.strip())
-
-
-def _prime(emitters: Sequence[_Emitter], timeout_s: float) -> bool:
+def _prime(emitters: Sequence[_Emitter], watches: Sequence[NeighbourWatch], timeout_s: float) -> bool:
     """Send a probe on every 5-tuple and wait until no next hop is still being resolved.
 
     Packets the kernel queues for an unresolved neighbour beyond its small queue are
@@ -229,7 +226,7 @@ def _prime(emitters: Sequence[_Emitter], timeout_s: float) -> bool:
             emitter.probe()
         resend = time.monotonic() + 0.05
         while time.monotonic() < resend:
-            if not _incomplete_neighbours():
+            if not any(w.resolving() for w in watches):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -311,62 +308,120 @@ def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Seq
     return max_lag, tuple((a, b) for a, b in spans)
 
 
-def send(spec: SendSpec, stop: threading.Event | None = None) -> SendResult:
+SENDING = "SENDING"  # on stderr when the first packet is due: what a timed experiment waits for
+
+
+def send(spec: SendSpec, stop: threading.Event | None = None,
+         on_start: Callable[[], None] | None = None) -> SendResult:
     """Send `spec` from the current network namespace; blocks until done, or until `stop` is
-    set (a paced sender then ends after its current round, and reports what it sent)."""
-    counters = _Counters()
-    emitters: list[_Emitter] = []
-    raw: socket.socket | None = None
-    try:
+    set (a paced sender then ends after its current round, and reports what it sent).
+    on_start runs when the sending loop begins, after priming and the start time."""
+    return send_many([(None, spec)], stop, on_start)[0]
+
+
+class _Member:
+    """One member's sockets and flows, opened in its namespace."""
+
+    def __init__(self, spec: SendSpec) -> None:
+        self.spec = spec
+        self.counters = _Counters()
+        self.emitters: list[_Emitter] = []
+        self.raw: socket.socket | None = None
+        self.watch: NeighbourWatch | None = None
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self) -> None:
+        spec = self.spec
         if any(isinstance(f, RoceFlow) for f in spec.flows):
             try:
-                raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+                self.raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
             except PermissionError as exc:
                 raise SenderError("raw sockets need CAP_NET_RAW (run as root)") from exc
             if spec.device:
-                _bind_device(raw, spec.device)
+                _bind_device(self.raw, spec.device)
+        if spec.prime:
+            self.watch = NeighbourWatch()
         sources: dict[str, str] = {}
         for flow in spec.flows:
             if not flow.src and flow.dst not in sources:
                 sources[flow.dst] = resolve_source(flow.dst, spec.device)
             src = flow.src or sources[flow.dst]
             if isinstance(flow, RoceFlow):
-                assert raw is not None
-                emitters.append(_RoceEmitter(flow, src, spec.ttl, raw, counters))
+                assert self.raw is not None
+                self.emitters.append(_RoceEmitter(flow, src, spec.ttl, self.raw, self.counters))
             else:
-                emitters.append(_UdpEmitter(flow, src, spec.ttl, spec.device, counters))
-        primed = _prime(emitters, spec.prime_timeout_s) if spec.prime else True
-        count = spec.packets_per_flow
+                self.emitters.append(_UdpEmitter(flow, src, spec.ttl, spec.device, self.counters))
+
+    def close(self) -> None:
+        for e in self.emitters:
+            e.close()
+        for sock in (self.raw, self.watch):
+            if sock is not None:
+                sock.close()
+
+
+def send_many(members: Sequence[tuple[str | None, SendSpec]], stop: threading.Event | None = None,
+              on_start: Callable[[], None] | None = None) -> list[SendResult]:
+    """Send each member's flows from its network namespace (None: the current one), all in one
+    interleaved schedule: the members share packets, rate, duration, start time and priming
+    (SendGroupSpec checks it). One result per member, in order."""
+    opened: list[_Member] = []
+    try:
+        for ns, spec in members:
+            with entered(ns):
+                try:
+                    opened.append(_Member(spec))
+                except TrafficError as exc:
+                    raise SenderError(f"in netns {ns}: {exc}" if ns else str(exc)) from exc
+        lead = opened[0].spec
+        emitters = [e for m in opened for e in m.emitters]
+        watches = [m.watch for m in opened if m.watch is not None]
+        primed = _prime(emitters, watches, lead.prime_timeout_s) if lead.prime else True
+        count = lead.packets_per_flow
         orders = [send_order(count, e.flow.omit, e.flow.late) for e in emitters]
         emits = [e.emit for e in emitters]
-        realtime = spec.realtime and _go_realtime()
-        if spec.start_at_ns is not None:
-            _wait_until_wall(spec.start_at_ns)
+        realtime = lead.realtime and _go_realtime()
+        if lead.start_at_ns is not None:
+            _wait_until_wall(lead.start_at_ns)
         start_ns = time.time_ns()
+        if on_start is not None:
+            on_start()
         max_lag, lag_spans = 0, ()
-        if spec.rate_pps is None:
+        if lead.rate_pps is None:
             _run_fast(emits, orders, count)
         else:
-            max_lag, lag_spans = _run_paced(emits, orders, count, spec.rate_pps, stop)
+            max_lag, lag_spans = _run_paced(emits, orders, count, lead.rate_pps, stop)
         end_ns = time.time_ns()
-        return SendResult(tuple(e.result() for e in emitters), start_ns, end_ns, max_lag, counters.retries, primed,
-                          realtime, lag_spans)
+        return [SendResult(tuple(e.result() for e in m.emitters), start_ns, end_ns, max_lag, m.counters.retries,
+                           primed, realtime, lag_spans) for m in opened]
     finally:
-        for e in emitters:
-            e.close()
-        if raw is not None:
-            raw.close()
+        for m in opened:
+            m.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.traffic.sender", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="-", help="SendSpec JSON file, or - for stdin (default)")
+    parser.add_argument("--group", action="store_true", help="the spec is a SendGroupSpec")
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # end early, still print the result
     try:
         text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
-        result = send(from_json(SendSpec, text), stop)
+        result: SendResult | SendGroupResult
+
+        def started() -> None:
+            print(SENDING, file=sys.stderr, flush=True)
+
+        if args.group:
+            group = from_json(SendGroupSpec, text)
+            result = SendGroupResult(tuple(send_many(list(zip(group.netns, group.specs)), stop, started)))
+        else:
+            result = send(from_json(SendSpec, text), stop, started)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except (HarnessError, OSError) as exc:
         print(f"sender: {exc}", file=sys.stderr)

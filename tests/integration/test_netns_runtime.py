@@ -42,6 +42,9 @@ def test_leaves_reach_the_other_group_over_both_spines(lab):
     other_group_host = lab.plan.switch("be-g2-r0").host_ports[0].address.network
     assert routes[other_group_host].interfaces == ("Ethernet16", "Ethernet20")
     assert routes[other_group_host].protocol == "bgp"
+    # One prefix's route, as the failover check polls it, is the FIB's entry, and only an exact match.
+    assert lab.route("be-g1-r0", other_group_host) == routes[other_group_host]
+    assert lab.route("be-g1-r0", other_group_host.supernet(new_prefix=8)) is None
 
 
 def test_ping_between_gpu_nodes_of_two_groups_over_every_rail(lab):
