@@ -117,11 +117,15 @@ def check_ecmp(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | N
            for i, qpn in enumerate(distinct_sport_qpns(n, first_qp))]
     sport_of = {q.flow_id: roce_sport(q.src_qp) for q in qps}
     with FlowCounters(lab, leaf.name, uplinks, sorted(sport_of.values())) as counters:
+        # No deadline of its own: on a machine the lab keeps busy the sender may take a minute
+        # to start and prime 1,300 QPs. It ends when every packet is in, 1 s after the last
+        # one, or (none came) once the sender is done and nothing more arrives.
         receiver = start_receiver(lab.namespace(dst[0]), ReceiveSpec(expect_packets=n * packets_per_flow,
-                                                                     quiet_s=1.0, duration_s=60.0))
+                                                                     quiet_s=1.0, duration_s=600.0))
         with receiver:
             sent = start_sender(lab.namespace(src[0]),
-                                SendSpec(flows=tuple(qps), packets=packets_per_flow, device=src[1])).result(120)
+                                SendSpec(flows=tuple(qps), packets=packets_per_flow, device=src[1])).result(300)
+            receiver.stop()
             received = receiver.result(60)
         counted = counters.read_flows()
 

@@ -39,6 +39,7 @@ from harness.errors import HarnessError
 from harness.lab import set_carriers
 from harness.model import Objectives, Plane, Role
 from harness.observe.flowcount import FlowCounters
+from harness.priority import realtime
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport
 from harness.traffic.runner import start_receiver, start_sender
@@ -364,7 +365,7 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
             sender = start_sender(lab.namespace(src[0]), SendSpec(flows=flows, rate_pps=rate_pps, duration_s=duration,
                                                                   device=src[1], start_at_ns=start_ns,
                                                                   realtime=True))
-            with sender:
+            with sender, realtime():  # the check's own polls and actions on time too
                 try:
                     # The timeline starts when the sender does, however late that is.
                     sender.wait_ready(30.0, marker=b"SENDING")

@@ -1,6 +1,7 @@
 """The embedded runtime: every node a network namespace, every cable a veth pair, every
 switch FRR with the rendered frr.conf. Links, addresses and routes go through netlink
-(pyroute2), one socket per namespace; nothing is created in the root namespace.
+(pyroute2), from a thread that has entered the node's namespace; nothing is created in the
+root namespace.
 """
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ import shutil
 import threading
 import time
 import zlib
+from functools import partial
 from pathlib import Path
 
 from pyroute2 import IPRoute
 
 from harness import interrupt
 from harness.errors import PrerequisiteError, RuntimeError_
-from harness.model import Plane, cluster_to_dict
+from harness.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import cached_expectations
-from harness.plan import Plan, SwitchPlan
+from harness.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.runtime import neighbours, nsutil, processes
 from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
@@ -177,46 +179,59 @@ class NetnsRuntime(NamespaceAccess):
             nsutil.write_sysctls(ns, values)
 
     def _links(self, plan: Plan, lab: str, progress: Progress) -> None:
+        """Each node's netlink work runs in a thread that has entered its namespace, on a socket
+        opened there and used by that thread only: pyroute2's IPRoute(netns=) forks a helper
+        process per socket (about 20 ms each idle, 160 ms on a busy machine; one per node)."""
         rows = plan.cables
         progress("links", f"cabling {len(rows)} veth pairs, addresses and routes")
-        sockets: dict[str, IPRoute] = {}
+        mtu = {Plane.BE: plan.fabric.cluster.backend.mtu, Plane.FE: plan.fabric.cluster.frontend.mtu,
+               Plane.MGMT: 1500}
+        made_at: dict[str, list[CableRow]] = {}
+        peer_ends: dict[str, list[str]] = {}
+        for row in rows:
+            made_at.setdefault(row.a_node, []).append(row)
+            peer_ends.setdefault(row.b_node, []).append(row.b_port)
 
-        def sock(node: str) -> IPRoute:
-            if node not in sockets:
-                sockets[node] = nsutil.ipr(namespace(lab, node))
-            return sockets[node]
+        def make(cables: list[CableRow]) -> None:
+            with IPRoute() as s:
+                for row in cables:
+                    # MTU of both ends and this end's state in the one request; the kernel does
+                    # not bring a veth's peer up on creation, so the peer's node does that.
+                    s.link("add", ifname=row.a_port, kind="veth", mtu=mtu[row.plane], state="up",
+                           peer={"ifname": row.b_port, "net_ns_fd": namespace(lab, row.b_node),
+                                 "mtu": mtu[row.plane]})
 
-        try:
-            mtu = {Plane.BE: plan.fabric.cluster.backend.mtu, Plane.FE: plan.fabric.cluster.frontend.mtu,
-                   Plane.MGMT: 1500}
-            for row in rows:
-                a = sock(row.a_node)
-                # MTU of both ends and this end's state in the one request; the kernel does
-                # not bring a veth's peer up on creation, so that end takes a second one.
-                a.link("add", ifname=row.a_port, kind="veth", mtu=mtu[row.plane], state="up",
-                       peer={"ifname": row.b_port, "net_ns_fd": namespace(lab, row.b_node), "mtu": mtu[row.plane]})
-                sock(row.b_node).link("set", ifname=row.b_port, state="up")
-            for node in plan.fabric.nodes:
-                sock(node.name).link("set", ifname="lo", state="up")
-            self._oob_bridge(plan, sock("oob1"))
-            for sw in plan.switches:
-                s = sock(sw.name)
+        for node, cables in made_at.items():
+            nsutil.run_in(namespace(lab, node), partial(make, cables))
+        switches = {sw.name: sw for sw in plan.switches}
+        hosts = {h.name: h for h in plan.hosts}
+        for node in plan.fabric.nodes:
+            nsutil.run_in(namespace(lab, node.name),
+                          partial(self._address, plan, peer_ends.get(node.name, []), switches.get(node.name),
+                                  hosts.get(node.name), node.role is Role.OOB))
+        for sw in plan.switches:
+            nsutil.nft(namespace(lab, sw.name), _mgmt_rules(sw))
+
+    @staticmethod
+    def _address(plan: Plan, peer_ends: list[str], sw: SwitchPlan | None, host: HostPlan | None, oob: bool) -> None:
+        """In the node's namespace: its veth peers and lo up, the OOB bridge, addresses, routes."""
+        with IPRoute() as s:
+            for port in peer_ends:
+                s.link("set", ifname=port, state="up")
+            s.link("set", ifname="lo", state="up")
+            if oob:
+                NetnsRuntime._oob_bridge(plan, s)
+            if sw is not None:
                 s.addr("add", index=_index(s, "lo"), address=str(sw.loopback.ip), prefixlen=32)
                 s.addr("add", index=_index(s, "eth0"), address=str(sw.mgmt.ip), prefixlen=sw.mgmt.network.prefixlen)
                 for p in sw.host_ports:
                     s.addr("add", index=_index(s, p.name), address=str(p.address.ip), prefixlen=p.address.network.prefixlen)
-            for host in plan.hosts:
-                s = sock(host.name)
+            if host is not None:
                 for nic in host.nics:
                     idx = _index(s, nic.name)
                     s.addr("add", index=idx, address=str(nic.address.ip), prefixlen=nic.address.network.prefixlen)
                     for route in nic.routes:
                         s.route("add", dst=str(route), gateway=str(nic.gateway), oif=idx)
-        finally:
-            for s in sockets.values():
-                s.close()
-        for sw in plan.switches:
-            nsutil.nft(namespace(lab, sw.name), _mgmt_rules(sw))
 
     @staticmethod
     def _oob_bridge(plan: Plan, s: IPRoute) -> None:

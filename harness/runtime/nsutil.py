@@ -15,8 +15,9 @@ from typing import TypeVar
 
 from pyroute2 import IPRoute, netns
 
-from harness.errors import RuntimeError_
+from harness.errors import NamespaceError, RuntimeError_
 from harness.nsenter import NETNS_DIR, entered
+from harness.nsenter import create as create_netns
 
 T = TypeVar("T")
 
@@ -30,8 +31,8 @@ def list_namespaces() -> list[str]:
 
 def create(name: str) -> None:
     try:
-        netns.create(name)
-    except OSError as e:
+        create_netns(name)
+    except (OSError, NamespaceError) as e:
         raise RuntimeError_(f"cannot create network namespace {name}: {e}") from e
 
 
@@ -90,7 +91,10 @@ def read_sysctl(ns: str, key: str) -> str:
 
 
 def ipr(ns: str) -> IPRoute:
-    """A netlink socket bound to namespace `ns` (close it when done)."""
+    """A netlink socket bound to namespace `ns` (close it when done). pyroute2 opens it in a
+    forked helper, slow as that is: its IPRoute opens one socket per thread that uses it, so
+    one opened from a thread that had entered `ns` would act on the root namespace when used
+    from another thread."""
     return IPRoute(netns=ns)
 
 

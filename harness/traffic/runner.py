@@ -20,10 +20,11 @@ from harness.traffic.flows import (ReceiveGroupResult, ReceiveGroupSpec, Receive
                                    SendGroupResult, SendGroupSpec, SendResult, SendSpec, TcpClientSpec, TcpResult,
                                    TcpServerSpec, TrafficError, from_json, to_json)
 from harness.nsenter import NETNS_DIR
+from harness.priority import TRAFFIC
 
-# A modest real-time priority: above every FRR daemon (SCHED_OTHER), below the kernel's own
-# threads; the processes it is used for sleep or block between packets.
-REALTIME_ARGV = ("chrt", "--fifo", "10")
+# A modest real-time priority (see harness/priority.py): above every FRR daemon, below the
+# kernel's own threads; the processes it is used for sleep or block between packets.
+REALTIME_ARGV = ("chrt", "--fifo", str(TRAFFIC))
 R = TypeVar("R")
 
 

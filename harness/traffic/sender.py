@@ -28,6 +28,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.traffic.flows import (FlowSent, RoceFlow, SendGroupResult, SendGroupSpec, SendResult, SendSpec,
                                    TrafficError, UdpFlow, from_json, to_json)
+from harness.priority import TRAFFIC
 from harness.traffic.neighwatch import NeighbourWatch
 from harness.nsenter import entered
 from harness.traffic.roce import (FABLAB_HEADER, FABLAB_MAGIC, PROBE_MAGIC, RC, RDMA_WRITE_FIRST,
@@ -252,7 +253,7 @@ def _go_realtime() -> bool:
     """SCHED_FIFO at a modest priority: the loop sleeps between slots, so it leaves the CPU to
     others, but wakes on time when it is due."""
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(TRAFFIC))
     except (OSError, AttributeError):
         return False
     return True

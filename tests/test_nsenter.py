@@ -1,0 +1,65 @@
+"""Namespaces made and entered without helper processes (harness/nsenter.py; needs root)."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+
+import pytest
+
+from harness.errors import NamespaceError
+from harness.nsenter import NETNS_DIR, create, entered
+from harness.runtime import nsutil
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: creates network namespaces")
+
+NAME = f"fl_nse{os.getpid()}_x"
+_SO_NETNS_COOKIE = 71  # Linux >= 5.14; Python does not export it
+
+
+@pytest.fixture
+def made():
+    create(NAME)
+    try:
+        yield NAME
+    finally:
+        nsutil.remove(NAME)
+        assert NAME not in nsutil.list_namespaces()
+
+
+def _here() -> int:
+    return os.stat("/proc/thread-self/ns/net").st_ino
+
+
+def test_create_binds_a_new_namespace_and_leaves_this_thread_home(made):
+    home = _here()
+    assert os.stat(f"{NETNS_DIR}/{made}").st_ino != home
+    assert _here() == home
+    links = subprocess.run(["ip", "-n", made, "-o", "link"], capture_output=True, text=True, check=True).stdout
+    assert [line.split(":")[1].strip() for line in links.splitlines()] == ["lo"]  # empty, as a new one is
+
+
+def _cookie(sock: socket.socket) -> int:
+    return int.from_bytes(sock.getsockopt(socket.SOL_SOCKET, _SO_NETNS_COOKIE, 8), "little")
+
+
+def test_a_socket_opened_inside_stays_in_that_namespace(made):
+    home = _here()
+    with entered(made):
+        assert _here() == os.stat(f"{NETNS_DIR}/{made}").st_ino
+        inside = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    assert _here() == home
+    with inside, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as at_home:
+        assert _cookie(inside) != _cookie(at_home)
+        with entered(made), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:
+            assert _cookie(again) == _cookie(inside)  # the control: same namespace, same cookie
+
+
+def test_create_refuses_a_name_in_use_and_a_bad_name(made):
+    with pytest.raises(NamespaceError, match="exists already"):
+        create(made)
+    with pytest.raises(NamespaceError, match="invalid namespace name"):
+        create("../etc")
+    with pytest.raises(NamespaceError, match="does not exist"):
+        with entered(f"{made}_absent"):
+            pass
