@@ -100,7 +100,8 @@ def test_gray_link(lab, results):
     assert slow.objective_ms == good.objective_ms  # the objective did not grow with the timers
     assert slow.worst_window_ms > slow.objective_ms
     with bfd_off(lab, [leaf, spine]):
-        blind = _negative(lab, results, "failover-gray-bfd-off", "gray", (leaf, uplink))
+        # Given no more than 2.5 s: BGP's hold timer (9 s) would find the link, later.
+        blind = _negative(lab, results, "failover-gray-bfd-off", "gray", (leaf, uplink), detect_s=2.5)
     assert blind.detected_ms is None and "is BFD on" in blind.reason
 
 

@@ -38,3 +38,23 @@ def test_lag_spans_travel_as_json_and_are_found_by_time():
     assert again.lagged_during(250, 900) == 200
     assert again.lagged_during(400, 900) == 0
     assert again.lagged_during(0, 2000) == 500
+
+
+def _recording(flows: int, sent: list[tuple[int, int, int]]):
+    def make(j: int):
+        return lambda seq, ts: sent.append((j, seq, ts))
+    return [make(j) for j in range(flows)]
+
+
+def test_per_slot_sends_every_flow_of_a_slot_back_to_back():
+    # 4 flows at 50 pps each (20 ms slots): per slot, the 4 packets leave together and the
+    # slots stay 20 ms apart; interleaved (the control), they are spread 5 ms apart.
+    for per_slot, gap_in_slot in ((True, (0, 3e6)), (False, (3e6, 8e6))):
+        sent: list[tuple[int, int, int]] = []
+        _, spans = _run_paced(_recording(4, sent), [range(6)] * 4, 6, rate_pps=50.0, per_slot=per_slot)
+        assert spans == () and len(sent) == 24
+        times = [ts for _, _, ts in sent]
+        within = [times[k + 1] - times[k] for k in range(0, 24, 4)]  # flow 0 -> flow 1 of each slot
+        assert all(gap_in_slot[0] <= g <= gap_in_slot[1] for g in within), (per_slot, within)
+        slots = [times[k + 4] - times[k] for k in range(0, 20, 4)]
+        assert all(17e6 <= g <= 30e6 for g in slots), (per_slot, slots)

@@ -111,6 +111,21 @@ def test_constant_rate_per_flow(testbed):
     assert sum(busy) == n * 2000 and sum(busy) / len(busy) == pytest.approx(10, rel=0.25)
 
 
+def test_per_slot_sending_and_coalesced_receipt_keep_every_packet_and_rate(testbed):
+    # Failover's mode: one wake-up per slot at each end. Nothing may be lost, each flow keeps
+    # its rate, and latency carries the coalescing delay (the control that it was applied).
+    _, dst = testbed
+    rate, seconds, n = 1000.0, 1.0, 16
+    sent, got = send_and_receive(SendSpec(flows=roce_flows(dst, n), rate_pps=rate, duration_s=seconds,
+                                          per_slot=True),
+                                 ReceiveSpec(duration_s=30, expect_packets=n * 1000, coalesce_ms=5.0))
+    assert got.stop_reason == "expected"
+    for s, f in zip(sent.flows, got.flows):
+        assert s.packets == 1000 and f.lost == 0
+        assert f.rate_pps == pytest.approx(rate, rel=0.10)
+    assert max(f.latency_max_ns for f in got.flows) > 2e6
+
+
 def test_received_bytes_are_valid_rocev2(testbed):
     _, dst = testbed
     flow = RoceFlow(flow_id=9, dst=dst, dst_qp=0xABC, src_qp=0x77, message_packets=3, payload_len=128)

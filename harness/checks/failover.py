@@ -255,13 +255,19 @@ def _pick(case: str, leaf: str, seen: dict[int, set[tuple[str, str]]], choice: t
 def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, element: tuple[str, str] | None = None,
                         k: int = 4, controls: int | None = None, rate_pps: float = 1000.0,
                         objectives: Objectives | None = None, before_s: float = 1.5, failed_s: float = 2.5,
-                        after_s: float = 15.0, settle_s: float = 1.0, first_qp: int = 0x300,
+                        after_s: float = 15.0, settle_s: float = 1.0, detect_s: float = 10.0,
+                        first_qp: int = 0x300,
                         max_candidates: int = 1024, converge_s: float = 90.0,
                         while_failed: Callable[[], object] | None = None) -> FailoverCase:
     """One failure and its restore. element: (switch, port) to fail instead of the busiest one
     (a leaf uplink; for `remote` a spine's port to the far leaf; for `spine` any uplink to it).
-    after_s: how long the element may take to carry traffic again after the restore; traffic
-    then runs settle_s more. while_failed runs right after the failure, before the restore:
+    failed_s: how long the element stays failed at least. detect_s: how long the source leaf's
+    route may take to drop the element; the element stays failed until it has. Restoring an
+    element the control plane has not yet seen fail tests a flap, not a restore: the kernel
+    revives a dead next hop with its carrier, before zebra has removed it and re-learned its
+    neighbour (xlarge: zebra took over 2.5 s to rewrite 1,100 routes, the QPs moved back lost
+    1 s each). after_s: how long the element may take to carry traffic again after the
+    restore; traffic then runs settle_s more. while_failed runs right after the failure, before the restore:
     what else goes wrong while the element is down (a negative control of the restore)."""
     if case not in CASES:
         raise HarnessError(f"failover case {case!r}: valid cases are {', '.join(CASES)}")
@@ -315,7 +321,7 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
                   for i, qp in enumerate(chosen))
     sports = {f.flow_id: roce_sport(f.src_qp) for f in flows}
     result = _run(lab, case, el, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
-                  objectives.restore_ms, before_s, failed_s, after_s, settle_s, while_failed)
+                  objectives.restore_ms, before_s, failed_s, detect_s, after_s, settle_s, while_failed)
     return FailoverCase(case=case, element=el.name, objective_ms=objective, restore_objective_ms=objectives.restore_ms,
                         qps=len(flows), min_on_element=k, candidates=len(seen), rate_pps=rate_pps,
                         seconds=round(time.monotonic() - t0, 2), **result)
@@ -343,8 +349,9 @@ def _wait_routed(lab, timeout: float) -> None:
 
 
 def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
-         restore_objective, before_s, failed_s, after_s, settle_s, while_failed=None) -> dict:
-    duration = before_s + failed_s + after_s + settle_s  # the longest it runs; stopped once traffic returned
+         restore_objective, before_s, failed_s, detect_s, after_s, settle_s, while_failed=None) -> dict:
+    # the longest it runs; stopped once traffic returned
+    duration = before_s + max(failed_s, detect_s) + after_s + settle_s
     prefix = lab.plan.host(dst[0]).nic(dst[1]).address.network
 
     def interfaces() -> tuple[str, ...]:
@@ -358,13 +365,17 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
             counters.append(FlowCounters(lab, node, ports, sport_list).install())
         # Both ends under SCHED_FIFO: where the lab's daemons keep both cores busy (xlarge) an
         # ordinary sender started seconds late and a receiver fell silent for longer than quiet_s.
+        # Both wake once a millisecond, not once a packet: at SCHED_FIFO, 23 QPs' wake-ups
+        # took the CPU zebra needed to reroute (xlarge: no route change 10 s after a failure).
+        # Windows come from the senders' timestamps, so batched receipt changes none.
         receiver = start_receiver(lab.namespace(dst[0]), ReceiveSpec(duration_s=duration + 30, quiet_s=1.5,
-                                                                     bucket_ms=10.0), realtime=True)
+                                                                     bucket_ms=10.0, coalesce_ms=1.0),
+                                  realtime=True)
         with receiver:
             start_ns = time.time_ns() + 700_000_000  # the sender primes first, then starts here
             sender = start_sender(lab.namespace(src[0]), SendSpec(flows=flows, rate_pps=rate_pps, duration_s=duration,
                                                                   device=src[1], start_at_ns=start_ns,
-                                                                  realtime=True))
+                                                                  realtime=True, per_slot=True))
             with sender, realtime():  # the check's own polls and actions on time too
                 try:
                     # The timeline starts when the sender does, however late that is.
@@ -375,7 +386,7 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
                     el.fail()
                     if while_failed is not None:
                         while_failed()
-                    detected_ms = _timed(lambda: el.gone(interfaces()), fail_ns, failed_s)
+                    detected_ms = _timed(lambda: el.gone(interfaces()), fail_ns, max(failed_s, detect_s))
                     _sleep_until(fail_ns + failed_s * 1e9)
                     at_restore = _read(counters)
                 finally:
@@ -419,7 +430,8 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
                         "carrying the load cleanly")
     if detected_ms is None:
         hint = " (is BFD on for this link?)" if case == "gray" else ""
-        problems.append(f"{leaf} still routed over {el.name} {failed_s:g} s after the failure: nothing detected it"
+        problems.append(f"{leaf} still routed over {el.name} {max(failed_s, detect_s):g} s after the failure: "
+                        "nothing detected it"
                         + hint)
     if restored_ms is None:
         problems.append(f"{el.name} did not return to {leaf}'s route within {after_s:g} s of the restore")

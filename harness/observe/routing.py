@@ -70,6 +70,7 @@ def bfd_peers(node: str, peers: list) -> tuple[BfdPeer, ...]:
 
 ROUTE_ARGV = ["ip", "-j", "-4", "route", "show", "table", "main"]
 WIDTH_ARGV = ["ip", "-o", "-4", "route", "show", "table", "main"]
+FIBMATCH_ARGV = ["ip", "-j", "-4", "route", "get", "fibmatch"]
 
 
 def route_widths(ip_oneline: str) -> dict[str, int]:

@@ -253,7 +253,7 @@ class NetnsRuntime(NamespaceAccess):
         now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")
         for sw, node in zip(plan.switches, nodes):
             node.wait_for(["zserv.api"])
-            state = _started(state, sw.name, node.start(now))
+            state = _started(state, sw.name, node.start(now, _bfd_interval(plan)))
         for node in nodes:
             node.wait_for([f"{daemon}.vty" for daemon in ("zebra",) + now])
         return state
@@ -275,7 +275,7 @@ class NetnsRuntime(NamespaceAccess):
         progress("bfd", f"starting bfdd on {len(plan.switches)} switches")
         nodes = [frr_node(lab, sw.name) for sw in plan.switches]
         for sw, node in zip(plan.switches, nodes):
-            state = _started(state, sw.name, node.start(("bfdd",)))
+            state = _started(state, sw.name, node.start(("bfdd",), _bfd_interval(plan)))
         for node in nodes:
             node.wait_for(["bfdd.vty"])
         looks = wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress, fib=False,
@@ -398,6 +398,10 @@ DEFER_BFD_FROM = int(os.environ.get("FABLAB_DEFER_BFD_FROM", "1000"))
 def _defer_bfd(plan: Plan) -> bool:
     exp = cached_expectations(plan)
     return sum(e.bfd for e in exp.values()) >= DEFER_BFD_FROM
+
+
+def _bfd_interval(plan: Plan) -> int:
+    return plan.fabric.cluster.bfd.interval_ms
 
 
 def frr_node(lab: str, switch: str) -> FrrNode:

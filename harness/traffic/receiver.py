@@ -211,12 +211,15 @@ def _serve(members: Sequence[_Member], stop: threading.Event) -> None:
             poller.unregister(m.sock.fileno())
             active -= 1
 
+        coalesce_s = max(m.spec.coalesce_ms for m in members) / 1000
         while active:
             events = poller.poll(_LINGER_POLL_S if stopping_since else _POLL_S)
             for fd, _ in events:
                 m = by_fd[fd]
                 if not m.reason and _drain(m, buf, layouts):
                     finish(m, "expected")
+            if events and coalesce_s:
+                time.sleep(coalesce_s)
             now = time.monotonic_ns()
             if events and now < next_sweep:
                 continue

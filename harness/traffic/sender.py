@@ -269,7 +269,8 @@ def _tighten_timer_slack() -> None:
 
 
 def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Sequence[int]], count: int,
-               rate_pps: float, stop: threading.Event | None = None) -> tuple[int, tuple[tuple[int, int], ...]]:
+               rate_pps: float, stop: threading.Event | None = None,
+               per_slot: bool = False) -> tuple[int, tuple[tuple[int, int], ...]]:
     """Slot k of all flows' interleaved packets is due at start + k * step, from one fixed origin
     so that sleep overshoot never accumulates: a late packet goes out at once and the
     next ones are back on schedule. Returns the worst lateness in ns, and the spans (wall
@@ -278,8 +279,8 @@ def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Seq
     _tighten_timer_slack()
     time_ns, clock, sleep = time.time_ns, time.perf_counter_ns, time.sleep
     flows = len(emits)
-    step_ns = 1e9 / (rate_pps * flows)
     slot_ns = 1e9 / rate_pps
+    step_ns = 1e9 / (rate_pps * flows)
     max_lag = 0
     spans: list[list[int]] = []
     start = clock()
@@ -292,7 +293,7 @@ def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Seq
         seq = orders[j][i]
         if seq < 0:
             continue
-        due = start + int(k * step_ns)
+        due = start + int(i * slot_ns if per_slot else k * step_ns)
         now = clock()
         if now < due:
             sleep((due - now) / 1e9)
@@ -395,7 +396,7 @@ def send_many(members: Sequence[tuple[str | None, SendSpec]], stop: threading.Ev
         if lead.rate_pps is None:
             _run_fast(emits, orders, count)
         else:
-            max_lag, lag_spans = _run_paced(emits, orders, count, lead.rate_pps, stop)
+            max_lag, lag_spans = _run_paced(emits, orders, count, lead.rate_pps, stop, lead.per_slot)
         end_ns = time.time_ns()
         return [SendResult(tuple(e.result() for e in m.emitters), start_ns, end_ns, max_lag, m.counters.retries,
                            primed, realtime, lag_spans) for m in opened]

@@ -37,6 +37,21 @@ def test_every_switch_converged(lab):
         assert all(b.up and b.detect_multiplier == 3 for b in (lab.bfd_peers(sw.name) if peers else ()))
 
 
+def _timer_slack(lab, switch: str, daemon: str) -> int:
+    pid = next(d.pid for d in lab.state.daemons if d.node == switch and d.name == daemon)
+    with open(f"/proc/{pid}/timerslack_ns") as f:
+        return int(f.read())
+
+
+def test_bfdd_timers_have_slack_in_proportion_to_the_interval(lab):
+    # 1 % of the declared interval, so neighbouring session timers expire together; the other
+    # daemons keep the kernel's default (the control that the value was not inherited).
+    interval = lab.plan.fabric.cluster.bfd.interval_ms
+    assert _timer_slack(lab, "be-s1", "bfdd") == interval * 10_000
+    assert _timer_slack(lab, "be-s1", "zebra") == 50_000
+    assert _timer_slack(lab, "be-s1", "bgpd") == 50_000
+
+
 def test_leaves_reach_the_other_group_over_both_spines(lab):
     routes = lab.routes("be-g1-r0")
     other_group_host = lab.plan.switch("be-g2-r0").host_ports[0].address.network
