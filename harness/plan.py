@@ -164,6 +164,19 @@ class Plan:
                 return h
         raise KeyError(name)
 
+    def originated(self, sw: SwitchPlan) -> tuple[IPv4Network, ...]:
+        """What sw advertises: its loopback, and its host links one /31 each or, with
+        `Routing.summarize_hosts`, the fewest prefixes that cover them."""
+        hosts = [p.address.network for p in sw.host_ports]
+        if hosts and self.fabric.cluster.routing.summarize_hosts:
+            hosts = list(ipaddress.collapse_addresses(hosts))
+        return (sw.loopback.network, *hosts)
+
+    def route_prefix(self, nic: Nic) -> IPv4Network:
+        """The prefix the fabric carries a host NIC's address in: its /31, or its leaf's summary."""
+        leaf = self.switch(nic.peer)
+        return next(p for p in self.originated(leaf) if nic.address.ip in p)
+
 
 def port_name(index: int) -> str:
     return f"Ethernet{4 * index}"

@@ -38,7 +38,7 @@ from harness.traffic.runner import run_sender
 def _leaf_and_prefix(lab):
     """The source leaf of check_ecmp's default QPs, and its route to their destination."""
     (src, src_nic), (dst, dst_nic) = default_pair(lab.plan)
-    return lab.plan.host(src).nic(src_nic).peer, str(lab.plan.host(dst).nic(dst_nic).address.network)
+    return lab.plan.host(src).nic(src_nic).peer, str(lab.plan.route_prefix(lab.plan.host(dst).nic(dst_nic)))
 
 
 def test_roce_qps_spread_over_every_uplink(lab, results):

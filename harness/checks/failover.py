@@ -352,7 +352,7 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
          restore_objective, before_s, failed_s, detect_s, after_s, settle_s, while_failed=None) -> dict:
     # the longest it runs; stopped once traffic returned
     duration = before_s + max(failed_s, detect_s) + after_s + settle_s
-    prefix = lab.plan.host(dst[0]).nic(dst[1]).address.network
+    prefix = lab.plan.route_prefix(lab.plan.host(dst[0]).nic(dst[1]))  # its /31, or its leaf's summary
 
     def interfaces() -> tuple[str, ...]:
         route = lab.route(leaf, prefix)  # one prefix: a whole FIB is 1,100 routes of 16 hops at xlarge

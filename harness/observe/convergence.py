@@ -1,9 +1,9 @@
 """When is a fabric converged? What each switch must show, derived from the plan.
 
-Each switch originates its loopback and its host-facing /31s. A route propagates as eBGP
-does: every hop prepends its ASN, and a switch refuses a path that already carries its own
-ASN (so one spine never learns through another spine of the same tier, RFC 7938).
-Shortest accepted paths win, and with multipath-relax every port that delivers one is an
+Each switch originates what `Plan.originated` says: its loopback and its host links, one /31
+each or its summaries. A route propagates as eBGP does: every hop prepends its ASN, and a
+switch refuses a path that already carries its own ASN (so one spine never learns through
+another spine of the same tier, RFC 7938). Shortest accepted paths win, and with multipath-relax every port that delivers one is an
 ECMP next hop: that count is the width the kernel FIB must show.
 """
 from __future__ import annotations
@@ -89,16 +89,12 @@ def stuck_detail(shortfalls: list[Shortfall], switches: int = 5) -> str:
     return (f"sessions not up: {head}. " if head else "") + lines + more
 
 
-def originated(sw: SwitchPlan) -> list[IPv4Network]:
-    return [sw.loopback.network] + [p.address.network for p in sw.host_ports]
-
-
 def expectations(plan: Plan) -> dict[str, Expectation]:
     switches = {s.name: s for s in plan.switches}
     widths: dict[str, dict[IPv4Network, int]] = {name: {} for name in switches}
     for dest in plan.switches:
         for node, width in _ecmp_widths(switches, dest).items():
-            for prefix in originated(dest):
+            for prefix in plan.originated(dest):
                 widths[node][prefix] = width
     bfd = plan.fabric.cluster.bfd.enabled
     out = {}

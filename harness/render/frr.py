@@ -35,26 +35,25 @@ class PrefixRule:
 
 
 def plane_rules(plan: Plan, plane: Plane) -> tuple[PrefixRule, ...]:
-    """The prefixes a plane's sessions may carry: loopback /32s and host-link /31s."""
+    """The prefixes a plane's sessions may carry: loopback /32s, and host links as /31s or
+    as the summaries its leaves advertise (down to the shortest of them)."""
     hosts = list(plan.be_rail_blocks) if plane is Plane.BE else [plan.fe_block]
     size = hosts[0].prefixlen
     loopbacks = sorted({IPv4Network(f"{s.loopback.ip}/{size}", strict=False)
                         for s in plan.switches if s.plane is plane})
-    return tuple([PrefixRule(b, 32, 32) for b in loopbacks] + [PrefixRule(b, 31, 31) for b in hosts])
-
-
-def originated(sw: SwitchPlan) -> list[IPv4Network]:
-    return [sw.loopback.network] + [p.address.network for p in sw.host_ports]
+    shortest = min((p.prefixlen for s in plan.switches if s.plane is plane for p in plan.originated(s)[1:]),
+                   default=31)
+    return tuple([PrefixRule(b, 32, 32) for b in loopbacks] + [PrefixRule(b, shortest, 31) for b in hosts])
 
 
 def session_limit(plan: Plan, sw: SwitchPlan) -> int:
     """maximum-prefix of sw's fabric sessions: what the plan lets one carry, with headroom."""
     peers = {s.name: s for s in plan.switches}
     if sw.role in LEAVES:
-        plane_total = sum(len(originated(s)) for s in plan.switches if s.plane is sw.plane)
-        most = plane_total - len(originated(sw))
+        plane_total = sum(len(plan.originated(s)) for s in plan.switches if s.plane is sw.plane)
+        most = plane_total - len(plan.originated(sw))
     else:
-        most = max((len(originated(peers[p.peer])) for p in sw.fabric_ports if p.peer in peers), default=1)
+        most = max((len(plan.originated(peers[p.peer])) for p in sw.fabric_ports if p.peer in peers), default=1)
     return MAX_PREFIX_HEADROOM * max(most, 1)
 
 
@@ -63,6 +62,13 @@ def frr_conf(plan: Plan, sw: SwitchPlan) -> str:
     leaf = sw.role in LEAVES
     return render_template(
         "frr.conf.j2", lab=plan.name, sw=sw, bfd=plan.fabric.cluster.bfd, max_paths=MAX_PATHS,
-        plane_list=plane_list, plane_rules=plane_rules(plan, sw.plane), own=originated(sw), leaf=leaf,
+        plane_list=plane_list, plane_rules=plane_rules(plan, sw.plane), own=plan.originated(sw), leaf=leaf,
+        aggregates=_aggregates(plan, sw),
         out_list="ORIGINATED" if leaf else plane_list, max_prefix=session_limit(plan, sw),
         max_prefix_warning=MAX_PREFIX_WARNING, headroom=MAX_PREFIX_HEADROOM)
+
+
+def _aggregates(plan: Plan, sw: SwitchPlan) -> tuple[IPv4Network, ...]:
+    """The summaries sw advertises in place of its host /31s (none unless summarize_hosts)."""
+    hosts = {p.address.network for p in sw.host_ports}
+    return tuple(p for p in plan.originated(sw)[1:] if p not in hosts)

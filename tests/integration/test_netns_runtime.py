@@ -1,6 +1,7 @@
 """The netns runtime with real FRR: boot, converge, forward, fail links, tear down clean."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 from harness import interrupt
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.lab import Lab
+from harness.model import Routing
 from harness.runtime import netns as netns_runtime
 from topologies import BUILTINS
 
@@ -239,4 +241,23 @@ def test_bfd_started_after_bgp_converges_the_same(lab_name, monkeypatch):
         peers = lab.bfd_peers("be-s1")
         assert all(b.up for b in peers) and len(peers) == len(lab.plan.switch("be-s1").fabric_ports)
         assert said.index("bgp") < said.index("bfd")
+    assert leftovers_of(lab_name) == []
+
+
+def test_summarized_hosts_converge_and_forward_through_the_summary(lab, lab_name):
+    # Each leaf advertises one summary for its GPU links instead of a /31 each. The module's
+    # lab (plain) is the control: there the far leaf's links arrive one /31 at a time.
+    cluster = dataclasses.replace(BUILTINS["ai-cluster"](), routing=Routing(summarize_hosts=True))
+    far = lab.plan.switch("be-g2-r0")
+    link = far.host_ports[0].address.network
+    assert link in lab.routes("be-g1-r0")
+    with Lab.up(cluster, name=lab_name, timeout=90) as summarized:
+        assert summarized.shortfalls() == []  # every planned prefix, the summaries, at its width
+        summary = next(p for p in summarized.plan.originated(far) if link.subnet_of(p) and p != link)
+        routes = summarized.routes("be-g1-r0")
+        assert routes[summary].interfaces == ("Ethernet16", "Ethernet20") and link not in routes
+        dst = summarized.plan.host("gpu05").nic("rail0")
+        assert summarized.plan.route_prefix(dst) == summary
+        run = summarized.exec("gpu01", ["ping", "-c", "2", "-W", "2", "-I", "rail0", str(dst.address.ip)])
+        assert run.returncode == 0, run.stdout
     assert leftovers_of(lab_name) == []
