@@ -17,13 +17,13 @@ built as physically separate networks for that reason; this lab proves it on the
 data plane (kernel forwarding, FRR's routes), not on a drawing.
 
 Defence in depth: every BGP session filters, in and out, to its own plane's prefixes (switch
-loopbacks /32, host links /31) under a maximum-prefix limit (harness/render/frr.py). So a
-stray cable between an FE leaf and a BE leaf, brought into BGP with the fabric's usual port
-config, carries BGP but no route: the filters hold, no probe crosses, and the isolation check
-still fails the lab, naming both ports, because a BGP session runs between the planes. A
-cable with no BGP on it crosses nothing the probes can see; the cabling audit
-(`harness/checks/cabling.py`, compared with the plan from the kernel's links) is the check
-that flags it.
+loopbacks /32, host links /31 or their leaf's summaries) under a maximum-prefix limit
+(harness/render/frr.py). So a stray cable between an FE leaf and a BE leaf, brought into
+BGP with the fabric's usual port config, carries BGP but no route: the filters hold, no probe
+crosses, and the isolation check still fails the lab, naming both ports, because a BGP
+session runs between the planes. A cable with no BGP on it crosses nothing the probes can
+see; the cabling audit (`harness/checks/cabling.py`, compared with the plan from the
+kernel's links) is the check that flags it.
 
 Make it fail (the tests after the first do): that stray cable with the fabric's config; the
 same cable with a hand-configured session that has no filter (the probes then cross and the
