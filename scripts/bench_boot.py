@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Boot-to-converged and teardown of built-in topologies on the netns runtime, with CPU and memory.
+"""Boot-to-converged and teardown of topologies on the netns runtime, with CPU and memory.
 
-    sudo .venv/bin/python scripts/bench_boot.py [ai-cluster large xlarge] [--runs N] [--json]
+    sudo .venv/bin/python scripts/bench_boot.py [ai-cluster large xlarge | FILE.py ...] [--runs N] [--json]
+
+A topology is a built-in's name or a topology file (`cluster = ...`), e.g. a built-in with
+`routing=Routing(summarize_hosts=True)`.
 
 Per run: the phases of the boot, converged (Lab.up returned: every session up, every prefix
 at its ECMP width), teardown, the machine's CPU seconds (user + system, all processes, from
@@ -24,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.lab import Lab  # noqa: E402
-from topologies import BUILTINS  # noqa: E402
+from harness.catalog import load_cluster  # noqa: E402
+from harness.errors import HarnessError  # noqa: E402
 
 TARGETS = {"ai-cluster": 4.0, "large": 10.0, "xlarge": 60.0}
 
@@ -65,11 +69,12 @@ class _PeakMemory:
 
 
 def one(topology: str, run: int) -> dict:
-    name = f"bench-{topology}-{run}"[:24]
+    cluster = load_cluster(topology)  # a built-in, or a topology file (e.g. a variant of one)
+    name = f"bench-{cluster.name}-{run}"[:24]
     cpu0 = _cpu_seconds()
     t0 = time.monotonic()
     with _PeakMemory() as mem:
-        lab = Lab.up(BUILTINS[topology](), name=name, timeout=600)
+        lab = Lab.up(cluster, name=name, timeout=600)
     up_s = time.monotonic() - t0
     cpu_up = _cpu_seconds() - cpu0
     timings = dict(lab.state.timings)
@@ -89,9 +94,11 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    unknown = [t for t in args.topologies if t not in BUILTINS]
-    if unknown:
-        p.error(f"unknown topology {', '.join(unknown)}; built-ins: {', '.join(BUILTINS)}")
+    for t in args.topologies:
+        try:
+            load_cluster(t)
+        except HarnessError as e:
+            p.error(str(e))
     results = []
     for t in args.topologies:
         for r in range(args.runs):
