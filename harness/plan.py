@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from harness.errors import Problem, TopologyError
@@ -167,10 +168,20 @@ class Plan:
     def originated(self, sw: SwitchPlan) -> tuple[IPv4Network, ...]:
         """What sw advertises: its loopback, and its host links one /31 each or, with
         `Routing.summarize_hosts`, the fewest prefixes that cover them."""
-        hosts = [p.address.network for p in sw.host_ports]
-        if hosts and self.fabric.cluster.routing.summarize_hosts:
-            hosts = list(ipaddress.collapse_addresses(hosts))
-        return (sw.loopback.network, *hosts)
+        return self._originated[sw.name]
+
+    @cached_property
+    def _originated(self) -> dict[str, tuple[IPv4Network, ...]]:
+        # Once per plan: the filters and limits of every switch's frr.conf ask for every
+        # switch's (86 × 86 collapses at xlarge made rendering 10× slower).
+        summarize = self.fabric.cluster.routing.summarize_hosts
+        out = {}
+        for sw in self.switches:
+            hosts = [p.address.network for p in sw.host_ports]
+            if hosts and summarize:
+                hosts = list(ipaddress.collapse_addresses(hosts))
+            out[sw.name] = (sw.loopback.network, *hosts)
+        return out
 
     def route_prefix(self, nic: Nic) -> IPv4Network:
         """The prefix the fabric carries a host NIC's address in: its /31, or its leaf's summary."""

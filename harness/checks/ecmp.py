@@ -138,7 +138,8 @@ def check_ecmp(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | N
     lost = sum(max(0, v) for v in losses(sent, received).values())
     reordered = sum(f.reordered for f in received.flows)
     hash_policy = int(lab.sysctl(leaf.name, "net.ipv4.fib_multipath_hash_policy"))
-    weights = nexthop_weights(lab, leaf.name, str(lab.plan.route_prefix(dst_nic)))
+    dst_prefix = lab.plan.route_prefix(dst_nic)  # its /31, or its leaf's summary
+    weights = nexthop_weights(lab, leaf.name, str(dst_prefix))
 
     problems = []
     for p in paths:
@@ -165,7 +166,7 @@ def check_ecmp(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | N
         problems.append(f"{leaf.name} hashes on addresses only (fib_multipath_hash_policy=0): every QP between "
                         "two GPUs has the same addresses, so all take one path; hash on L4 (policy 1)")
     if spread_wrong and len(set(weights.values())) > 1:
-        problems.append(f"{leaf.name}'s route to {lab.plan.route_prefix(dst_nic)} has unequal next-hop weights: "
+        problems.append(f"{leaf.name}'s route to {dst_prefix} has unequal next-hop weights: "
                         + ", ".join(f"{p} {w}" for p, w in weights.items()))
     counts = [p.qps for p in paths]
     return EcmpResult(

@@ -267,8 +267,9 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
     revives a dead next hop with its carrier, before zebra has removed it and re-learned its
     neighbour (xlarge: zebra took over 2.5 s to rewrite 1,100 routes, the QPs moved back lost
     1 s each). after_s: how long the element may take to carry traffic again after the
-    restore; traffic then runs settle_s more. while_failed runs right after the failure, before the restore:
-    what else goes wrong while the element is down (a negative control of the restore)."""
+    restore; traffic then runs settle_s more. while_failed runs right after the failure,
+    before the restore: what else goes wrong while the element is down (a negative control
+    of the restore)."""
     if case not in CASES:
         raise HarnessError(f"failover case {case!r}: valid cases are {', '.join(CASES)}")
     if rate_pps < 1000:
@@ -321,7 +322,8 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
                   for i, qp in enumerate(chosen))
     sports = {f.flow_id: roce_sport(f.src_qp) for f in flows}
     result = _run(lab, case, el, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
-                  objectives.restore_ms, before_s, failed_s, detect_s, after_s, settle_s, while_failed)
+                  objectives.restore_ms, before_s, failed_s, max(failed_s, detect_s), after_s, settle_s,
+                  while_failed)
     return FailoverCase(case=case, element=el.name, objective_ms=objective, restore_objective_ms=objectives.restore_ms,
                         qps=len(flows), min_on_element=k, candidates=len(seen), rate_pps=rate_pps,
                         seconds=round(time.monotonic() - t0, 2), **result)
@@ -350,8 +352,8 @@ def _wait_routed(lab, timeout: float) -> None:
 
 def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
          restore_objective, before_s, failed_s, detect_s, after_s, settle_s, while_failed=None) -> dict:
-    # the longest it runs; stopped once traffic returned
-    duration = before_s + max(failed_s, detect_s) + after_s + settle_s
+    """detect_s: at least failed_s (the caller sees to it)."""
+    duration = before_s + detect_s + after_s + settle_s  # the longest it runs; stopped once traffic returned
     prefix = lab.plan.route_prefix(lab.plan.host(dst[0]).nic(dst[1]))  # its /31, or its leaf's summary
 
     def interfaces() -> tuple[str, ...]:
@@ -386,7 +388,7 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
                     el.fail()
                     if while_failed is not None:
                         while_failed()
-                    detected_ms = _timed(lambda: el.gone(interfaces()), fail_ns, max(failed_s, detect_s))
+                    detected_ms = _timed(lambda: el.gone(interfaces()), fail_ns, detect_s)
                     _sleep_until(fail_ns + failed_s * 1e9)
                     at_restore = _read(counters)
                 finally:
@@ -430,8 +432,7 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
                         "carrying the load cleanly")
     if detected_ms is None:
         hint = " (is BFD on for this link?)" if case == "gray" else ""
-        problems.append(f"{leaf} still routed over {el.name} {max(failed_s, detect_s):g} s after the failure: "
-                        "nothing detected it"
+        problems.append(f"{leaf} still routed over {el.name} {detect_s:g} s after the failure: nothing detected it"
                         + hint)
     if restored_ms is None:
         problems.append(f"{el.name} did not return to {leaf}'s route within {after_s:g} s of the restore")

@@ -3,8 +3,9 @@
 Each switch originates what `Plan.originated` says: its loopback and its host links, one /31
 each or its summaries. A route propagates as eBGP does: every hop prepends its ASN, and a
 switch refuses a path that already carries its own ASN (so one spine never learns through
-another spine of the same tier, RFC 7938). Shortest accepted paths win, and with multipath-relax every port that delivers one is an
-ECMP next hop: that count is the width the kernel FIB must show.
+another spine of the same tier, RFC 7938). Shortest accepted paths win, and with
+multipath-relax every port that delivers one is an ECMP next hop: that count is the width
+the kernel FIB must show.
 """
 from __future__ import annotations
 

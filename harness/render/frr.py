@@ -3,7 +3,8 @@ and on every session a per-plane prefix filter (in and out) and a maximum-prefix
 
 What a session may carry follows from the plan. A plane's prefixes are its switches'
 loopbacks (/32s in the plane's block 0) and its host links (/31s in its host blocks, or the
-leaves' summaries of them, `Plan.originated`); a filter admits nothing else, so a cable that joins two planes carries no route between them.
+leaves' summaries of them, `Plan.originated`); a filter admits nothing else, so a cable
+that joins two planes carries no route between them.
 A leaf sends only what it originates: in a two-tier Clos it is never transit between
 spines (they share an ASN and would refuse such paths anyway). The limit is the most a
 session can legitimately carry times MAX_PREFIX_HEADROOM: a leaf hears at most every other

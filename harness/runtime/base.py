@@ -22,7 +22,8 @@ from pyroute2 import IPRoute
 from harness import interrupt
 from harness.errors import RuntimeError_
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
-from harness.observe.routing import FIBMATCH_ARGV, ROUTE_ARGV, WIDTH_ARGV, Route, bfd_peers, bgp_peers, kernel_routes, route_widths
+from harness.observe.routing import (FIBMATCH_ARGV, ROUTE_ARGV, WIDTH_ARGV, Route, bfd_peers, bgp_peers,
+                                     kernel_routes, route_widths)
 from harness.plan import Plan, SwitchPlan
 from harness.runtime import nsutil
 from harness.runtime.state import LabState
