@@ -11,7 +11,7 @@ import ipaddress
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 
 from harness.errors import Problem, TopologyError
@@ -607,8 +607,18 @@ def cluster_to_dict(cluster: Cluster) -> dict:
 
 
 def cluster_from_dict(data: dict) -> Cluster:
-    parts = {"gpu": GpuNodes, "backend": Backend, "frontend": Frontend, "mgmt": Management,
-             "addressing": Addressing, "bfd": Bfd, "objectives": Objectives}
-    kwargs = {key: cls(**data[key]) for key, cls in parts.items() if key in data}
+    """The inverse of cluster_to_dict. Sections come from Cluster's own fields, so a new
+    section survives the state file without being listed here (routing once did not:
+    an attached lab then expected /31s where it advertised summaries). A section missing
+    from an older state file gets its default."""
+    kwargs: dict = {}
+    for f in fields(Cluster):
+        if f.name not in data or f.name in ("name", "cables"):
+            continue
+        kwargs[f.name] = _SECTIONS[f.name](**data[f.name])
     kwargs["cables"] = tuple(Cable(**c) for c in data.get("cables", ()))
     return Cluster(name=data["name"], **kwargs)
+
+
+# Section name → its class, from the annotations (strings under `from __future__ import annotations`).
+_SECTIONS = {f.name: globals()[f.type] for f in fields(Cluster) if f.name not in ("name", "cables")}
