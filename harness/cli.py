@@ -114,9 +114,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--host-image", default=HOST_IMAGE)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_render)
-    from harness import cli_lab
+    from harness import cli_lab, cli_rdma
 
     cli_lab.register(sub)
+    cli_rdma.register(sub)
     return p
 
 

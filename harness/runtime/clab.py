@@ -30,11 +30,12 @@ from harness.model import Plane, build, cluster_to_dict
 from harness.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
 from harness.render.containerlab import SONIC_IMAGE
-from harness.runtime import nsutil
+from harness.runtime import nsutil, processes
 from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
 from harness.runtime.frr import json_documents
 from harness.runtime.processes import start_time
-from harness.runtime.state import LabState, check_lab_name, is_stale, labs, load, run_dir, save
+from harness.runtime.state import (NS_PREFIX, LabState, check_lab_name, is_stale, lab_of_namespace, labs, load, run_dir,
+                                   save)
 
 PREFIX = "fablab"
 INIT_STATUS = "/tmp/fablab-init.status"
@@ -341,6 +342,10 @@ class ClabRuntime(NamespaceAccess):
         except Exception:
             names = ()
         removed = 0
+        # microVMs of the RDMA lane (their taps go with them)
+        vms = {pid: tag for pid, tag in processes.vm_pids_by_tag(f"{NS_PREFIX}{lab}_").items()
+               if lab_of_namespace(tag) == lab}
+        processes.terminate(vms)
         if topo.exists() and self._which("containerlab"):
             run = self._run(destroy_argv(topo), capture_output=True, text=True, timeout=600, cwd=topo.parent)
             if run.returncode != 0:

@@ -303,6 +303,7 @@ class NetnsRuntime(NamespaceAccess):
         except Exception:  # no or broken state: what the naming convention finds is enough
             pass
         pids |= {pid: ns for pid, ns in processes.frr_pids_by_namespace(prefix).items() if lab_of_namespace(ns) == lab}
+        pids |= {pid: tag for pid, tag in processes.vm_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
         killed = processes.terminate(pids)
         removed = [ns for ns in sorted(namespaces) if nsutil.remove(ns)]
         left = nsutil.wait_gone(namespaces)
@@ -322,6 +323,7 @@ class NetnsRuntime(NamespaceAccess):
         found = set(labs())
         found |= {lab for ns in nsutil.list_namespaces() if (lab := lab_of_namespace(ns))}
         found |= {lab for ns in processes.frr_pids_by_namespace(NS_PREFIX).values() if (lab := lab_of_namespace(ns))}
+        found |= {lab for tag in processes.vm_pids_by_tag(NS_PREFIX).values() if (lab := lab_of_namespace(tag))}
         found |= {lab for ns in _pathspaces() if (lab := lab_of_namespace(ns))}
         found = {lab for lab in found if _runtime_of(lab) in (None, self.name)}
         if not everything:

@@ -19,9 +19,11 @@ def cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
-def is_ours(pid: int, ns: str) -> bool:
+def is_ours(pid: int, tag: str) -> bool:
+    """The process still names `tag`: an FRR daemon's -N pathspace (the namespace), or a
+    microVM's QEMU -name."""
     args = cmdline(pid)
-    return any(a == "-N" and b == ns for a, b in zip(args, args[1:]))
+    return any(a in ("-N", "-name") and b == tag for a, b in zip(args, args[1:]))
 
 
 def alive(pid: int) -> bool:
@@ -55,6 +57,21 @@ def frr_pids_by_namespace(prefix: str) -> dict[int, str]:
             continue
         for a, b in zip(args, args[1:]):
             if a == "-N" and b.startswith(prefix):
+                found[int(entry)] = b
+    return found
+
+
+def vm_pids_by_tag(prefix: str) -> dict[int, str]:
+    """Every QEMU whose -name starts with `prefix` (a lab's microVMs): pid -> name."""
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        args = cmdline(int(entry))
+        if not args or "qemu-system" not in os.path.basename(args[0]):
+            continue
+        for a, b in zip(args, args[1:]):
+            if a == "-name" and b.startswith(prefix):
                 found[int(entry)] = b
     return found
 
