@@ -40,9 +40,10 @@ def cmd_rdma(args: argparse.Namespace) -> int:
     else:
         out.print(result.summary(), soft_wrap=True)
         if result.qps:
-            table = Table("QPN", "UDP source port", title="requester QPs (rxe: 0xC000 + hash_32(QPN, 14))")
+            table = Table("QPN", "remote QPN", "UDP source port",
+                          title="requester QPs (rxe: rdma_get_udp_sport of the two QPNs)")
             for qp in result.qps:
-                table.add_row(f"{qp.qpn:#x}", str(qp.sport))
+                table.add_row(f"{qp.qpn:#x}", f"{qp.remote_qpn:#x}", str(qp.sport))
             out.print(table)
         out.print(f"files: {result.workdir}")
     return 0 if result.ok else 3
@@ -58,7 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--qps", type=int, default=1, help="queue pairs (write_bw)")
     s.add_argument("--size", type=int, default=0, help="message bytes (default: 64 KiB write_bw, 2 send_lat, "
                                                        "64 rping)")
-    s.add_argument("--duration", type=float, default=5.0, help="seconds (write_bw)")
-    s.add_argument("--iterations", type=int, default=1000, help="messages (send_lat) or ping-pongs (rping)")
+    s.add_argument("--duration", type=float, default=5.0,
+                   help="seconds (write_bw); 0: --iterations messages on every QP instead")
+    s.add_argument("--iterations", type=int, default=1000,
+                   help="messages (send_lat; write_bw with --duration 0) or ping-pongs (rping)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_rdma)

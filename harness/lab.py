@@ -21,7 +21,7 @@ from harness.observe.convergence import Shortfall
 from harness.observe.counters import Counters, interface_counters
 from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers
 from harness.plan import CableRow, Plan, make_plan
-from harness.rdma.session import RdmaResult, RdmaSpec, run_rdma
+from harness.rdma.session import RdmaResult, RdmaRun, RdmaSpec, run_rdma
 from harness.runtime import get_runtime
 from harness.runtime.base import Progress, Runtime, TeardownReport, quiet
 from harness.runtime.state import LabState, load
@@ -227,15 +227,23 @@ class Lab:
 
     def rdma(self, src_node: str, src_nic: str, dst_node: str, dst_nic: str, test: str = "write_bw",
              qps: int = 1, size: int = 0, duration: float = 5.0, iterations: int = 1000,
-             src_routes: Sequence[str] = (), progress: Progress = quiet, timeout: float | None = None) -> RdmaResult:
+             force_route: bool = False, progress: Progress = quiet, timeout: float | None = None) -> RdmaResult:
         """One RDMA test with real rdma_rxe between two GPU NICs (`harness/rdma`): write_bw
         (perftest, `qps` QPs for `duration` s), send_lat (`iterations`) or rping (`iterations`
         ping-pongs, data verified). Figures, rxe counters, QPNs and their UDP source ports come
-        back in an RdmaResult; a test that fails to run is a result with ok=False. `src_routes`:
-        prefixes the requester also routes via its gateway (to try a path the plan does not give)."""
-        spec = RdmaSpec(src_node, src_nic, dst_node, dst_nic, test, qps, size, duration, iterations,
-                        tuple(src_routes))
+        back in an RdmaResult; a test that fails to run is a result with ok=False. With
+        `force_route`, each endpoint also routes the other's prefix via its own gateway (to try
+        a path the plan does not give, e.g. between rails)."""
+        spec = RdmaSpec(src_node, src_nic, dst_node, dst_nic, test, qps, size, duration, iterations, force_route)
         return run_rdma(self, spec, progress, timeout)
+
+    def rdma_start(self, src_node: str, src_nic: str, dst_node: str, dst_nic: str, test: str = "write_bw",
+                   qps: int = 1, size: int = 0, duration: float = 5.0, iterations: int = 1000,
+                   force_route: bool = False, progress: Progress = quiet, timeout: float | None = None) -> RdmaRun:
+        """`rdma` started, not waited for: act on the lab while it runs (fail a link), then
+        `.result()`. Use as a context manager."""
+        spec = RdmaSpec(src_node, src_nic, dst_node, dst_nic, test, qps, size, duration, iterations, force_route)
+        return RdmaRun(self, spec, progress, timeout)
 
     def nodes(self, plane: Plane | None = None) -> list[str]:
         if plane is None:

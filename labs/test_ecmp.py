@@ -92,7 +92,7 @@ def test_a_qp_that_changes_path_is_counted_on_both_uplinks(lab):
     qps = tuple(RoceFlow(flow_id=i + 1, dst=dst_addr, dst_qp=q, src_qp=q, src=lab.address(src, src_nic))
                 for i, q in enumerate(distinct_sport_qpns(64)))
     spec = SendSpec(flows=qps, packets=2, device=src_nic)
-    with FlowCounters(lab, leaf, uplinks, [roce_sport(q.src_qp) for q in qps]) as counters:
+    with FlowCounters(lab, leaf, uplinks, [roce_sport(q.src_qp, q.dst_qp) for q in qps]) as counters:
         with hash_seed(lab, leaf, 0x5EED0001):
             run_sender(lab.namespace(src), spec)
             once = paths_of(counters.read_flows())

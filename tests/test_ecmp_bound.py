@@ -69,7 +69,7 @@ def test_qps_for_refuses_a_weight_that_is_no_skew():
 
 def test_qpns_have_distinct_source_ports():
     qpns = distinct_sport_qpns(1328)
-    assert len({roce_sport(q) for q in qpns}) == 1328 == len(set(qpns))
+    assert len({roce_sport(q, q) for q in qpns}) == 1328 == len(set(qpns))
 
 
 def test_paths_of_names_a_split_flow():

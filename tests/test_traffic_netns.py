@@ -76,7 +76,7 @@ def test_roce_burst_arrives_complete_per_qp(testbed):
         assert f.seq_runs == ((0, 2999),) and f.gaps == ()
         assert 0 <= f.latency_min_ns <= f.latency_avg_ns <= f.latency_max_ns
     assert set(losses(sent, got).values()) == {0}
-    assert {s.sport for s in sent.flows} == {roce_sport(f.src_qp) for f in flows}
+    assert {s.sport for s in sent.flows} == {roce_sport(f.src_qp, f.dst_qp) for f in flows}
 
 
 def test_psn_gap_and_reordering_are_detected(testbed):
@@ -138,7 +138,7 @@ def test_received_bytes_are_valid_rocev2(testbed):
     for p in data:
         pkt = IP(p)
         assert pkt[BTH].dqpn == 0xABC and pkt.tos == 0x68 and pkt[UDP].dport == 4791 and pkt[UDP].chksum == 0
-        assert pkt[UDP].sport == roce_sport(0x77)
+        assert pkt[UDP].sport == roce_sport(0x77, 0xABC)
         assert verify_icrc(p)
         wire_icrc = pkt[BTH].icrc
         pkt[BTH].icrc = None  # let scapy compute it from scratch

@@ -20,30 +20,35 @@ from harness.traffic.patterns import Endpoint, FlowOptions, all_to_all, incast, 
 from harness.traffic.receiver import psn_gaps, receive, receive_many
 from harness.traffic.roce import (FABLAB_HEADER, FABLAB_MAGIC, RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST,
                                   RDMA_WRITE_MIDDLE, RDMA_WRITE_ONLY, RETH, SEND_FIRST, SEND_LAST, SEND_MIDDLE,
-                                  SEND_ONLY, SUPPORTED_OPCODES, UC, RoceShape, RoceTemplate, hash_32,
+                                  SEND_ONLY, SUPPORTED_OPCODES, UC, RoceShape, RoceTemplate, rdma_flow_label,
                                   parse_udp_payload, roce_sport, scapy_packet, verify_icrc)
 from harness.traffic.sender import opcodes_of, send_order
 from harness.traffic.tcp import iperf3_client_argv, parse_iperf3
 
-SHAPE = RoceShape(src="10.99.0.0", dst="10.99.0.1", dst_qp=0x1234, sport=roce_sport(0x11), flow_id=7)
+SHAPE = RoceShape(src="10.99.0.0", dst="10.99.0.1", dst_qp=0x1234, sport=roce_sport(0x11, 0x1234), flow_id=7)
 
 
 # ---------------------------------------------------------------------------- source ports
 
 
-def test_hash_32_is_linux_golden_ratio_hash():
-    # Linux: hash_32(val, bits) = (u32)(val * GOLDEN_RATIO_32) >> (32 - bits)
-    assert hash_32(0, 14) == 0
-    assert hash_32(1, 14) == 0x61C88647 >> 18
-    assert hash_32(0x11, 14) == ((0x11 * 0x61C88647) % 2**32) >> 18
-    assert hash_32(0xFFFFFF, 32) == (0xFFFFFF * 0x61C88647) % 2**32
+def test_flow_label_is_linux_rdma_calc_flow_label():
+    # Linux: v = lqpn * rqpn; v ^= v >> 20; v ^= v >> 40; v & IB_GRH_FLOWLABEL_MASK
+    assert rdma_flow_label(0x11, 0x11) == 289
+    assert rdma_flow_label(0xFFFFFF, 0xFFFFFF) == ((0xFFFFFE000001 ^ (0xFFFFFE000001 >> 20)) ^
+                                                   ((0xFFFFFE000001 ^ (0xFFFFFE000001 >> 20)) >> 40)) & 0xFFFFF
+
+
+def test_roce_sport_matches_what_rxe_sent():
+    # Seen on the wire from rdma_rxe (Debian 6.1, labs/test_rdma.py), perftest QPs 0x11 and 0x12
+    assert roce_sport(0x11, 0x11) == 49441 and roce_sport(0x12, 0x12) == 49476
+    # a flow label given in the address vector is used as it is
+    assert roce_sport(0x11, 0x11, flow_label=0x4001) == 0xC000 | (0x0001 ^ 0x1)
 
 
 def test_roce_sport_is_in_rxe_range_and_spreads():
-    ports = {roce_sport(qpn) for qpn in range(0x100, 0x200)}
+    ports = [roce_sport(qpn, qpn) for qpn in range(0x100, 0x200)]
     assert all(0xC000 <= p <= 0xFFFF for p in ports)
-    assert len(ports) == 256  # consecutive QPs never collide on the source port
-    assert roce_sport(0x11) == 0xC000 + (((0x11 * 0x61C88647) & 0xFFFFFFFF) >> 18)
+    assert len(set(ports)) >= 200  # most consecutive QP pairs differ in the source port
 
 
 # ---------------------------------------------------------------------------- fast path == scapy
@@ -52,7 +57,7 @@ def test_roce_sport_is_in_rxe_range_and_spreads():
 @pytest.mark.parametrize("opcode", sorted(SUPPORTED_OPCODES))
 @pytest.mark.parametrize("psn", [0, 1, 4242, 0xFFFFFF])
 def test_fast_path_matches_scapy_byte_for_byte(opcode, psn):
-    shape = RoceShape(src="10.1.2.3", dst="10.4.5.6", dst_qp=0xABCDE, opcode=opcode, sport=roce_sport(0x42),
+    shape = RoceShape(src="10.1.2.3", dst="10.4.5.6", dst_qp=0xABCDE, opcode=opcode, sport=roce_sport(0x42, 0xABCDE),
                       payload_len=96, flow_id=3, ip_id=77, ttl=17, ecn=1, ackreq=bool(psn & 1), va=0x1000,
                       rkey=0xBEEF)
     template = RoceTemplate(shape)
@@ -77,7 +82,7 @@ def test_packet_layout():
     pkt = IP(RoceTemplate(SHAPE).render(99, seq=5, ts_ns=6))
     assert pkt.tos == 0x68 and pkt.tos >> 2 == 26  # DSCP 26, not ECN-capable
     assert pkt.flags == "DF" and pkt.id == 1
-    assert pkt[UDP].dport == 4791 and pkt[UDP].sport == roce_sport(0x11) and pkt[UDP].chksum == 0
+    assert pkt[UDP].dport == 4791 and pkt[UDP].sport == roce_sport(0x11, 0x1234) and pkt[UDP].chksum == 0
     bth = pkt[BTH]
     assert (bth.opcode, bth.dqpn, bth.psn, bth.pkey, bth.padcount) == (RC + RDMA_WRITE_ONLY, 0x1234, 99, 0xFFFF, 0)
     assert pkt[RETH].dlen == 64
@@ -294,7 +299,7 @@ def test_all_to_all_numbers_every_flow_uniquely():
     assert len(planned) == 4 * 3 * 2
     assert len({p.flow.flow_id for p in planned}) == len(planned)
     assert len({p.flow.dst_qp for p in planned}) == len(planned)  # type: ignore[union-attr]
-    assert len({roce_sport(p.flow.src_qp) for p in planned}) == len(planned)  # type: ignore[union-attr]
+    assert len({roce_sport(p.flow.src_qp, p.flow.dst_qp) for p in planned}) == len(planned)  # type: ignore[union-attr]
 
 
 def test_incast_and_specs():

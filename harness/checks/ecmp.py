@@ -115,7 +115,7 @@ def check_ecmp(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | N
     dst_addr = str(dst_nic.address.ip)
     qps = [RoceFlow(flow_id=i + 1, dst=dst_addr, dst_qp=qpn, src_qp=qpn, src=str(src_nic.address.ip))
            for i, qpn in enumerate(distinct_sport_qpns(n, first_qp))]
-    sport_of = {q.flow_id: roce_sport(q.src_qp) for q in qps}
+    sport_of = {q.flow_id: roce_sport(q.src_qp, q.dst_qp) for q in qps}
     with FlowCounters(lab, leaf.name, uplinks, sorted(sport_of.values())) as counters:
         # No deadline of its own: on a machine the lab keeps busy the sender may take a minute
         # to start and prime 1,300 QPs. It ends when every packet is in, 1 s after the last
@@ -185,7 +185,7 @@ def distinct_sport_qpns(count: int, first_qp: int = 0x100) -> list[int]:
     while len(qpns) < count:
         if qpn >= 1 << 24:
             raise HarnessError(f"fewer than {count} distinct UDP source ports from QP {first_qp:#x} up")
-        sport = roce_sport(qpn)
+        sport = roce_sport(qpn, qpn)  # the flows pair QP n with QP n, as two fresh rxe endpoints do
         if sport not in seen:
             seen.add(sport)
             qpns.append(qpn)

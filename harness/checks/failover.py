@@ -212,7 +212,7 @@ def _observation(lab, case: str, leaf: str, far_leaf: str) -> dict[str, list[str
 def _learn_paths(lab, src: tuple[str, str], src_addr: str, dst_addr: str, points: dict[str, list[str]],
                  qps: list[int]) -> dict[int, set[tuple[str, str]]]:
     """Send a few packets on each candidate QP and read, per QP, which (switch, port) carried it."""
-    sports = {qp: roce_sport(qp) for qp in qps}
+    sports = {qp: roce_sport(qp, qp) for qp in qps}
     flows = tuple(RoceFlow(flow_id=i + 1, dst=dst_addr, dst_qp=qp, src_qp=qp, src=src_addr)
                   for i, qp in enumerate(qps))
     counters = [FlowCounters(lab, node, ports, sorted(set(sports.values()))) for node, ports in points.items()]
@@ -301,8 +301,8 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
     while True:
         new = []
         while len(new) < batch:  # QPs whose source ports collide could not be told apart by the counters
-            if roce_sport(qp) not in sports_used:
-                sports_used.add(roce_sport(qp))
+            if roce_sport(qp, qp) not in sports_used:
+                sports_used.add(roce_sport(qp, qp))
                 new.append(qp)
             qp += 1
         seen.update(_learn_paths(lab, src, src_addr, dst_addr, points, new))
@@ -320,7 +320,7 @@ def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, e
     chosen = chosen_on + chosen_off
     flows = tuple(RoceFlow(flow_id=i + 1, dst=dst_addr, dst_qp=qp, src_qp=qp, src=src_addr)
                   for i, qp in enumerate(chosen))
-    sports = {f.flow_id: roce_sport(f.src_qp) for f in flows}
+    sports = {f.flow_id: roce_sport(f.src_qp, f.dst_qp) for f in flows}
     result = _run(lab, case, el, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
                   objectives.restore_ms, before_s, failed_s, max(failed_s, detect_s), after_s, settle_s,
                   while_failed)

@@ -128,35 +128,53 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 
 
-def run_vm(lab, boot: BootFiles, endpoints: list[Endpoint], workdir: Path, tag: str, timeout: float,
-           progress: Progress = quiet) -> subprocess.CompletedProcess:
-    """Boot the guest with the endpoints' NICs and run workdir/guest.sh until it powers off."""
-    fds: list[int] = []
-    spliced: list[Endpoint] = []
-    proc: subprocess.Popen | None = None
-    try:
-        for ep in endpoints:
-            fds.append(lab.in_namespace(ep.node, lambda ep=ep: open_tap(ep.tap)))
-            splice(lab, ep)
-            spliced.append(ep)
-        argv = qemu_argv(boot, workdir, tag, endpoints, fds)
-        (workdir / "qemu.argv").write_text(" ".join(argv) + "\n")
-        progress("rdma", f"booting the microVM for {', '.join(f'{e.node}:{e.nic}' for e in endpoints)}")
-        with open(workdir / "qemu.out", "wb") as out:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    pass_fds=fds, preexec_fn=_die_with_parent)
-        for fd in fds:  # QEMU holds them now; the taps go with it
-            os.close(fd)
-        fds.clear()
+class VmRun:
+    """A booted microVM carrying `endpoints`, running workdir/guest.sh. Use as a context
+    manager: leaving it (however) ends QEMU and gives the nodes their NICs back."""
+
+    def __init__(self, lab, boot: BootFiles, endpoints: list[Endpoint], workdir: Path, tag: str,
+                 progress: Progress = quiet) -> None:
+        self.lab, self.endpoints, self.workdir = lab, endpoints, workdir
+        self.proc: subprocess.Popen | None = None
+        self._spliced: list[Endpoint] = []
+        fds: list[int] = []
+        try:
+            for ep in endpoints:
+                fds.append(lab.in_namespace(ep.node, lambda ep=ep: open_tap(ep.tap)))
+                splice(lab, ep)
+                self._spliced.append(ep)
+            argv = qemu_argv(boot, workdir, tag, endpoints, fds)
+            (workdir / "qemu.argv").write_text(" ".join(argv) + "\n")
+            progress("rdma", f"booting the microVM for {', '.join(f'{e.node}:{e.nic}' for e in endpoints)}")
+            with open(workdir / "qemu.out", "wb") as out:
+                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                             pass_fds=fds, preexec_fn=_die_with_parent)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            for fd in fds:  # QEMU holds them now (or never will); the taps go with it
+                os.close(fd)
+
+    def __enter__(self) -> VmRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def wait(self, timeout: float) -> int:
+        """Until the guest powers off; its exit code."""
         deadline = time.monotonic() + timeout
-        while proc.poll() is None:
+        while self.proc.poll() is None:
             if time.monotonic() > deadline:
                 raise RuntimeError_(f"the microVM did not finish within {timeout:.0f} s; its console: "
-                                    f"{_tail(workdir / 'console.log')}")
+                                    f"{_tail(self.workdir / 'console.log')}")
             interrupt.checkpoint()
             time.sleep(0.1)
-        return subprocess.CompletedProcess(argv, proc.returncode)
-    finally:
+        return self.proc.returncode
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()
             try:
@@ -164,12 +182,11 @@ def run_vm(lab, boot: BootFiles, endpoints: list[Endpoint], workdir: Path, tag: 
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        for fd in fds:
-            os.close(fd)
+        spliced, self._spliced = self._spliced, []
         for ep in spliced:
-            unsplice(lab, ep)
-            stats = lab.ns_exec(ep.node, ["ip", "-s", "-s", "link", "show", "dev", ep.nic]).stdout
-            with open(workdir / "links.txt", "a") as f:
+            unsplice(self.lab, ep)
+            stats = self.lab.ns_exec(ep.node, ["ip", "-s", "-s", "link", "show", "dev", ep.nic]).stdout
+            with open(self.workdir / "links.txt", "a") as f:
                 f.write(f"# {ep.node}\n{stats}")
 
 

@@ -16,10 +16,12 @@ IN_FLIGHT_PACKETS = 4096  # see send_depth
 
 @dataclass(frozen=True)
 class QueuePair:
-    """One of the requester's QPs, and the UDP source port its packets carry."""
+    """One of the requester's QPs, its peer, and the UDP source port its packets carry by
+    rxe's rule (`roce_sport`, which the scapy generator follows too)."""
 
     qpn: int
-    sport: int  # rxe: 0xC000 + hash_32(qpn, 14), the rule the scapy generator follows
+    remote_qpn: int
+    sport: int
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,10 @@ def commands(test: str, client_dev: str, server_dev: str, server_ip: str, client
     # stdbuf: perftest's lines are lost when it is stopped while its stdout is a full buffer
     if test == "write_bw":
         depth = send_depth(qps, size)
-        common = f"-F --report_gbits -q {qps} -t {depth} -s {size} -D {duration:g} -p {PERFTEST_PORT}"
+        # -D: for a time; -n: a number of messages on every QP (each QP surely sends)
+        length = f"-D {duration:g}" if duration > 0 else f"-n {iterations}"
+        common = f"-F --report_gbits -q {qps} -t {min(depth, iterations) if duration <= 0 else depth} -s {size} " \
+                 f"{length} -p {PERFTEST_PORT}"
         return (f"stdbuf -oL ib_write_bw -d {server_dev} -x $GID{server_dev[3:]} {common}",
                 f"stdbuf -oL ib_write_bw -d {client_dev} -x $GID{client_dev[3:]} {common} {server_ip}")
     if test == "send_lat":
@@ -80,18 +85,23 @@ def send_depth(qps: int, size: int, path_mtu: int = 4096) -> int:
     return max(1, min(128, RXE_MAX_CQE // qps, IN_FLIGHT_PACKETS // (qps * packets)))
 
 
-_QPN = re.compile(r"local address:.*?QPN (0x[0-9a-fA-F]+)")
+_QPN = re.compile(r"(local|remote) address:.*?QPN (0x[0-9a-fA-F]+)")
 _NUMBERS = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+(?:\s+[\d.]+)*)\s*$", re.M)
 
 
 def local_qps(text: str) -> tuple[QueuePair, ...]:
-    return tuple(QueuePair(int(q, 16), roce_sport(int(q, 16))) for q in _QPN.findall(text))
+    """perftest prints every local QP, then every remote one, in the same order."""
+    found = {"local": [], "remote": []}
+    for side, qpn in _QPN.findall(text):
+        found[side].append(int(qpn, 16))
+    return tuple(QueuePair(q, r, roce_sport(q, r)) for q, r in zip(found["local"], found["remote"]))
 
 
 def bandwidth(text: str, duration: float) -> Bandwidth | None:
     """perftest's line, or, when perftest could not calibrate the CPU clock it times with
     (under TCG it often cannot: "Correlation coefficient r^2 < 0.9", every rate 0), the
-    average from the messages completed within the duration (`-D` stops on a timer)."""
+    average from the messages completed within `duration` (the -D time, or the client's
+    run time measured in the guest)."""
     for m in _NUMBERS.finditer(text):
         rest = [float(x) for x in m.group(3).split()]
         if len(rest) == 3:

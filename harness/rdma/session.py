@@ -10,13 +10,13 @@ import itertools
 import json
 import time
 from dataclasses import dataclass, field
-from ipaddress import IPv4Network
 from pathlib import Path
 
+from harness import interrupt
 from harness.errors import HarnessError, RuntimeError_
 from harness.model import Plane
 from harness.rdma import perftest, vmimage
-from harness.rdma.microvm import Endpoint, run_vm, vm_tag
+from harness.rdma.microvm import Endpoint, VmRun, vm_tag
 from harness.rdma.perftest import MAX_QPS, PERFTEST_PORT, TESTS, Bandwidth, Latency, QueuePair, Rping
 from harness.render.templates import render_template
 from harness.runtime.base import Progress, quiet
@@ -42,11 +42,12 @@ class RdmaSpec:
     test: str = "write_bw"
     qps: int = 1
     size: int = 0  # bytes; 0: the test's usual size (DEFAULT_SIZE)
-    duration: float = 5.0  # write_bw
+    duration: float = 5.0  # write_bw; 0: `iterations` messages on every QP instead
     iterations: int = 1000  # send_lat and rping
-    # Routes the requester gets beyond its NIC's planned ones, via its gateway: a host set up
-    # to send where the plan gives it no path, to see what the fabric does with it.
-    src_routes: tuple[str, ...] = ()
+    # Each endpoint also routes the other's prefix via its own gateway, beyond its NIC's
+    # planned routes: hosts set up to reach where the plan gives them no path (another rail),
+    # to see what the fabric does with it. RC needs the way back too, for its ACKs.
+    force_route: bool = False
 
     @property
     def message_size(self) -> int:
@@ -76,15 +77,11 @@ class RdmaSpec:
             found.append(f"qps={self.qps}: only write_bw runs several QPs; use qps=1 for {self.test}")
         if not 0 <= self.size <= 1 << 24:
             found.append(f"size={self.size}: message size in bytes, 1..16777216 (0: the test's default)")
-        if self.duration <= 0 or self.duration > 600:
-            found.append(f"duration={self.duration:g}: seconds, > 0 and <= 600")
+        if not 0 <= self.duration <= 600:
+            found.append(f"duration={self.duration:g}: seconds, 0..600 (0: write_bw sends `iterations` "
+                         "messages on every QP instead)")
         if not 1 <= self.iterations <= 1_000_000:
             found.append(f"iterations={self.iterations}: 1..1000000")
-        for route in self.src_routes:
-            try:
-                IPv4Network(route)
-            except ValueError:
-                found.append(f"src_routes: {route!r} is not an IPv4 prefix (e.g. 10.0.2.0/24)")
         return found
 
 
@@ -148,35 +145,84 @@ _seq = itertools.count(1)
 
 
 def endpoints_of(lab, spec: RdmaSpec) -> list[Endpoint]:
+    nics = [lab.plan.host(spec.src_node).nic(spec.src_nic), lab.plan.host(spec.dst_node).nic(spec.dst_nic)]
     eps = []
-    for index, (node, nic_name) in enumerate(((spec.src_node, spec.src_nic), (spec.dst_node, spec.dst_nic))):
-        nic = lab.plan.host(node).nic(nic_name)
-        link = lab.ns_exec(node, ["ip", "-j", "link", "show", "dev", nic_name], check=True).stdout
+    for index, (node, nic) in enumerate(zip((spec.src_node, spec.dst_node), nics)):
+        link = lab.ns_exec(node, ["ip", "-j", "link", "show", "dev", nic.name], check=True).stdout
         mac = json.loads(link)[0]["address"]
-        extra = tuple(IPv4Network(r) for r in spec.src_routes) if index == 0 else ()
-        eps.append(Endpoint(node, nic_name, mac, nic.address, nic.gateway, nic.routes + extra, nic.mtu, index))
+        routes = nic.routes
+        other = lab.plan.route_prefix(nics[1 - index])
+        if spec.force_route and not any(other.subnet_of(r) for r in routes):
+            routes += (other,)
+        eps.append(Endpoint(node, nic.name, mac, nic.address, nic.gateway, routes, nic.mtu, index))
     return eps
 
 
+class RdmaRun:
+    """An RDMA test under way (`Lab.rdma_start`): wait for its client to start, act on the
+    lab meanwhile, then `result()`. A context manager; leaving it ends the VM."""
+
+    def __init__(self, lab, spec: RdmaSpec, progress: Progress = quiet, timeout: float | None = None) -> None:
+        problems = spec.problems(lab.plan)
+        if problems:
+            raise RdmaSpecError(problems)
+        boot = vmimage.boot_files()
+        self.spec, self.started = spec, time.monotonic()
+        self.src, self.dst = endpoints_of(lab, spec)
+        self.workdir = Path(lab.state.run_dir) / f"rdma-{next(_seq)}-{int(time.time() * 1000) % 10**8}"
+        self.workdir.mkdir(parents=True)
+        server, client = perftest.commands(spec.test, self.src.device, self.dst.device, str(self.dst.address.ip),
+                                           str(self.src.address.ip), spec.qps, spec.message_size, spec.duration,
+                                           spec.iterations)
+        ready = (f"ss -Hltn 'sport = :{PERFTEST_PORT}' | grep -q ." if spec.test != "rping"
+                 else "rdma res show cm_id | grep -q LISTEN")
+        script = render_template("rdma/guest.sh.j2", test=spec.test, endpoints=[self.src, self.dst], server=server,
+                                 client=client, ready=ready, server_grace=10)
+        (self.workdir / "guest.sh").write_text(script)
+        self.budget = timeout or (90 + 3 * spec.duration + spec.iterations * spec.qps * 0.02)
+        self.vm = VmRun(lab, boot, [self.src, self.dst], self.workdir, vm_tag(lab.name, next(_seq)), progress)
+
+    def __enter__(self) -> RdmaRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.vm.close()
+
+    def steps(self) -> dict[str, float]:
+        """The guest's steps so far: name -> its uptime then."""
+        return _steps(_read(self.workdir / "guest.log"))
+
+    def wait_for_client(self, timeout: float = 90.0) -> None:
+        """Until the guest has started the test's client (or failed before)."""
+        deadline = time.monotonic() + timeout
+        while "client" not in self.steps():
+            if (self.workdir / "failed").exists() or self.vm.proc is None or self.vm.proc.poll() is not None:
+                raise RuntimeError_(f"the RDMA guest stopped before its client started: "
+                                    f"{_read(self.workdir / 'failed').strip() or _read(self.workdir / 'console.log')[-400:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError_(f"the RDMA guest did not start its client within {timeout:.0f} s")
+            interrupt.checkpoint()
+            time.sleep(0.05)
+
+    def result(self) -> RdmaResult:
+        """Wait until the guest powers off; what the test did."""
+        self.vm.wait(max(1.0, self.budget - (time.monotonic() - self.started)))
+        self.vm.close()
+        return _result(self.spec, self.src, self.dst, self.workdir, time.monotonic() - self.started)
+
+
 def run_rdma(lab, spec: RdmaSpec, progress: Progress = quiet, timeout: float | None = None) -> RdmaResult:
-    problems = spec.problems(lab.plan)
-    if problems:
-        raise RdmaSpecError(problems)
-    boot = vmimage.boot_files()
-    t = time.monotonic()
-    src, dst = endpoints_of(lab, spec)
-    workdir = Path(lab.state.run_dir) / f"rdma-{next(_seq)}-{int(time.time() * 1000) % 10**8}"
-    workdir.mkdir(parents=True)
-    server, client = perftest.commands(spec.test, src.device, dst.device, str(dst.address.ip), str(src.address.ip),
-                                       spec.qps, spec.message_size, spec.duration, spec.iterations)
-    ready = (f"ss -Hltn 'sport = :{PERFTEST_PORT}' | grep -q ." if spec.test != "rping"
-             else "rdma res show cm_id | grep -q LISTEN")
-    script = render_template("rdma/guest.sh.j2", test=spec.test, endpoints=[src, dst], server=server,
-                             client=client, ready=ready, server_grace=10)
-    (workdir / "guest.sh").write_text(script)
-    budget = timeout or (90 + 3 * spec.duration + spec.iterations * 0.01)
-    run_vm(lab, boot, [src, dst], workdir, vm_tag(lab.name, next(_seq)), budget, progress)
-    return _result(spec, src, dst, workdir, time.monotonic() - t)
+    with RdmaRun(lab, spec, progress, timeout) as run:
+        return run.result()
+
+
+def _steps(log: str) -> dict[str, float]:
+    steps = {}
+    for line in log.splitlines():
+        if line.startswith("step "):
+            _, name, up = line.split()
+            steps[name] = float(up)
+    return steps
 
 
 def _read(path: Path) -> str:
@@ -200,11 +246,7 @@ def _result(spec: RdmaSpec, src: Endpoint, dst: Endpoint, workdir: Path, seconds
     before, after = _counters(_read(workdir / "counters.before")), _counters(_read(workdir / "counters.after"))
     deltas = {role: {k: v - before.get(ep.device, {}).get(k, 0) for k, v in after.get(ep.device, {}).items()}
               for role, ep in (("src", src), ("dst", dst))}
-    steps = {}
-    for line in _read(workdir / "guest.log").splitlines():
-        if line.startswith("step "):
-            _, name, up = line.split()
-            steps[name] = float(up)
+    steps = _steps(_read(workdir / "guest.log"))
     rc = _read(workdir / "client.rc").strip()
     failed = _read(workdir / "failed").strip()
     common = dict(spec=spec, src_address=str(src.address.ip), dst_address=str(dst.address.ip),
@@ -215,13 +257,20 @@ def _result(spec: RdmaSpec, src: Endpoint, dst: Endpoint, workdir: Path, seconds
         return RdmaResult(ok=False, error=why, **common)
     figures: dict = {}
     if spec.test == "write_bw":
-        figures["bandwidth"] = perftest.bandwidth(client, spec.duration)
+        ran = spec.duration or (steps.get("client-done", 0.0) - steps.get("client", 0.0))
+        figures["bandwidth"] = perftest.bandwidth(client, ran)
     elif spec.test == "send_lat":
         figures["latency"] = perftest.latency(client)
     else:
         figures["rping"] = perftest.rping(client, spec.iterations, int(rc))
-    ok = rc == "0" and all(v is not None for v in figures.values())
-    error = "" if ok else f"{spec.test} exited {rc}: {_last_lines(client + server)}"
+    done = next(iter(figures.values()))
+    completed = {"write_bw": lambda b: b.iterations, "send_lat": lambda lat: lat.iterations,
+                 "rping": lambda r: r.completed if r.verified else 0}[spec.test](done) if done else 0
+    ok = rc == "0" and completed > 0
+    if rc != "0" or done is None:
+        error = f"{spec.test} exited {rc}: {_last_lines(client + server)}"
+    else:  # perftest's -D run ends with exit 0 even when no message completed
+        error = "" if ok else f"{spec.test} completed no message ({_last_lines(client, 2)})"
     return RdmaResult(ok=ok, error=error, **common, **figures)
 
 

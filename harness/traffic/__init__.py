@@ -10,7 +10,7 @@ from harness.traffic.flows import (ROCE_PORT, TCP_PORT, UDP_PORT, FlowReceived, 
                                    ReceiveSpec, RoceFlow, SendResult, SendSpec, SpecError, TcpClientSpec, TcpResult,
                                    TcpServerSpec, TcpStream, TrafficError, UdpFlow, from_json, losses, to_json)
 from harness.traffic.patterns import Endpoint, FlowOptions, PlannedFlow, all_to_all, incast, ring
-from harness.traffic.roce import RETH, RoceShape, RoceTemplate, hash_32, roce_sport, verify_icrc
+from harness.traffic.roce import RETH, RoceShape, RoceTemplate, rdma_flow_label, roce_sport, verify_icrc
 from harness.traffic.runner import (TrafficProcess, run_in_netns, run_sender, run_tcp_client, start_receiver,
                                     start_receivers, start_sender, start_senders, start_tcp_server, veth_testbed)
 
@@ -19,7 +19,7 @@ __all__ = [
     "RoceFlow", "SendResult", "SendSpec", "SpecError", "TcpClientSpec", "TcpResult", "TcpServerSpec", "TcpStream",
     "TrafficError", "UdpFlow", "from_json", "losses", "to_json",
     "Endpoint", "FlowOptions", "PlannedFlow", "all_to_all", "incast", "ring",
-    "RETH", "RoceShape", "RoceTemplate", "hash_32", "roce_sport", "verify_icrc",
+    "RETH", "RoceShape", "RoceTemplate", "rdma_flow_label", "roce_sport", "verify_icrc",
     "TrafficProcess", "run_in_netns", "run_sender", "run_tcp_client", "start_receiver", "start_receivers",
     "start_sender", "start_senders", "start_tcp_server", "veth_testbed",
 ]

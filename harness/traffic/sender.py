@@ -169,7 +169,7 @@ class _RoceEmitter(_Emitter):
 
     def __init__(self, flow: RoceFlow, src: str, ttl: int, sock: socket.socket, counters: _Counters) -> None:
         self.flow = flow
-        self.sport = flow.sport if flow.sport is not None else roce_sport(flow.src_qp)
+        self.sport = flow.sport if flow.sport is not None else roce_sport(flow.src_qp, flow.dst_qp)
         templates: dict[int, RoceTemplate] = {}
         for op in opcodes_of(flow):
             if op not in templates:
