@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 TOPOLOGY ?= ai-cluster
 
-.PHONY: deps validate test unit labs render bench clean distclean
+.PHONY: deps rdma-deps validate test unit labs render bench clean distclean
 
 deps: $(VENV)/.installed
 	@./scripts/install-deps.sh
@@ -16,16 +16,20 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $@
 
+# The RDMA lane (labs/test_rdma.py): QEMU, perftest, rdma-core and Debian's 6.1 kernel.
+rdma-deps:
+	@./scripts/install-rdma.sh
+
 validate: deps
 	$(BIN)/fablab validate $(TOPOLOGY)
 
-test: deps
+test: deps rdma-deps
 	$(BIN)/pytest tests labs
 
 unit: deps
 	$(BIN)/pytest tests
 
-labs: deps
+labs: deps rdma-deps
 	$(BIN)/pytest labs
 
 render: deps

@@ -26,7 +26,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
 
 from harness import interrupt
-from harness.errors import RuntimeError_
+from harness.errors import HarnessError, RuntimeError_
 from harness.rdma.vmimage import QEMU, BootFiles
 from harness.runtime.base import Progress, quiet
 from harness.runtime.state import NS_PREFIX
@@ -184,10 +184,13 @@ class VmRun:
                 proc.wait()
         spliced, self._spliced = self._spliced, []
         for ep in spliced:
-            unsplice(self.lab, ep)
-            stats = self.lab.ns_exec(ep.node, ["ip", "-s", "-s", "link", "show", "dev", ep.nic]).stdout
-            with open(self.workdir / "links.txt", "a") as f:
-                f.write(f"# {ep.node}\n{stats}")
+            try:
+                unsplice(self.lab, ep)
+                stats = self.lab.ns_exec(ep.node, ["ip", "-s", "-s", "link", "show", "dev", ep.nic]).stdout
+                with open(self.workdir / "links.txt", "a") as f:
+                    f.write(f"# {ep.node}\n{stats}")
+            except (HarnessError, OSError):
+                pass  # the lab was torn down meanwhile: nothing of the node is left to give back
 
 
 def _tail(path: Path, size: int = 600) -> str:

@@ -158,6 +158,16 @@ def endpoints_of(lab, spec: RdmaSpec) -> list[Endpoint]:
     return eps
 
 
+def guest_script(spec: RdmaSpec, src: Endpoint, dst: Endpoint) -> str:
+    """The script the microVM runs: NICs, policy routing, rxe devices, then the test."""
+    server, client = perftest.commands(spec.test, src.device, dst.device, str(dst.address.ip), str(src.address.ip),
+                                       spec.qps, spec.message_size, spec.duration, spec.iterations)
+    ready = (f"ss -Hltn 'sport = :{PERFTEST_PORT}' | grep -q ." if spec.test != "rping"
+             else "rdma res show cm_id | grep -q LISTEN")
+    return render_template("rdma/guest.sh.j2", test=spec.test, endpoints=[src, dst], server=server, client=client,
+                           ready=ready, server_grace=10)
+
+
 class RdmaRun:
     """An RDMA test under way (`Lab.rdma_start`): wait for its client to start, act on the
     lab meanwhile, then `result()`. A context manager; leaving it ends the VM."""
@@ -171,14 +181,7 @@ class RdmaRun:
         self.src, self.dst = endpoints_of(lab, spec)
         self.workdir = Path(lab.state.run_dir) / f"rdma-{next(_seq)}-{int(time.time() * 1000) % 10**8}"
         self.workdir.mkdir(parents=True)
-        server, client = perftest.commands(spec.test, self.src.device, self.dst.device, str(self.dst.address.ip),
-                                           str(self.src.address.ip), spec.qps, spec.message_size, spec.duration,
-                                           spec.iterations)
-        ready = (f"ss -Hltn 'sport = :{PERFTEST_PORT}' | grep -q ." if spec.test != "rping"
-                 else "rdma res show cm_id | grep -q LISTEN")
-        script = render_template("rdma/guest.sh.j2", test=spec.test, endpoints=[self.src, self.dst], server=server,
-                                 client=client, ready=ready, server_grace=10)
-        (self.workdir / "guest.sh").write_text(script)
+        (self.workdir / "guest.sh").write_text(guest_script(spec, self.src, self.dst))
         self.budget = timeout or (90 + 3 * spec.duration + spec.iterations * spec.qps * 0.02)
         self.vm = VmRun(lab, boot, [self.src, self.dst], self.workdir, vm_tag(lab.name, next(_seq)), progress)
 
