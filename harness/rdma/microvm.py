@@ -16,6 +16,7 @@ falls back to the guest's local delivery); the guest script does that.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import struct
@@ -165,13 +166,28 @@ class VmRun:
     def wait(self, timeout: float) -> int:
         """Until the guest powers off; its exit code."""
         deadline = time.monotonic() + timeout
+        released = False
         while self.proc.poll() is None:
+            if not released and (self.workdir / "done").exists():
+                self._read_taps()
+                (self.workdir / "release").write_text("")
+                released = True
             if time.monotonic() > deadline:
                 raise RuntimeError_(f"the microVM did not finish within {timeout:.0f} s; its console: "
                                     f"{_tail(self.workdir / 'console.log')}")
             interrupt.checkpoint()
             time.sleep(0.1)
         return self.proc.returncode
+
+    def _read_taps(self) -> None:
+        """Each tap's counters (taps.json): what the emulator's queues dropped, not the fabric."""
+        taps = {}
+        for ep in self.endpoints:
+            run = self.lab.ns_exec(ep.node, ["ip", "-j", "-s", "link", "show", "dev", ep.tap])
+            if run.returncode == 0:
+                stats = json.loads(run.stdout)[0].get("stats64", {})
+                taps[f"{ep.node}:{ep.nic}"] = {"to_guest": stats.get("tx", {}), "from_guest": stats.get("rx", {})}
+        (self.workdir / "taps.json").write_text(json.dumps(taps, indent=1))
 
     def close(self) -> None:
         proc, self.proc = self.proc, None

@@ -101,6 +101,9 @@ class RdmaResult:
     rping: Rping | None = None
     counters: dict[str, dict[str, int]] = field(default_factory=dict)  # "src"/"dst" -> rxe counter deltas
     guest_steps: dict[str, float] = field(default_factory=dict)  # guest uptime at each step
+    # Packets the taps dropped on their way into the guest ("node:nic" -> count): the
+    # emulator's queue overflowing, where RoCE with PFC would have paused; not the fabric.
+    tap_drops: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0  # the whole call, boot included
     workdir: str = ""
 
@@ -138,7 +141,9 @@ class RdmaResult:
         else:
             fig = f"{self.rping.completed} ping-pongs, data {'verified' if self.rping.verified else 'NOT verified'}"
         ports = ", ".join(f"{q.qpn:#x}->{q.sport}" for q in self.qps[:4]) + (" ..." if len(self.qps) > 4 else "")
-        return f"{head}: {fig}; retransmissions {self.retransmissions}; QPN->UDP sport {ports}"
+        dropped = sum(self.tap_drops.values())
+        lost = f", {dropped} packets dropped by the emulator's tap queues" if dropped else ""
+        return f"{head}: {fig}; retransmissions {self.retransmissions}{lost}; QPN->UDP sport {ports}"
 
 
 _seq = itertools.count(1)
@@ -252,9 +257,14 @@ def _result(spec: RdmaSpec, src: Endpoint, dst: Endpoint, workdir: Path, seconds
     steps = _steps(_read(workdir / "guest.log"))
     rc = _read(workdir / "client.rc").strip()
     failed = _read(workdir / "failed").strip()
+    try:
+        taps = json.loads(_read(workdir / "taps.json") or "{}")
+    except ValueError:
+        taps = {}
+    drops = {k: int(v.get("to_guest", {}).get("dropped", 0)) for k, v in taps.items()}
     common = dict(spec=spec, src_address=str(src.address.ip), dst_address=str(dst.address.ip),
-                  qps=perftest.local_qps(client), counters=deltas, guest_steps=steps, seconds=seconds,
-                  workdir=str(workdir))
+                  qps=perftest.local_qps(client), counters=deltas, guest_steps=steps, tap_drops=drops,
+                  seconds=seconds, workdir=str(workdir))
     if failed or not rc:
         why = failed or f"the guest did not finish; console: {_read(workdir / 'console.log')[-400:]}"
         return RdmaResult(ok=False, error=why, **common)

@@ -82,3 +82,5 @@ counters > $OUT/counters.after
 ip -s -s link > $OUT/guest-links.txt
 step done
 echo done > $OUT/done
+# The host reads the taps' counters while they still exist, then lets the guest power off.
+wait_for 10 test -e $OUT/release

@@ -69,11 +69,11 @@ counters() {
 }
 counters > $OUT/counters.before
 step ready
-stdbuf -oL ib_write_bw -d rxe1 -x $GID1 -F --report_gbits -q 2 -t 128 -s 65536 -D 5 -p 18515 > $OUT/server.txt 2>&1 &
+stdbuf -oL ib_write_bw -d rxe1 -x $GID1 -F --report_gbits -q 2 -t 128 -s 65536 -D 5 -u 18 -p 18515 > $OUT/server.txt 2>&1 &
 server=$!
 wait_for 20 sh -c "ss -Hltn 'sport = :18515' | grep -q ." || fail "the write_bw server did not get ready"
 step client
-stdbuf -oL ib_write_bw -d rxe0 -x $GID0 -F --report_gbits -q 2 -t 128 -s 65536 -D 5 -p 18515 10.0.1.9 > $OUT/client.txt 2>&1
+stdbuf -oL ib_write_bw -d rxe0 -x $GID0 -F --report_gbits -q 2 -t 128 -s 65536 -D 5 -u 18 -p 18515 10.0.1.9 > $OUT/client.txt 2>&1
 echo $? > $OUT/client.rc
 step client-done
 wait_for 10 sh -c "! kill -0 $server" || kill $server
@@ -82,3 +82,5 @@ counters > $OUT/counters.after
 ip -s -s link > $OUT/guest-links.txt
 step done
 echo done > $OUT/done
+# The host reads the taps' counters while they still exist, then lets the guest power off.
+wait_for 10 test -e $OUT/release
