@@ -255,3 +255,11 @@ def test_bad_arguments_are_named(plan, change, named):
 def test_good_arguments_have_no_problem(plan):
     assert RdmaSpec("gpu01", "rail0", "gpu05", "rail0").problems(plan) == []
     assert RdmaSpec("gpu01", "rail0", "gpu05", "rail0").message_size == DEFAULT_SIZE["write_bw"]
+
+
+def test_retransmissions_count_both_ends():
+    # rping's server is a requester too (it reads from and writes to the client)
+    result = _result(RdmaSpec("gpu01", "rail0", "gpu05", "rail0", test="rping"), SRC, DST, Path("/nonexistent"), 0.0)
+    both = type(result)(**{**result.__dict__, "counters": {"src": {"completer_retry_err": 1},
+                                                          "dst": {"completer_retry_err": 2}}})
+    assert both.retransmissions == 3

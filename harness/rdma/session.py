@@ -117,12 +117,13 @@ class RdmaResult:
 
     @property
     def retransmissions(self) -> int:
-        """Requester retries (rxe's completer_retry_err: a timeout or a sequence NAK)."""
-        return self.counters.get("src", {}).get("completer_retry_err", 0)
+        """Requester retries at either end (rxe's completer_retry_err: a timeout or a sequence
+        NAK). Both ends request in rping (the server reads from and writes to the client)."""
+        return sum(c.get("completer_retry_err", 0) for c in self.counters.values())
 
     @property
     def retry_exceeded(self) -> int:
-        return self.counters.get("src", {}).get("retry_exceeded_err", 0)
+        return sum(c.get("retry_exceeded_err", 0) for c in self.counters.values())
 
     @property
     def rocev2_packets_sent(self) -> int:
