@@ -79,6 +79,18 @@ def lab(cluster, pytestconfig: pytest.Config):
 
 
 @pytest.fixture(scope="session")
+def rdma_lane():
+    """Skips, with the reason, where the RDMA lane cannot run (`make rdma-deps` sets it up)."""
+    from harness.errors import PrerequisiteError
+    from harness.rdma.vmimage import boot_files
+
+    try:
+        return boot_files()
+    except PrerequisiteError as e:
+        pytest.skip(f"no rdma_rxe here and no microVM: {e}")
+
+
+@pytest.fixture(scope="session")
 def results(pytestconfig: pytest.Config):
     from harness.report import Results
 

@@ -96,6 +96,13 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
 def plot_ecmp(result, path: Path) -> Path:
     """QPs per uplink (measured) against the expected count and the band a fair hash keeps to."""
     plt = _pyplot()
@@ -113,10 +120,7 @@ def plot_ecmp(result, path: Path) -> Path:
     ax.set_ylabel("QPs per uplink (nftables, per QP)")
     ax.tick_params(axis="x", labelrotation=45 if len(names) > 4 else 0, labelsize=8)
     ax.legend(loc="upper right", fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return Path(path)
+    return _save(plt, fig, path)
 
 
 def plot_rdma_spread(result, path: Path) -> Path:
@@ -138,10 +142,7 @@ def plot_rdma_spread(result, path: Path) -> Path:
     ports.set_xlabel("QPN (perftest)")
     ports.set_ylabel("UDP source port seen (= roce_sport)")
     ports.legend(fontsize=7, title="left by", title_fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return Path(path)
+    return _save(plt, fig, path)
 
 
 def plot_rdma_gray(result, path: Path) -> Path:
@@ -161,10 +162,7 @@ def plot_rdma_gray(result, path: Path) -> Path:
     ax.set_title(f"rping -V over {result.element}: stall {result.stall_ms:.0f} ms, "
                  f"{t.retransmissions} RC retransmissions" + ("" if result.passed else " — FAIL"), fontsize=10)
     ax.legend(loc="upper left", fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return Path(path)
+    return _save(plt, fig, path)
 
 
 def plot_failover(result, path: Path) -> Path:
@@ -189,7 +187,4 @@ def plot_failover(result, path: Path) -> Path:
                      f"(objective {case.restore_objective_ms:g})", fontsize=9)
         ax.legend(loc="lower right", fontsize=7)
     axes[-1, 0].set_xlabel("s")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return Path(path)
+    return _save(plt, fig, path)

@@ -23,20 +23,12 @@ from __future__ import annotations
 import pytest
 
 from harness.checks.rdma import check_rdma_gray, check_rdma_path, check_rdma_rails, check_rdma_spread
-from harness.errors import PrerequisiteError
 from harness.pytest_plugin import boot
 from harness.report import plot_rdma_gray, plot_rdma_spread
 from topologies.rail_only import rail_only
 
 
-@pytest.fixture(scope="module", autouse=True)
-def rdma_lane():
-    from harness.rdma.vmimage import boot_files
-
-    try:
-        boot_files()
-    except PrerequisiteError as e:
-        pytest.skip(f"no rdma_rxe here and no microVM: {e}")
+pytestmark = pytest.mark.usefixtures("rdma_lane")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import PrerequisiteError
 from harness.lab import Lab
 from harness.runtime import processes
 from topologies import BUILTINS
@@ -21,14 +20,7 @@ from .conftest import leftovers_of
 FABLAB = [sys.executable, "-m", "harness.cli"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def rdma_lane():
-    from harness.rdma.vmimage import boot_files
-
-    try:
-        boot_files()
-    except PrerequisiteError as e:
-        pytest.skip(f"no microVM here: {e}")
+pytestmark = pytest.mark.usefixtures("rdma_lane")
 
 
 @pytest.fixture(scope="module")
