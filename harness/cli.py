@@ -89,7 +89,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     else:
         switches = len(plan.switches)
         out.print(f"rendered {plan.name}: {len(written)} files in {args.output} "
-                  f"({switches} switches × config_db.json + frr.conf, clab file, cabling.csv, topology.svg)")
+                  f"({switches} switches × config_db.json + frr.conf, clab file, cabling.csv, topology.svg, lossless.json)")
     return 0
 
 
@@ -114,10 +114,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--host-image", default=HOST_IMAGE)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_render)
-    from harness import cli_lab, cli_rdma
+    from harness import cli_audit, cli_lab, cli_rdma
 
     cli_lab.register(sub)
     cli_rdma.register(sub)
+    cli_audit.register(sub)
     return p
 
 

@@ -184,6 +184,31 @@ class Objectives:
 
 
 @dataclass(frozen=True)
+class Lossless:
+    """The backend's lossless RoCEv2 contract, the same on every hop: RoCE traffic is marked
+    `roce_dscp` and travels in traffic class, queue, priority group and PFC priority
+    `roce_priority` (ECN marking on that queue); congestion notifications (CNPs) are marked
+    `cnp_dscp` and go to strict-priority queue `cnp_priority`; RoCE frames carry `roce_mtu`
+    bytes of payload (an InfiniBand MTU), which every BE port's MTU must hold with the
+    headers (`roce_frame_bytes`)."""
+
+    roce_priority: int = 3
+    roce_dscp: int = 26
+    cnp_priority: int = 6
+    cnp_dscp: int = 48
+    roce_mtu: int = 4096
+
+    @property
+    def roce_frame_bytes(self) -> int:
+        """The IP packet a full RoCEv2 RDMA WRITE carries: IPv4 20 + UDP 8 + BTH 12 + RETH 16
+        + payload + ICRC 4. A port's (IP) MTU must be at least this."""
+        return 20 + 8 + 12 + 16 + self.roce_mtu + 4
+
+
+ROCE_MTUS = (256, 512, 1024, 2048, 4096)  # the InfiniBand path MTUs a RoCE NIC negotiates
+
+
+@dataclass(frozen=True)
 class Cable:
     """A cable beyond what the builders lay: between two nodes, by name.
 
@@ -211,6 +236,7 @@ class Cluster:
     routing: Routing = field(default_factory=Routing)
     cables: tuple[Cable, ...] = ()
     objectives: Objectives = field(default_factory=Objectives)
+    lossless: Lossless = field(default_factory=Lossless)
 
 
 # --------------------------------------------------------------------------- the built fabric
@@ -496,6 +522,33 @@ def _check_declaration(c: Cluster) -> list[Problem]:
         p.append(Problem("bfd.profile", f"{c.bfd.profile!r} is not a usable profile name", "e.g. 'fabric'"))
     p += _check_addressing(addr)
     p += _check_objectives(c.objectives)
+    p += _check_lossless(c.lossless, be.mtu)
+    return p
+
+
+def _check_lossless(q: Lossless, be_mtu: int) -> list[Problem]:
+    p: list[Problem] = []
+    if not isinstance(q, Lossless):
+        return [Problem("lossless", f"{q!r} is not a Lossless", "write lossless=Lossless(roce_priority=3, ...)")]
+    for name in ("roce_priority", "cnp_priority"):
+        if not 0 <= getattr(q, name) <= 7:
+            p.append(Problem(f"lossless.{name}", f"{getattr(q, name)} is not an 802.1p priority", "use 0..7"))
+    for name in ("roce_dscp", "cnp_dscp"):
+        if not 0 <= getattr(q, name) <= 63:
+            p.append(Problem(f"lossless.{name}", f"{getattr(q, name)} is not a DSCP", "use 0..63"))
+    if q.cnp_priority == q.roce_priority:
+        p.append(Problem("lossless.cnp_priority", f"CNPs in the RoCE class ({q.roce_priority})",
+                         "give CNPs their own strict queue, e.g. 6, so they are not paused behind the data"))
+    if q.cnp_dscp == q.roce_dscp:
+        p.append(Problem("lossless.cnp_dscp", f"CNPs marked like RoCE data (DSCP {q.roce_dscp})",
+                         "mark CNPs apart, e.g. DSCP 48"))
+    if q.roce_mtu not in ROCE_MTUS:
+        p.append(Problem("lossless.roce_mtu", f"{q.roce_mtu} is not an InfiniBand MTU",
+                         f"use one of {', '.join(map(str, ROCE_MTUS))}"))
+    elif q.roce_frame_bytes > be_mtu:
+        p.append(Problem("lossless.roce_mtu", f"RoCE frames of {q.roce_mtu} bytes need an MTU of "
+                         f"{q.roce_frame_bytes}, backend.mtu is {be_mtu}",
+                         f"raise backend.mtu to >= {q.roce_frame_bytes} or lower roce_mtu"))
     return p
 
 

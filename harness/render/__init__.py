@@ -14,6 +14,7 @@ from harness.render.cabling import cabling_csv
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE, clab_yaml
 from harness.render.diagram import topology_svg
 from harness.render.frr import frr_conf
+from harness.render.lossless import CONTRACT_FILE, contract_of
 from harness.render.sonic import config_db_json
 from harness.render.sonic_init import init_sh
 
@@ -37,6 +38,7 @@ def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | No
         f"{lab}.clab.yml": clab_yaml(plan, lab, sonic_image, host_image),
         "cabling.csv": cabling_csv(plan),
         "topology.svg": topology_svg(plan),
+        CONTRACT_FILE: contract_of(plan).to_json(),
     }
     for sw in plan.switches:
         out[f"configs/{sw.name}/config_db.json"] = config_db_json(plan, sw)

@@ -3,9 +3,10 @@
 config_db is data, not text: it is built as a mapping and serialised with sorted keys, so
 the golden files are stable. PORT names, lanes, aliases and indexes are the rows of the
 switch's HwSKU (the plan picks it), so docker-sonic-vs wires each PORT to its container
-interface. On BE switches the lossless RoCEv2 settings are included: PFC on priority 3,
-DSCP 26 -> TC 3, ECN/WRED on queue 3, CNP (DSCP 48) on strict queue 6, and the buffers a
-lossless class needs on hardware (ingress PG 3 and egress queue 3 profiles, cable lengths).
+interface. On BE switches the lossless RoCEv2 settings are included, as the cluster declares
+them (`Lossless`; by default PFC on priority 3, DSCP 26 -> TC 3 -> queue 3 -> PG 3, ECN/WRED
+on queue 3, CNP (DSCP 48) on strict queue 6), and the buffers a lossless class needs on
+hardware (ingress PG and egress queue profiles of the RoCE class, cable lengths).
 """
 from __future__ import annotations
 
@@ -14,10 +15,6 @@ import json
 from harness.model import Role
 from harness.plan import Plan, SwitchPlan
 
-ROCE_PRIORITY = 3
-ROCE_DSCP = 26
-CNP_DSCP = 48
-CNP_PRIORITY = 6
 # SONiC's device roles by tier: a 2-tier Clos has ToRs under leaves ("SpineRouter" means T2).
 _TYPES = {Role.BE_LEAF: "ToRRouter", Role.FE_LEAF: "ToRRouter",
           Role.BE_SPINE: "LeafRouter", Role.FE_SPINE: "LeafRouter"}
@@ -72,16 +69,19 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
 
 
 def _lossless(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
+    q = plan.fabric.cluster.lossless
+    roce, cnp = str(q.roce_priority), str(q.cnp_priority)
     names = [p.name for p in sw.ports]
     switches = {s.name for s in plan.switches}
     dscp_to_tc = {str(d): "0" for d in range(64)}
-    dscp_to_tc[str(ROCE_DSCP)] = str(ROCE_PRIORITY)
-    dscp_to_tc[str(CNP_DSCP)] = str(CNP_PRIORITY)
+    dscp_to_tc[str(q.roce_dscp)] = roce
+    dscp_to_tc[str(q.cnp_dscp)] = cnp
     identity = {str(i): str(i) for i in range(8)}
     tables: dict[str, dict] = {
         "DSCP_TO_TC_MAP": {"AI_ROCE": dscp_to_tc},
         "TC_TO_QUEUE_MAP": {"AI_ROCE": identity},
-        "TC_TO_PRIORITY_GROUP_MAP": {"AI_ROCE": {str(i): ("3" if i == ROCE_PRIORITY else "0") for i in range(8)}},
+        # The RoCE class has a priority group of its own (its number); every other class shares PG 0.
+        "TC_TO_PRIORITY_GROUP_MAP": {"AI_ROCE": {str(i): (roce if i == q.roce_priority else "0") for i in range(8)}},
         "MAP_PFC_PRIORITY_TO_QUEUE": {"AI_ROCE": identity},
         "WRED_PROFILE": {"AI_LOSSLESS": {
             "ecn": "ecn_all", "wred_green_enable": "true", "wred_yellow_enable": "true",
@@ -114,14 +114,14 @@ def _lossless(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
     for name in names:
         tables["PORT_QOS_MAP"][name] = {
             "dscp_to_tc_map": "AI_ROCE", "tc_to_queue_map": "AI_ROCE", "tc_to_pg_map": "AI_ROCE",
-            "pfc_to_queue_map": "AI_ROCE", "pfc_enable": str(ROCE_PRIORITY), "pfcwd_sw_enable": str(ROCE_PRIORITY),
+            "pfc_to_queue_map": "AI_ROCE", "pfc_enable": roce, "pfcwd_sw_enable": roce,
         }
-        tables["QUEUE"][f"{name}|{ROCE_PRIORITY}"] = {"scheduler": "scheduler.1", "wred_profile": "AI_LOSSLESS"}
-        tables["QUEUE"][f"{name}|{CNP_PRIORITY}"] = {"scheduler": "scheduler.strict"}
+        tables["QUEUE"][f"{name}|{roce}"] = {"scheduler": "scheduler.1", "wred_profile": "AI_LOSSLESS"}
+        tables["QUEUE"][f"{name}|{cnp}"] = {"scheduler": "scheduler.strict"}
         tables["QUEUE"][f"{name}|0"] = {"scheduler": "scheduler.0"}
         tables["PFC_WD"][name] = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
-        tables["BUFFER_PG"][f"{name}|{ROCE_PRIORITY}"] = {"profile": "ingress_lossless_profile"}
-        tables["BUFFER_QUEUE"][f"{name}|{ROCE_PRIORITY}"] = {"profile": "egress_lossless_profile"}
+        tables["BUFFER_PG"][f"{name}|{roce}"] = {"profile": "ingress_lossless_profile"}
+        tables["BUFFER_QUEUE"][f"{name}|{roce}"] = {"profile": "egress_lossless_profile"}
     return tables
 
 

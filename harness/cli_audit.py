@@ -1,0 +1,44 @@
+"""`fablab audit DIR`: the lossless contract checked hop by hop in a render's config_db.json files."""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.table import Table
+
+from harness.checks.lossless import audit, load_dir
+from harness.console import err, out
+from harness.errors import HarnessError
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    try:
+        contract, configs = load_dir(Path(args.target))
+    except HarnessError as e:
+        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        return 2
+    result = audit(contract, configs)
+    if args.json:
+        print(json.dumps({"passed": result.passed, "reason": result.reason, "switches": result.switches,
+                          "ports": result.ports, "links": result.links,
+                          "contract": {"lossless": asdict(contract.lossless), "be_switches": list(contract.be_switches)},
+                          "findings": [asdict(f) for f in result.findings]}, indent=2))
+        return 0 if result.passed else 3
+    if result.findings:
+        table = Table("switch", "port", "table", "expected", "found", title=f"{len(result.findings)} finding(s)")
+        for f in result.findings:
+            table.add_row(f.switch, f.port, f.table, f.expected, f.found)
+        out.print(table)
+    out.print(result.reason if result.passed else result.reason.split(" | ")[-1], soft_wrap=True)
+    return 0 if result.passed else 3
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("audit", help="check the lossless contract (PFC, DSCP/TC/queue/PG, ECN, CNP, watchdog, "
+                                     "buffers, MTU) hop by hop in a render directory (exit 0 clean, 3 findings, "
+                                     "2 bad input)")
+    s.add_argument("target", help="a `fablab render` output directory")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_audit)
