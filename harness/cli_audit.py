@@ -1,4 +1,5 @@
-"""`fablab audit DIR`: the lossless contract checked hop by hop in a render's config_db.json files."""
+"""`fablab audit DIR|LAB`: the lossless contract checked hop by hop, in a render's config_db.json
+files or in a running lab's CONFIG_DB and kernel MTUs."""
 from __future__ import annotations
 
 import argparse
@@ -8,18 +9,29 @@ from pathlib import Path
 
 from rich.table import Table
 
-from harness.checks.lossless import audit, load_dir
+from harness.checks.lossless import audit, audit_lab, load_dir
 from harness.console import err, out
 from harness.errors import HarnessError
+from harness.lab import Lab
+from harness.runtime.state import labs
+
+
+def _result(target: str):
+    if Path(target).is_dir():
+        return audit(*load_dir(Path(target)))
+    if target in labs():
+        return audit_lab(Lab.attach(target))
+    raise HarnessError(f"{target!r} is neither a render directory nor a running lab "
+                       f"(running: {', '.join(labs()) or 'none'}; `fablab render TOPOLOGY -o DIR` makes a directory)")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     try:
-        contract, configs = load_dir(Path(args.target))
+        result = _result(args.target)
     except HarnessError as e:
         err.print(f"[red]error:[/red] {e}", soft_wrap=True)
         return 2
-    result = audit(contract, configs)
+    contract = result.contract
     if args.json:
         print(json.dumps({"passed": result.passed, "reason": result.reason, "switches": result.switches,
                           "ports": result.ports, "links": result.links,
@@ -27,9 +39,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
                           "findings": [asdict(f) for f in result.findings]}, indent=2))
         return 0 if result.passed else 3
     if result.findings:
-        table = Table("switch", "port", "table", "expected", "found", title=f"{len(result.findings)} finding(s)")
+        table = Table("node", "port", "table", "expected", "found", title=f"{len(result.findings)} finding(s)")
         for f in result.findings:
-            table.add_row(f.switch, f.port, f.table, f.expected, f.found)
+            table.add_row(f.node, f.port, f.table, f.expected, f.found)
         out.print(table)
     out.print(result.reason if result.passed else result.reason.split(" | ")[-1], soft_wrap=True)
     return 0 if result.passed else 3
@@ -37,8 +49,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("audit", help="check the lossless contract (PFC, DSCP/TC/queue/PG, ECN, CNP, watchdog, "
-                                     "buffers, MTU) hop by hop in a render directory (exit 0 clean, 3 findings, "
+                                     "buffers, MTU) hop by hop in a render directory or a running lab (exit 0 clean, 3 findings, "
                                      "2 bad input)")
-    s.add_argument("target", help="a `fablab render` output directory")
+    s.add_argument("target", help="a `fablab render` output directory, or a running lab")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_audit)

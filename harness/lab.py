@@ -197,6 +197,16 @@ class Lab:
         with self.netlink(node) as s:
             return interface_counters(s, ifname)
 
+    def running_config_db(self, switch: str) -> dict:
+        """The switch's CONFIG_DB as it runs now (see each runtime for what that is)."""
+        self.check_node(switch)
+        return self.runtime.running_config_db(self.name, switch)
+
+    def mtus(self, node: str) -> dict[str, int]:
+        """Interface -> MTU in the node's kernel, now."""
+        self.check_node(node)
+        return self.runtime.kernel_mtus(self.name, node)
+
     def routes(self, node: str) -> dict[IPv4Network, Route]:
         """The node's kernel FIB (IPv4, main table)."""
         self.check_node(node)

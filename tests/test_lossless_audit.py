@@ -59,7 +59,7 @@ def test_one_switch_with_pfc_on_another_priority(ai):
         for row in c["be-s1"]["PORT_QOS_MAP"].values():
             row["pfc_enable"] = "4"
     found = _broken(ai, change)
-    assert {(f.switch, f.table) for f in found} == {("be-s1", "PORT_QOS_MAP")}
+    assert {(f.node, f.table) for f in found} == {("be-s1", "PORT_QOS_MAP")}
     ports = {f.port for f in found if f.expected == "pfc_enable including 3"}
     assert ports == set(ai[1]["be-s1"]["PORT_QOS_MAP"])  # every port of be-s1, named
     assert any("as at its peer be-g1-r0:Ethernet16" in f.expected for f in found)  # both ends of a link compared
@@ -67,19 +67,19 @@ def test_one_switch_with_pfc_on_another_priority(ai):
 
 def test_one_switch_mapping_roce_dscp_to_another_class(ai):
     found = _broken(ai, lambda c: c["be-g2-r1"]["DSCP_TO_TC_MAP"]["AI_ROCE"].__setitem__("26", "4"))
-    assert found and all(f.switch == "be-g2-r1" and f.table == "DSCP_TO_TC_MAP" for f in found)
+    assert found and all(f.node == "be-g2-r1" and f.table == "DSCP_TO_TC_MAP" for f in found)
     assert found[0].expected == "DSCP 26 -> TC 3" and found[0].found == "TC 4"
 
 
 def test_one_port_whose_mtu_cannot_carry_a_roce_frame(ai):
     found = _broken(ai, lambda c: c["be-g1-r0"]["PORT"]["Ethernet16"].__setitem__("mtu", "4000"))
-    assert [(f.switch, f.port, f.table) for f in found][0] == ("be-g1-r0", "Ethernet16", "PORT")
+    assert [(f.node, f.port, f.table) for f in found][0] == ("be-g1-r0", "Ethernet16", "PORT")
     assert "mtu >= 4156" in found[0].expected and found[0].found == "4000"
 
 
 def test_a_host_port_whose_mtu_is_too_small(ai):
     found = _broken(ai, lambda c: c["be-g1-r0"]["PORT"]["Ethernet0"].__setitem__("mtu", "1500"))
-    assert [(f.switch, f.port, f.table, f.found) for f in found] == [("be-g1-r0", "Ethernet0", "PORT", "1500")]
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-g1-r0", "Ethernet0", "PORT", "1500")]
 
 
 def test_a_lossless_queue_without_ecn(ai):
@@ -89,7 +89,7 @@ def test_a_lossless_queue_without_ecn(ai):
 
 def test_cnps_on_a_queue_that_is_not_strict(ai):
     found = _broken(ai, lambda c: c["be-s2"]["QUEUE"]["Ethernet4|6"].__setitem__("scheduler", "scheduler.0"))
-    assert [(f.switch, f.port, f.table, f.found) for f in found] == [("be-s2", "Ethernet4|6", "QUEUE", "DWRR")]
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-s2", "Ethernet4|6", "QUEUE", "DWRR")]
 
 
 def test_a_buffer_profile_that_is_not_defined(ai):
@@ -100,12 +100,12 @@ def test_a_buffer_profile_that_is_not_defined(ai):
 
 def test_a_port_without_the_pfc_watchdog(ai):
     found = _broken(ai, lambda c: c["be-g1-r1"]["PFC_WD"].pop("Ethernet20"))
-    assert [(f.switch, f.port, f.table) for f in found] == [("be-g1-r1", "Ethernet20", "PFC_WD")]
+    assert [(f.node, f.port, f.table) for f in found] == [("be-g1-r1", "Ethernet20", "PFC_WD")]
 
 
 def test_a_port_without_qos_maps(ai):
     found = _broken(ai, lambda c: c["be-g1-r1"]["PORT_QOS_MAP"].pop("Ethernet0"))
-    assert [(f.switch, f.port, f.table) for f in found] == [("be-g1-r1", "Ethernet0", "PORT_QOS_MAP")]
+    assert [(f.node, f.port, f.table) for f in found] == [("be-g1-r1", "Ethernet0", "PORT_QOS_MAP")]
 
 
 def test_cli_exit_codes(tmp_path):

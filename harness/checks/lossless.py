@@ -11,24 +11,24 @@ under test. Each finding names the switch, the port, the table and what was expe
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.checks.result import Outcome
 from harness.errors import HarnessError
 from harness.model import Lossless
-from harness.render.lossless import CONTRACT_FILE, Contract
+from harness.render.lossless import CONTRACT_FILE, Contract, contract_of
 
 @dataclass(frozen=True)
 class Finding:
-    switch: str
-    port: str  # "" for a switch-wide table
+    node: str  # a switch, or a GPU node for its NIC's MTU
+    port: str
     table: str
     expected: str
     found: str
 
     def __str__(self) -> str:
-        where = f"{self.switch}:{self.port}" if self.port else self.switch
+        where = f"{self.node}:{self.port}" if self.port else self.node
         return f"{where} {self.table}: expected {self.expected}, found {self.found}"
 
 
@@ -191,3 +191,25 @@ def _link(a: str, a_port: str, a_db: dict, b: str, b_port: str, b_db: dict) -> l
     if ma != mb:
         out.append(Finding(a, a_port, "PORT", f"mtu as at its peer {b}:{b_port} ({mb})", str(ma)))
     return out
+
+
+def audit_lab(lab) -> LosslessAudit:
+    """The running lab: every BE switch's CONFIG_DB as it runs (`Lab.running_config_db`) held
+    to the lab's declaration, and every GPU NIC's MTU in its node's kernel (the first and last
+    hop of every BE path)."""
+    contract = contract_of(lab.plan)
+    configs = {name: lab.running_config_db(name) for name in contract.be_switches}
+    result = audit(contract, configs)
+    hosts: list[Finding] = []
+    need = contract.lossless.roce_frame_bytes
+    for host in lab.plan.hosts:
+        nics = [n for n in host.nics if n.rail is not None]
+        if not nics:
+            continue
+        mtus = lab.mtus(host.name)
+        for nic in nics:
+            if mtus.get(nic.name, 0) < need:
+                hosts.append(Finding(host.name, nic.name, "kernel link", f"mtu >= {need} (RoCE MTU "
+                                     f"{contract.lossless.roce_mtu} with its headers)", str(mtus.get(nic.name))))
+    findings = result.findings + tuple(hosts)
+    return replace(result, findings=findings, problems=tuple(str(f) for f in findings))

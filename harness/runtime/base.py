@@ -97,6 +97,10 @@ class Runtime(Protocol):
 
     def set_gray(self, lab: str, node: str, port: str, on: bool) -> None: ...
 
+    def running_config_db(self, lab: str, node: str) -> dict:
+        """A switch's CONFIG_DB as it runs now (SONiC's tables), with the kernel's port MTUs."""
+        ...
+
     # -- convergence, by the same rule on every runtime
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
                 bfd: bool = True) -> list[Shortfall]: ...
@@ -130,6 +134,11 @@ class NamespaceAccess:
 
     def write_sysctls(self, lab: str, node: str, values: dict[str, str | int]) -> None:
         nsutil.write_sysctls(self.namespace(lab, node), values)
+
+    def kernel_mtus(self, lab: str, node: str) -> dict[str, int]:
+        """Interface name -> MTU, as the node's kernel has them now."""
+        with self.netlink(lab, node) as s:
+            return {link.get_attr("IFLA_IFNAME"): int(link.get_attr("IFLA_MTU")) for link in s.get_links()}
 
     def carrier_port(self, lab: str, node: str, port: str) -> str:
         """The kernel interface whose state is the cable's carrier at this end."""

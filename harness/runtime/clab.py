@@ -362,6 +362,20 @@ class ClabRuntime(NamespaceAccess):
         self._plans.pop(lab, None)
         return TeardownReport(lab, 0, removed, time.monotonic() - t)
 
+    def running_config_db(self, lab: str, node: str) -> dict:
+        """CONFIG_DB as the switch's container holds it now (sonic-cfggen reads redis). Not run
+        here: no SONiC image on this machine."""
+        run = self._run(self.exec_argv(lab, node, ["sonic-cfggen", "-d", "--print-data"]), capture_output=True,
+                        text=True, timeout=60)
+        if run.returncode != 0:
+            raise RuntimeError_(f"{node}: reading CONFIG_DB (sonic-cfggen -d --print-data) failed: "
+                                f"{(run.stderr or run.stdout).strip()[-400:]}")
+        try:
+            db = json.loads(run.stdout)
+        except ValueError as e:
+            raise RuntimeError_(f"{node}: CONFIG_DB dump is not JSON ({e})") from e
+        return db
+
     def leftovers(self, everything: bool = False) -> list[str]:
         """clab labs only: the netns runtime's labs are never this runtime's to remove."""
         found = [lab for lab in labs() if _clab_state(lab)]

@@ -5,6 +5,7 @@ root namespace.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -21,6 +22,7 @@ from harness.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import cached_expectations
 from harness.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf
+from harness.render.sonic import config_db_json
 from harness.runtime import neighbours, nsutil, processes
 from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
@@ -248,6 +250,8 @@ class NetnsRuntime(NamespaceAccess):
         nodes = [frr_node(lab, sw.name) for sw in plan.switches]
         for sw, node in zip(plan.switches, nodes):
             node.prepare(configs[sw.name])
+            # No SONiC runs here; the config_db the switch would run is kept for `fablab audit LAB`
+            (node.directory / "config_db.json").write_text(config_db_json(plan, sw))
             state = _started(state, sw.name, node.start(("zebra",)))
         # bfdd and bgpd retry a missing zebra only every few seconds: start them once zebra listens.
         now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")
@@ -334,6 +338,23 @@ class NetnsRuntime(NamespaceAccess):
 
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
         return nsutil.nsenter(namespace(lab, node), argv)
+
+    def running_config_db(self, lab: str, node: str) -> dict:
+        """No SONiC runs in a netns lab: its CONFIG_DB is the config_db.json the switch was
+        booted with, kept in the lab's run directory (a hand edit there is what an audit sees),
+        with each port's MTU as the kernel has it now (`ip link set ... mtu` by hand counts)."""
+        path = run_dir(lab) / node / "config_db.json"
+        try:
+            db = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise RuntimeError_(f"{path} is missing: lab {lab} was booted by an older fablab; boot it again") from None
+        except ValueError as e:
+            raise RuntimeError_(f"{path}: not JSON ({e})") from e
+        mtus = self.kernel_mtus(lab, node)
+        for port, row in db.get("PORT", {}).items():
+            if port in mtus:
+                row["mtu"] = str(mtus[port])
+        return db
 
     def namespace(self, lab: str, node: str) -> str:
         return namespace(lab, node)

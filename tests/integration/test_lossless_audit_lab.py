@@ -1,0 +1,68 @@
+"""`fablab audit LAB`: the lossless contract on a running lab. What was changed by hand after
+the boot (a port's MTU in the kernel, a switch's running config_db) is found and named; each
+test puts the lab back."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from harness.checks.lossless import audit_lab
+from harness.cli import main
+from harness.lab import Lab
+from harness.runtime.state import run_dir
+from topologies import BUILTINS
+
+from .conftest import leftovers_of
+
+
+@pytest.fixture(scope="module")
+def lab():
+    name = f"t{os.getpid() % 100000}a"
+    with Lab.up(BUILTINS["ai-cluster"](), name=name, timeout=90) as running:
+        yield running
+    assert leftovers_of(name) == []
+
+
+def test_a_fresh_lab_is_lossless_on_every_hop(lab):
+    result = audit_lab(lab)
+    assert result.passed, result.reason
+    assert result.switches == 10 and result.links == 16
+    assert main(["audit", lab.name]) == 0
+
+
+def test_a_port_mtu_lowered_by_hand_is_named(lab):
+    lab.ns_exec("be-g2-r1", ["ip", "link", "set", "Ethernet20", "mtu", "4000"], check=True)
+    try:
+        found = {(f.node, f.port, f.table) for f in audit_lab(lab).findings}
+        assert ("be-g2-r1", "Ethernet20", "PORT") in found
+        assert main(["audit", lab.name]) == 3
+    finally:
+        lab.ns_exec("be-g2-r1", ["ip", "link", "set", "Ethernet20", "mtu", "9100"], check=True)
+    assert audit_lab(lab).passed  # the control: back as booted, clean again
+
+
+def test_a_gpu_nic_mtu_lowered_by_hand_is_named(lab):
+    lab.ns_exec("gpu06", ["ip", "link", "set", "rail3", "mtu", "2000"], check=True)
+    try:
+        found = [(f.node, f.port, f.table, f.found) for f in audit_lab(lab).findings]
+        assert found == [("gpu06", "rail3", "kernel link", "2000")]
+    finally:
+        lab.ns_exec("gpu06", ["ip", "link", "set", "rail3", "mtu", "9100"], check=True)
+
+
+def test_a_switch_config_mapping_roce_to_another_priority_is_named(lab):
+    path = run_dir(lab.name) / "be-s2" / "config_db.json"
+    good = path.read_text()
+    db = json.loads(good)
+    for row in db["PORT_QOS_MAP"].values():
+        row["pfc_enable"] = "4"
+    path.write_text(json.dumps(db))
+    try:
+        findings = audit_lab(lab).findings
+        assert {f.node for f in findings} == {"be-s2"} | {f.node for f in findings if "as at its peer be-s2" in f.expected}
+        assert {f.port for f in findings if f.node == "be-s2"} == set(db["PORT_QOS_MAP"])
+    finally:
+        path.write_text(good)
+    assert audit_lab(lab).passed
