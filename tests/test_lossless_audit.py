@@ -145,3 +145,15 @@ def test_a_roce_mtu_the_backend_mtu_cannot_carry():
     small = replace(cluster, backend=replace(cluster.backend, mtu=4000))
     with pytest.raises(TopologyError, match="raise backend.mtu to >= 4156"):
         build(small)
+
+
+@pytest.mark.parametrize("topology", ["ai-cluster", "rail-only", "xlarge"])
+def test_the_wire_check_reaches_every_leaf_of_every_rail(topology):
+    from harness.checks.jumbo import probe_pairs
+
+    plan = make_plan(build(BUILTINS[topology]()))
+    pairs = probe_pairs(plan)
+    leaves = {(sw.rail, sw.name) for sw in plan.switches if sw.rail is not None}
+    reached = {(rail, plan.host(dst).nic(nic).peer) for (_, _, rail), (dst, nic) in pairs}
+    assert reached == leaves
+    assert all(src != dst for (src, _, _), (dst, _) in pairs)

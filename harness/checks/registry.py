@@ -78,6 +78,18 @@ def _isolation(lab):
     return check_isolation(lab)
 
 
+def _lossless_audit(lab):
+    from harness.checks.lossless import audit_lab
+
+    return audit_lab(lab)
+
+
+def _lossless_wire(lab):
+    from harness.checks.jumbo import check_jumbo
+
+    return check_jumbo(lab)
+
+
 def _ecmp(lab):
     from harness.checks.ecmp import check_ecmp
 
@@ -124,6 +136,9 @@ CHECKS: tuple[Check, ...] = (
     Check("cabling", "every cable in the kernel against the plan (cabling.csv)", (Case("cabling", _cabling),)),
     Check("isolation", "no packet or route between FE, BE and mgmt, with same-plane controls",
           (Case("isolation", _isolation),)),
+    Check("lossless", "the declared lossless contract on every BE hop (PFC, DSCP/TC/queue/PG, ECN, CNP queue, "
+          "watchdog, buffers, MTU), then RoCE frames at the RoCE MTU and DSCP on the wire of every BE path",
+          (Case("lossless-audit", _lossless_audit), Case("lossless-wire", _lossless_wire))),
     Check("ecmp", "RoCEv2 QPs spread over every uplink of a leaf", (Case("ecmp", _ecmp, _plot_ecmp),),
           _no_spine_tier),
     Check("failover", "loss windows of a local, remote, gray and whole-spine failure and of each restore, "
