@@ -48,30 +48,25 @@ def same_process(pid: int, started: int) -> bool:
 
 def frr_pids_by_namespace(prefix: str) -> dict[int, str]:
     """Every FRR daemon whose -N pathspace starts with `prefix`: pid -> namespace."""
-    found: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        args = cmdline(int(entry))
-        if not args or not args[0].startswith("/usr/lib/frr/"):
-            continue
-        for a, b in zip(args, args[1:]):
-            if a == "-N" and b.startswith(prefix):
-                found[int(entry)] = b
-    return found
+    return _pids_naming(lambda exe: exe.startswith("/usr/lib/frr/"), "-N", prefix)
 
 
 def vm_pids_by_tag(prefix: str) -> dict[int, str]:
     """Every QEMU whose -name starts with `prefix` (a lab's microVMs): pid -> name."""
+    return _pids_naming(lambda exe: "qemu-system" in os.path.basename(exe), "-name", prefix)
+
+
+def _pids_naming(is_program, flag: str, prefix: str) -> dict[int, str]:
+    """pid -> the value after `flag`, for every process of the program whose value starts with `prefix`."""
     found: dict[int, str] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         args = cmdline(int(entry))
-        if not args or "qemu-system" not in os.path.basename(args[0]):
+        if not args or not is_program(args[0]):
             continue
         for a, b in zip(args, args[1:]):
-            if a == "-name" and b.startswith(prefix):
+            if a == flag and b.startswith(prefix):
                 found[int(entry)] = b
     return found
 
