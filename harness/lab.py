@@ -197,6 +197,10 @@ class Lab:
         with self.netlink(node) as s:
             return interface_counters(s, ifname)
 
+    def acl_counters(self, switch: str) -> dict[str, int]:
+        """Packets each FE edge ACL entry (harness/acl.py names them) matched on a leaf."""
+        return self.runtime.acl_counters(self.name, switch)
+
     def running_config_db(self, switch: str) -> dict:
         """The switch's CONFIG_DB as it runs now (see each runtime for what that is)."""
         self.check_node(switch)

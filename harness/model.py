@@ -132,6 +132,7 @@ class Addressing:
     be: str = "10.0.0.0/16"
     fe: str = "10.16.0.0/16"
     mgmt: str = "172.31.0.0/20"
+    tenants: str = "10.32.0.0/16"  # FE tenant subnets (one /24 each unless declared)
     be_asn: int = 64600
     fe_asn: int = 65100
 
@@ -209,6 +210,49 @@ ROCE_MTUS = (256, 512, 1024, 2048, 4096)  # the InfiniBand path MTUs a RoCE NIC 
 
 
 @dataclass(frozen=True)
+class Tenant:
+    """A frontend tenant: one L2 segment stretched over the FE leaves by BGP EVPN (VXLAN VNI
+    `vni`, VLAN `vlan` on the leaves), with its own subnet. `members` are host names, shell
+    patterns over them (`gpu0[1-4]`) or roles (`role:storage`); a member of one tenant is an
+    access port, a member of several (a gateway, or a GPU node also in the storage tenant) a
+    tagged trunk with one VLAN interface per tenant. `vlan` and `subnet` default to one per
+    tenant in declaration order (VLAN 100+i; the i-th /24 of addressing.tenants)."""
+
+    name: str
+    vni: int
+    members: tuple[str, ...]
+    vlan: int | None = None
+    subnet: str | None = None
+
+
+ACL_ACTIONS = ("permit", "deny")
+ACL_PROTOCOLS = {"any": None, "icmp": 1, "tcp": 6, "udp": 17}
+
+
+@dataclass(frozen=True)
+class AclRule:
+    """One rule of the FE edge ACL, applied where traffic enters the fabric (every
+    tenant member's leaf port, ingress). `src`/`dst`: `any`, `tenant:NAME`, `role:ROLE` or a
+    host name. `dst_ports`/`src_ports`: "" (any), "2049" or "8000-8100" (TCP/UDP only).
+    First match wins, in declaration order."""
+
+    action: str
+    src: str = "any"
+    dst: str = "any"
+    protocol: str = "any"
+    dst_ports: str = ""
+    src_ports: str = ""
+
+
+@dataclass(frozen=True)
+class Acl:
+    """The FE edge ACL: its rules, and what happens to IPv4 traffic no rule matches."""
+
+    rules: tuple[AclRule, ...] = ()
+    default: str = "permit"
+
+
+@dataclass(frozen=True)
 class Cable:
     """A cable beyond what the builders lay: between two nodes, by name.
 
@@ -237,6 +281,8 @@ class Cluster:
     cables: tuple[Cable, ...] = ()
     objectives: Objectives = field(default_factory=Objectives)
     lossless: Lossless = field(default_factory=Lossless)
+    tenants: tuple[Tenant, ...] = ()
+    acl: Acl = field(default_factory=Acl)
 
 
 # --------------------------------------------------------------------------- the built fabric
@@ -328,6 +374,9 @@ def build(cluster: Cluster) -> Fabric:
     problems += cable_problems
     fabric = Fabric(cluster, tuple(nodes), tuple(links))
     problems += _check_fabric(fabric)
+    from harness.tenancy import check_tenancy  # it resolves members over the built nodes
+
+    problems += check_tenancy(fabric)
     if problems:
         raise TopologyError(_dedupe(problems), source=cluster.name)
     return fabric
@@ -574,7 +623,7 @@ def _check_objectives(o: Objectives) -> list[Problem]:
 def _check_addressing(addr: Addressing) -> list[Problem]:
     p: list[Problem] = []
     nets: dict[str, ipaddress.IPv4Network] = {}
-    for plane in ("be", "fe", "mgmt"):
+    for plane in ("be", "fe", "mgmt", "tenants"):
         text = getattr(addr, plane)
         try:
             nets[plane] = ipaddress.IPv4Network(text)
@@ -666,12 +715,16 @@ def cluster_from_dict(data: dict) -> Cluster:
     from an older state file gets its default."""
     kwargs: dict = {}
     for f in fields(Cluster):
-        if f.name not in data or f.name in ("name", "cables"):
+        if f.name not in data or f.name in _LISTS:
             continue
         kwargs[f.name] = _SECTIONS[f.name](**data[f.name])
     kwargs["cables"] = tuple(Cable(**c) for c in data.get("cables", ()))
+    kwargs["tenants"] = tuple(Tenant(**{**t, "members": tuple(t["members"])}) for t in data.get("tenants", ()))
+    acl = data.get("acl", {})
+    kwargs["acl"] = Acl(tuple(AclRule(**r) for r in acl.get("rules", ())), acl.get("default", "permit"))
     return Cluster(name=data["name"], **kwargs)
 
 
 # Section name → its class, from the annotations (strings under `from __future__ import annotations`).
-_SECTIONS = {f.name: globals()[f.type] for f in fields(Cluster) if f.name not in ("name", "cables")}
+_LISTS = ("name", "cables", "tenants", "acl")  # not a flat section: read back by hand
+_SECTIONS = {f.name: globals()[f.type] for f in fields(Cluster) if f.name not in _LISTS}

@@ -21,7 +21,9 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from harness.errors import Problem, TopologyError
 from harness.hwsku import PortRow, choose, largest
-from harness.model import ECMP_HASHES, Fabric, Link, Node, Plane, Role, oversubscription, switch_mgmt_port
+from harness.model import (ECMP_HASHES, FE_NIC, Fabric, Link, Node, Plane, Role, oversubscription,
+                           switch_mgmt_port)
+from harness.tenancy import VXLAN_OVERHEAD, members, tenant_subnet, tenant_vlan
 
 SWITCH_ROLES_ORDER = (Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
 
@@ -41,10 +43,16 @@ class Port:
     address: IPv4Interface | None  # set on host-facing ports; fabric ports are unnumbered
     rail: int | None = None
     row: PortRow | None = None  # the HwSKU's row of this port; None on the OOB bridge
+    vlans: tuple[int, ...] = ()  # tenant VLANs of an FE leaf's L2 port (tagged when several)
 
     @property
     def unnumbered(self) -> bool:
-        return self.address is None
+        """A fabric port: no address of its own (BGP unnumbered), not a tenant's L2 port."""
+        return self.address is None and not self.vlans
+
+    @property
+    def tagged(self) -> bool:
+        return len(self.vlans) > 1
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,7 @@ class SwitchPlan:
     hwsku: str
     group: int | None = None
     rail: int | None = None
+    vnis: tuple[int, ...] = ()  # tenant VNIs with members behind this leaf (it is their VTEP)
 
     @property
     def router_id(self) -> IPv4Address:
@@ -75,7 +84,12 @@ class SwitchPlan:
 
     @property
     def host_ports(self) -> tuple[Port, ...]:
-        return tuple(p for p in self.ports if not p.unnumbered)
+        """Routed ports towards hosts (each with its /31)."""
+        return tuple(p for p in self.ports if p.address is not None)
+
+    @property
+    def tenant_ports(self) -> tuple[Port, ...]:
+        return tuple(p for p in self.ports if p.vlans)
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,35 @@ class Nic:
     peer: str
     peer_port: str
     rail: int | None = None
+    tenant: str | None = None  # an FE NIC in a tenant: an L2 member, addressed in the tenant's subnet
+    parent: str | None = None  # a tagged tenant NIC's physical NIC (fe0.101 on fe0)
+    vlan: int | None = None
+
+    @property
+    def physical(self) -> str:
+        return self.parent or self.name
+
+
+@dataclass(frozen=True)
+class TenantMember:
+    host: str
+    nic: str
+    address: IPv4Interface
+    leaf: str
+    leaf_port: str
+
+
+@dataclass(frozen=True)
+class TenantPlan:
+    name: str
+    vni: int
+    vlan: int
+    subnet: IPv4Network
+    members: tuple[TenantMember, ...]
+
+    @property
+    def leaves(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m.leaf for m in self.members))
 
 
 @dataclass(frozen=True)
@@ -148,6 +191,13 @@ class Plan:
     be_rail_blocks: tuple[IPv4Network, ...]
     fe_block: IPv4Network
     bom: Bom
+    tenants: tuple[TenantPlan, ...] = ()
+
+    def tenant(self, name: str) -> TenantPlan:
+        for t in self.tenants:
+            if t.name == name:
+                return t
+        raise KeyError(name)
 
     @property
     def name(self) -> str:
@@ -274,7 +324,10 @@ def make_plan(fabric: Fabric) -> Plan:
         if lk.a in gpu_index and lk.rail is not None and not lk.declared:
             base = rail_blocks[lk.rail].network_address + 2 * gpu_index[lk.a]
             link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
+    in_tenants = _tenancy(fabric)
     for i, lk in enumerate(fe_host_links):
+        if lk.a in in_tenants and lk.a_port == FE_NIC:
+            continue  # an L2 tenant member; the other hosts keep their /31s
         base = fe_block.network_address + 2 * i
         link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
 
@@ -301,10 +354,11 @@ def make_plan(fabric: Fabric) -> Plan:
         for row, lk, is_b in sorted(ends, key=lambda e: e[0].position):
             peer = lk.a if is_b else lk.b
             addr = link_addr.get((lk.a, lk.a_port)) if is_b else None
+            vlans = tuple(m.vlan for m in in_tenants.get(peer, ())) if is_b and lk.a_port == FE_NIC else ()
             ports.append(Port(
                 name=row.name, clab=row.clab, index=row.position, peer=peer,
                 peer_port=end_port(lk, not is_b), plane=lk.plane, speed=lk.speed, mtu=mtu_of[lk.plane],
-                address=addr[0] if addr else None, rail=lk.rail, row=row))
+                address=addr[0] if addr else None, rail=lk.rail, row=row, vlans=vlans))
         plane = node.role.plane
         cfg = c.backend if plane is Plane.BE else c.frontend
         switches.append(SwitchPlan(
@@ -313,7 +367,8 @@ def make_plan(fabric: Fabric) -> Plan:
             mtu=cfg.mtu, lossless=plane is Plane.BE, hash_policy=ECMP_HASHES[cfg.ecmp_hash],
             plane_range=be_net if plane is Plane.BE else fe_net,
             oversubscription=oversubscription(fabric, node.name) if node.role in (Role.BE_LEAF, Role.FE_LEAF) else None,
-            group=node.group, rail=node.rail))
+            group=node.group, rail=node.rail,
+            vnis=tuple(sorted({m.vni for p in ports for m in in_tenants.get(p.peer, ()) if p.vlans}))))
 
     hosts: list[HostPlan] = []
     for node in fabric.hosts:
@@ -324,6 +379,9 @@ def make_plan(fabric: Fabric) -> Plan:
             if lk.plane is Plane.MGMT:
                 nics.append(Nic(lk.a_port, Plane.MGMT, mgmt_addr[node.name], None, (), 1500,
                                 lk.b, end_port(lk, True)))
+                continue
+            if lk.a_port == FE_NIC and node.name in in_tenants:
+                nics += _tenant_nics(in_tenants[node.name], lk, end_port(lk, True), c.frontend.mtu)
                 continue
             pair = link_addr.get((lk.a, lk.a_port))
             if pair is None:
@@ -348,8 +406,49 @@ def make_plan(fabric: Fabric) -> Plan:
         CableRow(lk.a, end_port(lk, False), lk.b, end_port(lk, True), lk.plane, lk.rail, lk.speed,
                  media_of(lk, fabric))
         for lk in fabric.links)
+    tenants = _tenant_plans(fabric, in_tenants, hosts)
     return Plan(fabric, tuple(switches), tuple(hosts), tuple(oob_ports), cables, mgmt_net,
-                rail_blocks, fe_block, _bom(fabric, cables))
+                rail_blocks, fe_block, _bom(fabric, cables), tenants)
+
+
+@dataclass(frozen=True)
+class _Membership:
+    tenant: str
+    vni: int
+    vlan: int
+    address: IPv4Interface
+
+
+def _tenancy(fabric: Fabric) -> dict[str, tuple[_Membership, ...]]:
+    """Host -> its tenants, in declaration order, each with the host's address in it
+    (members numbered from the subnet's first address, in the fabric's order)."""
+    out: dict[str, list[_Membership]] = defaultdict(list)
+    for i, t in enumerate(fabric.cluster.tenants):
+        net = tenant_subnet(fabric, i, t)
+        for k, host in enumerate(members(fabric, t)):
+            out[host].append(_Membership(t.name, t.vni, tenant_vlan(i, t),
+                                         IPv4Interface(f"{net.network_address + 1 + k}/{net.prefixlen}")))
+    return {h: tuple(m) for h, m in out.items()}
+
+
+def _tenant_nics(memberships: tuple[_Membership, ...], lk: Link, leaf_port: str, fe_mtu: int) -> list[Nic]:
+    """One tenant: the FE NIC itself, untagged. Several: a VLAN interface per tenant on it."""
+    mtu = fe_mtu - VXLAN_OVERHEAD
+    if len(memberships) == 1:
+        m = memberships[0]
+        return [Nic(FE_NIC, Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant)]
+    return [Nic(f"{FE_NIC}.{m.vlan}", Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant,
+                parent=FE_NIC, vlan=m.vlan) for m in memberships]
+
+
+def _tenant_plans(fabric: Fabric, in_tenants: dict[str, tuple[_Membership, ...]],
+                  hosts: list[HostPlan]) -> tuple[TenantPlan, ...]:
+    out = []
+    for i, t in enumerate(fabric.cluster.tenants):
+        rows = [TenantMember(h.name, n.name, n.address, n.peer, n.peer_port)
+                for h in hosts for n in h.nics if n.tenant == t.name]
+        out.append(TenantPlan(t.name, t.vni, tenant_vlan(i, t), tenant_subnet(fabric, i, t), tuple(rows)))
+    return tuple(out)
 
 
 def _assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]

@@ -215,7 +215,8 @@ def _fields(node: Node, fields: dict[str, str]) -> list[str]:
         return lines
     for k, v in sorted(fields.items()):
         if k in node.leaf_lists:
-            lines += [_leaf(k, item) for item in v.split(",")]
+            # config_db.json holds a leaf-list as a JSON list (ACL_TABLE ports) or a comma string
+            lines += [_leaf(k, item) for item in (v if isinstance(v, list) else v.split(","))]
         else:
             lines.append(_leaf(k, v))  # unknown fields too: yanglint must reject them
     return lines

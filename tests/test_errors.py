@@ -59,7 +59,7 @@ def test_fe_leaf_port_budget_exceeded():
 
 
 def test_mgmt_port_budget_exceeded():
-    only(replace(base(), mgmt=Management(ports=10)), "mgmt.ports", "oob1 needs 25 ports but has 10")
+    only(replace(base(), mgmt=Management(ports=10)), "mgmt.ports", "oob1 needs 26 ports but has 10")
 
 
 def test_duplicate_names():

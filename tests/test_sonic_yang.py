@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from harness.model import Lossless, build
+from harness.model import Acl, AclRule, Frontend, Lossless, Tenant, build
 from harness.plan import make_plan
 from harness.render import artifacts
 from conftest import require_tool
@@ -46,6 +46,17 @@ def configs():
     # the lossless settings declared away from their defaults render valid tables too
     declared[CUSTOM_LOSSLESS] = replace(BUILTINS["ai-cluster"](), lossless=Lossless(
         roce_priority=4, roce_dscp=24, cnp_priority=7, cnp_dscp=46, roce_mtu=2048))
+    # trunks (a gateway and GPU nodes in two tenants: tagged members), a storage tenant,
+    # every kind of ACL match, a deny default
+    declared[CUSTOM_TENANTS] = replace(
+        BUILTINS["ai-cluster"](), frontend=Frontend(spines=2, leaves=2, storage_servers=2, gateways=1),
+        tenants=(Tenant("train", vni=10100, members=("gpu0[1-4]", "gw1")),
+                 Tenant("infer", vni=10200, members=("gpu0[5-8]", "gw1"), vlan=2000),
+                 Tenant("storage", vni=16000000, members=("role:gpu", "role:storage"), subnet="10.33.0.0/23")),
+        acl=Acl(rules=(AclRule("permit", "tenant:storage", "role:storage", "tcp", "2049", "600-1023"),
+                       AclRule("deny", "gpu01", "any", "udp", "4791"),
+                       AclRule("deny", "any", "role:gateway", "icmp"),
+                       AclRule("permit", "role:gpu", "role:gateway")), default="deny"))
     for topology, cluster in declared.items():
         plan = make_plan(build(cluster))
         files = artifacts(plan)
@@ -66,10 +77,11 @@ def verdicts(yanglint, schemas, configs, tmp_path_factory):
 
 
 CUSTOM_LOSSLESS = "ai-cluster+lossless"
+CUSTOM_TENANTS = "ai-cluster+trunks"
 
 
 @pytest.mark.parametrize("release", RELEASES)
-@pytest.mark.parametrize("topology", sorted(BUILTINS) + [CUSTOM_LOSSLESS])
+@pytest.mark.parametrize("topology", sorted(BUILTINS) + [CUSTOM_LOSSLESS, CUSTOM_TENANTS])
 def test_config_db_passes_sonic_yang(verdicts, topology, release):
     rejected = [f"{switch}: {error}" for (rel, topo, switch), errors in sorted(verdicts.items())
                 if rel == release and topo == topology for error in errors]
@@ -86,11 +98,30 @@ def _unknown_device_type(db: dict) -> dict:
     return {**db, "DEVICE_METADATA": {"localhost": {**db["DEVICE_METADATA"]["localhost"], "type": "TorRouter"}}}
 
 
+def _port_routed_and_in_a_vlan(db: dict) -> dict:
+    port = next(k.split("|")[1] for k in db["VLAN_MEMBER"])
+    return {**db, "INTERFACE": {**db["INTERFACE"], port: {}, f"{port}|10.99.0.0/31": {}}}
+
+
+def _tunnel_map_to_a_bad_vlan(db: dict) -> dict:
+    key, value = next(iter(db["VXLAN_TUNNEL_MAP"].items()))
+    return {**db, "VXLAN_TUNNEL_MAP": {key: {**value, "vlan": "Vlan5000"}}}
+
+
+def _acl_rule_with_a_bad_range(db: dict) -> dict:
+    return {**db, "ACL_RULE": {**db["ACL_RULE"], "FE_EDGE|BAD": {"PRIORITY": "5", "PACKET_ACTION": "DROP",
+                                                                  "L4_DST_PORT_RANGE": "70000-1"}}}
+
+
 @pytest.mark.parametrize("release", RELEASES)
-@pytest.mark.parametrize(("break_it", "where"), [
-    (_without_mgmt_port, "MGMT_INTERFACE eth0|"), (_unknown_device_type, "DEVICE_METADATA localhost")])
-def test_yang_check_rejects_a_broken_config(yanglint, schemas, configs, tmp_path, release, break_it, where):
-    good = configs[("ai-cluster", "be-g1-r0")]
+@pytest.mark.parametrize(("break_it", "switch", "where"), [
+    (_without_mgmt_port, "be-g1-r0", "MGMT_INTERFACE eth0|"),
+    (_unknown_device_type, "be-g1-r0", "DEVICE_METADATA localhost"),
+    (_port_routed_and_in_a_vlan, "fe-l1", "VLAN_MEMBER "),
+    (_tunnel_map_to_a_bad_vlan, "fe-l1", "VXLAN_TUNNEL_MAP "),
+    (_acl_rule_with_a_bad_range, "fe-l1", "ACL_RULE FE_EDGE|BAD")])
+def test_yang_check_rejects_a_broken_config(yanglint, schemas, configs, tmp_path, release, break_it, switch, where):
+    good = configs[("ai-cluster", switch)]
     found = validate(yanglint, schemas[release], {"good": good, "broken": break_it(good)}, tmp_path)
     assert found["good"] == []
     assert found["broken"] and found["broken"][0].startswith(where), found["broken"]

@@ -3,19 +3,37 @@
 8 GPU nodes × 4 GPUs. BE rail-optimized: 2 groups of 4 nodes, one leaf per rail per group
 (8 leaves), 2 spines, so same-rail traffic between groups crosses an ECMP spine tier. Each
 leaf has 4 × 400G down and 2 × 800G up: non-blocking 1:1. FE: a 2 × 2 Clos carrying the 8
-FE NICs, 2 storage servers and a gateway. Every node on the OOB management switch.
+FE NICs, 2 storage servers and 2 gateways. Two FE tenants, each an EVPN/VXLAN segment over
+both FE leaves: "train" and "infer" each hold every fourth GPU node, a storage server and a
+gateway of its own (one gateway in both would be a VLAN trunk, which the netns runtime's
+kernel cannot build); the other GPU nodes stay on routed /31s. The edge ACL lets GPU
+nodes reach storage on NFS and S3 only, and nobody SSH into the gateway.
+Every node on the OOB management switch.
 """
 from __future__ import annotations
 
-from harness.model import Backend, Cluster, Frontend, GpuNodes
+from dataclasses import replace
+
+from harness.model import Acl, AclRule, Backend, Cluster, Frontend, GpuNodes, Tenant, gpu_node_names
+
+ACL = Acl(rules=(
+    AclRule("permit", src="role:gpu", dst="role:storage", protocol="tcp", dst_ports="2049"),
+    AclRule("permit", src="role:gpu", dst="role:storage", protocol="tcp", dst_ports="9000-9100"),
+    AclRule("deny", src="role:gpu", dst="role:storage"),
+    AclRule("deny", src="any", dst="role:gateway", protocol="tcp", dst_ports="22"),
+))
 
 
 def ai_cluster(name: str = "ai-cluster", nodes: int = 8, gpus_per_node: int = 4, groups: int = 2,
                spines: int = 2) -> Cluster:
-    return Cluster(
+    base = Cluster(
         name=name,
         gpu=GpuNodes(count=nodes, gpus_per_node=gpus_per_node, nic_speed=400, fe_speed=100),
         backend=Backend(kind="rail-optimized", rails=gpus_per_node, groups=groups, spines=spines,
                         leaf_ports=64, spine_ports=64, uplink_speed=800, uplinks_per_spine=1),
-        frontend=Frontend(spines=2, leaves=2, storage_servers=2, gateways=1),
+        frontend=Frontend(spines=2, leaves=2, storage_servers=2, gateways=2),
     )
+    gpus = gpu_node_names(base)
+    tenants = (Tenant("train", vni=10100, members=(*gpus[0::4], "stor1", "gw1")),
+               Tenant("infer", vni=10200, members=(*gpus[1::4], "stor2", "gw2")))
+    return replace(base, tenants=tenants, acl=ACL)

@@ -90,7 +90,9 @@ class _Target:
 
 
 def _nics(plan: Plan, plane: Plane) -> list[tuple[HostPlan, Nic]]:
-    return [(h, n) for h in plan.hosts for n in h.nics if n.plane is plane]
+    """A plane's routed host NICs. Tenant NICs are L2 members of their tenant's segment, with
+    no route into the plane: the tenant check covers them (harness/checks/tenants.py)."""
+    return [(h, n) for h in plan.hosts for n in h.nics if n.plane is plane and n.tenant is None]
 
 
 def _targets(plan: Plan, plane: Plane) -> list[list[_Target]]:
@@ -228,6 +230,8 @@ def _data_feeders(plan: Plan) -> dict[str, tuple[str, str, str, tuple[str, str]]
             try:
                 nic = plan.host(p.peer).nic(p.peer_port)
             except KeyError:
+                continue  # a tenant port (its NIC may be a VLAN interface) or an unaddressed cable
+            if nic.tenant is not None:
                 continue
             out[sw.name] = (p.peer, nic.name, str(nic.address.ip), (sw.name, p.name))
             break

@@ -78,6 +78,16 @@ def _isolation(lab):
     return check_isolation(lab)
 
 
+def _tenants(lab):
+    from harness.checks.tenants import check_tenants
+
+    return check_tenants(lab)
+
+
+def _no_tenants(plan: Plan) -> str | None:
+    return None if plan.tenants else "no FE tenants declared (Cluster.tenants): nothing to isolate or filter"
+
+
 def _lossless_audit(lab):
     from harness.checks.lossless import audit_lab
 
@@ -136,6 +146,9 @@ CHECKS: tuple[Check, ...] = (
     Check("cabling", "every cable in the kernel against the plan (cabling.csv)", (Case("cabling", _cabling),)),
     Check("isolation", "no packet or route between FE, BE and mgmt, with same-plane controls",
           (Case("isolation", _isolation),)),
+    Check("tenants", "FE tenants: frames stay in their EVPN/VXLAN segment (controls inside each), remote members' "
+          "MAC/IP as type-2 routes on every VTEP, every edge ACL entry permits or denies and counts as declared",
+          (Case("tenants", _tenants),), _no_tenants),
     Check("lossless", "the declared lossless contract on every BE hop (PFC, DSCP/TC/queue/PG, ECN, CNP queue, "
           "watchdog, buffers, MTU), then RoCE frames at the RoCE MTU and DSCP on the wire of every BE path",
           (Case("lossless-audit", _lossless_audit), Case("lossless-wire", _lossless_wire))),

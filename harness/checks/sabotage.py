@@ -307,3 +307,55 @@ def _move_far_ends(lab, x: tuple[str, str], y: tuple[str, str]) -> None:
             for address, prefixlen in addrs:
                 s.addr("add", index=index, address=address, prefixlen=prefixlen)
             s.link("set", index=index, state="up")
+
+
+def merge_tenants(lab, leaf: str, port: str, into_vni: int) -> Sabotage:
+    """A tenant member's leaf port moved into another tenant's bridge (the wrong VLAN on an
+    access port): its frames now reach the other tenant."""
+    from harness.tenancy import bridge_device
+
+    own = next(t.vni for t in lab.plan.tenants for m in t.members if (m.leaf, m.leaf_port) == (leaf, port))
+    lab.ns_exec(leaf, ["ip", "link", "set", port, "master", bridge_device(into_vni)], check=True)
+
+    def undo() -> None:
+        lab.ns_exec(leaf, ["ip", "link", "set", port, "master", bridge_device(own)], check=True)
+
+    return Sabotage(f"{leaf}:{port} moved from VNI {own}'s bridge into VNI {into_vni}'s", undo)
+
+
+def flip_acl_entry(lab, leaf: str, entry: str) -> Sabotage:
+    """One ACL entry on one leaf with the opposite action (a rule typed the wrong way round)."""
+    from harness.tenancy import NFT_TABLE
+
+    listing = lab.ns_exec(leaf, ["nft", "-a", "list", "chain", "bridge", NFT_TABLE, "ingress"], check=True).stdout
+    line = next(x for x in listing.splitlines() if f'comment "{entry}"' in x)
+    rule, handle = line.strip().rsplit(" # handle ", 1)
+    rule = rule.split(" counter ")[0]
+    verdict = "drop" if " accept " in line else "accept"
+    flipped = f'{rule} counter {verdict} comment "{entry}"'
+    lab.ns_exec(leaf, ["nft", "replace", "rule", "bridge", NFT_TABLE, "ingress", "handle", handle, flipped],
+                check=True)
+
+    def undo() -> None:
+        back = "accept" if verdict == "drop" else "drop"
+        lab.ns_exec(leaf, ["nft", "replace", "rule", "bridge", NFT_TABLE, "ingress", "handle", handle,
+                           f'{rule} counter {back} comment "{entry}"'], check=True)
+
+    return Sabotage(f"{leaf}: ACL entry {entry} turned to {verdict}", undo)
+
+
+def route_tenant(lab, leaf: str, vni: int) -> Sabotage:
+    """A leaf that routes a tenant into the underlay: an address on the tenant's bridge (an SVI
+    in the default VRF, which is what a missing VRF makes of an anycast gateway)."""
+    from harness.tenancy import NFT_TABLE, bridge_device
+
+    br = bridge_device(vni)
+    lab.set_sysctls(leaf, {f"net.ipv4.conf.{br}.forwarding": 1})
+    lab.ns_exec(leaf, ["nft", "flush", "chain", "bridge", NFT_TABLE, "to_leaf"], check=True)
+
+    def undo() -> None:
+        lab.ns_exec(leaf, ["nft", "add", "rule", "bridge", NFT_TABLE, "to_leaf", "ether", "type", "{", "ip,", "ip6",
+                           "}", "counter", "drop", "comment", '"to-leaf"'], check=True)
+        lab.set_sysctls(leaf, {f"net.ipv4.conf.{br}.forwarding": 0})
+
+    return Sabotage(f"{leaf} routes VNI {vni}'s bridge into the underlay", undo)

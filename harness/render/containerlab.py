@@ -29,9 +29,17 @@ def switch_binds(sw: SwitchPlan) -> list[tuple[str, str]]:
 
 
 def host_exec(host: HostPlan) -> list[str]:
-    """Addressing and routes of a linux host: each rail's traffic leaves through its own NIC."""
+    """Addressing and routes of a linux host: each rail's traffic leaves through its own NIC;
+    a tenant NIC is an address in its tenant's subnet (a VLAN interface when tagged)."""
     lines: list[str] = []
     for nic in host.nics:
+        if nic.tenant is not None:
+            if nic.parent is not None:
+                lines.append(f"ip link set {nic.parent} up")
+                lines.append(f"ip link add link {nic.parent} name {nic.name} type vlan id {nic.vlan}")
+            lines.append(f"ip link set {nic.name} mtu {nic.mtu} up")
+            lines.append(f"ip address add {nic.address} dev {nic.name}")
+            continue
         if nic.gateway is None:
             continue
         lines.append(f"ip link set {nic.name} mtu {nic.mtu} up")

@@ -66,7 +66,9 @@ def frr_conf(plan: Plan, sw: SwitchPlan) -> str:
         plane_list=plane_list, plane_rules=plane_rules(plan, sw.plane), own=plan.originated(sw), leaf=leaf,
         aggregates=_aggregates(plan, sw),
         out_list="ORIGINATED" if leaf else plane_list, max_prefix=session_limit(plan, sw),
-        max_prefix_warning=MAX_PREFIX_WARNING, headroom=MAX_PREFIX_HEADROOM)
+        max_prefix_warning=MAX_PREFIX_WARNING, headroom=MAX_PREFIX_HEADROOM,
+        tenants=bool(plan.tenants) and sw.plane is Plane.FE, vnis=[t for t in plan.tenants if t.vni in sw.vnis],
+        rt_asn=plan.fabric.cluster.addressing.fe_asn)
 
 
 def _aggregates(plan: Plan, sw: SwitchPlan) -> tuple[IPv4Network, ...]:

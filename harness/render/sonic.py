@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from harness.acl import TABLE, AclEntry, compile_acl, priority
 from harness.model import Role
 from harness.plan import Plan, SwitchPlan
 
@@ -60,12 +61,55 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
         }
         if p.unnumbered:
             db["INTERFACE"][p.name] = {"ipv6_use_link_local_only": "enable"}
-        else:
+        elif p.address is not None:
             db["INTERFACE"][p.name] = {}
             db["INTERFACE"][f"{p.name}|{p.address}"] = {}
     if sw.lossless:
         db.update(_lossless(plan, sw))
+    if sw.vnis:
+        db.update(_tenants(plan, sw))
     return db
+
+
+VTEP = "vtep"
+
+
+def _tenants(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
+    """A VTEP leaf: a VLAN per tenant behind it, its members' ports in it (tagged on a trunk),
+    the VLAN mapped to the tenant's VNI on the loopback's VTEP, EVPN as the control plane,
+    and the edge ACL on every member port (ingress)."""
+    tenants = [t for t in plan.tenants if t.vni in sw.vnis]
+    tables: dict[str, dict] = {
+        "VLAN": {f"Vlan{t.vlan}": {"vlanid": str(t.vlan), "description": f"tenant {t.name}"} for t in tenants},
+        "VLAN_MEMBER": {f"Vlan{v}|{p.name}": {"tagging_mode": "tagged" if p.tagged else "untagged"}
+                        for p in sw.tenant_ports for v in p.vlans},
+        "VXLAN_TUNNEL": {VTEP: {"src_ip": str(sw.loopback.ip)}},
+        "VXLAN_TUNNEL_MAP": {f"{VTEP}|map_{t.vni}_Vlan{t.vlan}": {"vlan": f"Vlan{t.vlan}", "vni": str(t.vni)}
+                             for t in tenants},
+        "VXLAN_EVPN_NVO": {"nvo": {"source_vtep": VTEP}},
+    }
+    entries = compile_acl(plan)
+    tables["ACL_TABLE"] = {TABLE: {"policy_desc": "FE edge ACL (fablab)", "type": "L3", "stage": "ingress",
+                                   "ports": [p.name for p in sw.tenant_ports]}}
+    tables["ACL_RULE"] = {f"{TABLE}|{e.name}": _acl_rule(e, priority(i, len(entries))) for i, e in enumerate(entries)}
+    return tables
+
+
+def _acl_rule(e: AclEntry, prio: int) -> dict[str, str]:
+    rule = {"PRIORITY": str(prio), "PACKET_ACTION": "FORWARD" if e.action == "permit" else "DROP"}
+    if e.src is not None:
+        rule["SRC_IP"] = str(e.src)
+    if e.dst is not None:
+        rule["DST_IP"] = str(e.dst)
+    if e.src is None and e.dst is None:
+        rule["IP_TYPE"] = "IPV4ANY"
+    if e.protocol is not None:
+        rule["IP_PROTOCOL"] = str(e.protocol)
+    for ports, single, ranged in ((e.dst_ports, "L4_DST_PORT", "L4_DST_PORT_RANGE"),
+                                  (e.src_ports, "L4_SRC_PORT", "L4_SRC_PORT_RANGE")):
+        if ports is not None:
+            rule[single if ports.low == ports.high else ranged] = str(ports)
+    return rule
 
 
 def _lossless(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:

@@ -97,6 +97,10 @@ class Runtime(Protocol):
 
     def set_gray(self, lab: str, node: str, port: str, on: bool) -> None: ...
 
+    def acl_counters(self, lab: str, node: str) -> dict[str, int]:
+        """Packets each FE edge ACL entry matched on a leaf, by entry name."""
+        ...
+
     def running_config_db(self, lab: str, node: str) -> dict:
         """A switch's CONFIG_DB as it runs now (SONiC's tables), with the kernel's port MTUs."""
         ...

@@ -362,6 +362,15 @@ class ClabRuntime(NamespaceAccess):
         self._plans.pop(lab, None)
         return TeardownReport(lab, 0, removed, time.monotonic() - t)
 
+    def acl_counters(self, lab: str, node: str) -> dict[str, int]:
+        """The edge ACL's counters as SONiC counts them (`aclshow -a`). Not run here."""
+        from harness.runtime.tenants import aclshow_counters
+
+        run = self._run(self.exec_argv(lab, node, ["aclshow", "-a"]), capture_output=True, text=True, timeout=60)
+        if run.returncode != 0:
+            raise RuntimeError_(f"{node}: aclshow -a failed: {(run.stderr or run.stdout).strip()[-400:]}")
+        return aclshow_counters(run.stdout)
+
     def running_config_db(self, lab: str, node: str) -> dict:
         """CONFIG_DB as the switch's container holds it now (sonic-cfggen reads redis). Not run
         here: no SONiC image on this machine."""

@@ -199,16 +199,28 @@ def split_config(frr_conf: str, daemon: str) -> str:
     """The part of an integrated frr.conf one daemon reads at start.
 
     bfdd does not parse the integrated file (it stops at its own `bfd` block after the
-    others' commands), so it gets the `bfd` block alone; zebra and bgpd read everything
-    but that block and skip what is not theirs.
+    others' commands), so it gets the `bfd` block alone; bgpd reads everything but that
+    block and skips what is not its own. zebra gets neither the `bfd` nor the `router bgp`
+    block: read outside its node, bgpd's `vni N` (an EVPN VNI's route targets) is zebra's
+    own `vni N`, which makes N the default VRF's L3 VNI.
     """
     lines = frr_conf.splitlines()
-    start = next((i for i, line in enumerate(lines) if line == "bfd"), None)
-    if start is None:
-        block, rest = [], lines
-    else:
-        end = next(i for i in range(start + 1, len(lines)) if lines[i] == "exit")
-        block, rest = lines[start:end + 1], lines[:start] + lines[end + 1:]
+    block, rest = _cut(lines, "bfd")
     head = [line for line in lines if line.startswith(("frr ", "hostname "))]
-    chosen = head + block if daemon == "bfdd" else rest
+    if daemon == "bfdd":
+        chosen = head + block
+    elif daemon == "zebra":
+        chosen = _cut(rest, "router bgp ")[1]
+    else:
+        chosen = rest
     return "\n".join(chosen) + "\n"
+
+
+def _cut(lines: list[str], opening: str) -> tuple[list[str], list[str]]:
+    """The top-level block that starts with `opening` (through its `exit`), and the rest."""
+    start = next((i for i, line in enumerate(lines)
+                  if line == opening or (opening.endswith(" ") and line.startswith(opening))), None)
+    if start is None:
+        return [], lines
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] == "exit")
+    return lines[start:end + 1], lines[:start] + lines[end + 1:]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import threading
 import time
 import zlib
@@ -23,7 +24,7 @@ from harness.observe.convergence import cached_expectations
 from harness.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.render.sonic import config_db_json
-from harness.runtime import neighbours, nsutil, processes
+from harness.runtime import neighbours, nsutil, processes, tenants
 from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
                                  pathspace_dirs, remove_path)
@@ -125,6 +126,7 @@ class NetnsRuntime(NamespaceAccess):
                                     "pick another --name, or pass --replace")
             progress("replace", f"removing the running lab {lab}")
             self.down(lab)
+        tenants.check_supported(plan)
         configs = {sw.name: frr_conf(plan, sw) for sw in plan.switches}  # before touching anything
         names = [n.name for n in plan.fabric.nodes]
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
@@ -207,6 +209,8 @@ class NetnsRuntime(NamespaceAccess):
             nsutil.run_in(namespace(lab, node), partial(make, cables))
         switches = {sw.name: sw for sw in plan.switches}
         hosts = {h.name: h for h in plan.hosts}
+        if plan.tenants:
+            tenants.apply(plan, partial(namespace, lab))
         for node in plan.fabric.nodes:
             nsutil.run_in(namespace(lab, node.name),
                           partial(self._address, plan, peer_ends.get(node.name, []), switches.get(node.name),
@@ -338,6 +342,14 @@ class NetnsRuntime(NamespaceAccess):
 
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
         return nsutil.nsenter(namespace(lab, node), argv)
+
+    def acl_counters(self, lab: str, node: str) -> dict[str, int]:
+        run = subprocess.run(nsutil.nsenter(namespace(lab, node), ["nft", "-j", "list", "table", "bridge",
+                                                                    tenants.NFT_TABLE]),
+                             capture_output=True, text=True, timeout=30)
+        if run.returncode != 0:
+            raise RuntimeError_(f"{node}: reading the edge ACL's counters failed: {run.stderr.strip()}")
+        return tenants.nft_counters(run.stdout)
 
     def running_config_db(self, lab: str, node: str) -> dict:
         """No SONiC runs in a netns lab: its CONFIG_DB is the config_db.json the switch was

@@ -1,0 +1,89 @@
+"""The FE edge ACL compiled over a plan: each declared rule becomes entries of concrete
+prefixes (a tenant is its subnet, a role or a host its members' tenant addresses), in
+order, first match wins. The same entries render SONiC's ACL_RULEs, the netns runtime's
+nftables rules, and the verdict a lab expects of a 5-tuple, so all three agree by
+construction and a lab can only find where the running switch departs from them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Network
+
+from harness.model import ACL_PROTOCOLS, AclRule
+from harness.plan import Plan
+from harness.tenancy import PortRange, parse_ports
+
+TABLE = "FE_EDGE"  # SONiC's ACL table name, and the nftables table's suffix
+DEFAULT_RULE = "DEFAULT"
+
+
+@dataclass(frozen=True)
+class AclEntry:
+    name: str  # R<rule>_<k>: the declared rule's index and which of its expansions
+    rule: int | None  # index in Cluster.acl.rules; None for the default
+    action: str  # permit | deny
+    src: IPv4Network | None
+    dst: IPv4Network | None
+    protocol: int | None
+    dst_ports: PortRange | None
+    src_ports: PortRange | None
+
+    def matches(self, src: IPv4Address, dst: IPv4Address, protocol: int, sport: int = 0, dport: int = 0) -> bool:
+        return ((self.src is None or src in self.src) and (self.dst is None or dst in self.dst)
+                and (self.protocol is None or protocol == self.protocol)
+                and (self.dst_ports is None or dport in self.dst_ports)
+                and (self.src_ports is None or sport in self.src_ports))
+
+
+def endpoint(plan: Plan, spec: str) -> list[IPv4Network] | None:
+    """The prefixes an ACL endpoint stands for; None is any."""
+    if spec == "any":
+        return None
+    kind, _, name = spec.partition(":")
+    if kind == "tenant":
+        return [plan.tenant(name).subnet]
+    if kind == "role":
+        hosts = [h for h in plan.hosts if h.role.value == name]
+    else:
+        hosts = [plan.host(spec)]
+    return [IPv4Network(f"{n.address.ip}/32") for h in hosts for n in h.nics if n.tenant is not None]
+
+
+def compile_acl(plan: Plan) -> tuple[AclEntry, ...]:
+    """Every rule's entries (an endpoint with no tenant address yields none), then the default."""
+    acl = plan.fabric.cluster.acl
+    out: list[AclEntry] = []
+    for i, r in enumerate(acl.rules):
+        out += _expand(plan, i, r)
+    out.append(AclEntry(DEFAULT_RULE, None, acl.default, None, None, None, None, None))
+    return tuple(out)
+
+
+def _expand(plan: Plan, i: int, r: AclRule) -> list[AclEntry]:
+    srcs, dsts = endpoint(plan, r.src), endpoint(plan, r.dst)
+    proto = ACL_PROTOCOLS[r.protocol]
+    dports, sports = parse_ports(r.dst_ports), parse_ports(r.src_ports)
+    pairs = [(s, d) for s in (srcs if srcs is not None else [None]) for d in (dsts if dsts is not None else [None])
+             if _can_meet(plan, s, d)]
+    return [AclEntry(f"R{i}_{k}", i, r.action, s, d, proto, dports, sports) for k, (s, d) in enumerate(pairs)]
+
+
+def _can_meet(plan: Plan, src: IPv4Network | None, dst: IPv4Network | None) -> bool:
+    """Traffic only flows inside a tenant: a pair of prefixes in no common tenant needs no entry."""
+    if src is None or dst is None:
+        return True
+    return any(src.subnet_of(t.subnet) and dst.subnet_of(t.subnet) for t in plan.tenants)
+
+
+def verdict(entries: tuple[AclEntry, ...], src: IPv4Address, dst: IPv4Address, protocol: int, sport: int = 0,
+            dport: int = 0) -> AclEntry:
+    """The entry that decides an IPv4 packet (the default when no rule matches)."""
+    for e in entries:
+        if e.matches(src, dst, protocol, sport, dport):
+            return e
+    raise AssertionError("the default entry matches everything")
+
+
+def priority(index: int, count: int) -> int:
+    """SONiC: the higher PRIORITY wins; the first entry gets the highest."""
+    return 10 + (count - 1 - index) * 10

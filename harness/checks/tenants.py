@@ -1,0 +1,338 @@
+"""FE tenant isolation and the edge ACL, proven with frames and read back from FRR.
+
+Tenant isolation. From every tenant member's NIC, frames go
+  - to another member of its tenant (behind another leaf when there is one): controls, that
+    must land on that member's NIC (over VXLAN when the leaves differ);
+  - to a member of every other tenant, addressed to that member's own MAC and address: they
+    must land nowhere;
+  - to the underlay through its leaf (the leaf port's MAC): to a routed FE host and to an FE
+    spine's loopback; they must land nowhere.
+Each control's 5-tuple is one the edge ACL permits (UDP to PROBE_PORT); a member with no such
+peer is reported, as is a tenant with one member (nothing to control with).
+EVPN: every member announces itself (a gratuitous ARP, as a booting host does) and every
+VTEP leaf's BGP table must then hold a type-2 route with the MAC and IP of every member behind
+another leaf, in the tenant's VNI (by its route target).
+
+Edge ACL. For every compiled entry (each declared rule for each pair of members it names,
+and the default) one frame whose 5-tuple that entry decides, from a member behind one leaf to a
+member it can reach: a permit must land on the destination's NIC, a deny must not, and the
+entry's counter on the source leaf must count it.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+
+from harness.acl import AclEntry, compile_acl, verdict
+from harness.checks.result import Outcome
+from harness.plan import Plan, TenantMember
+from harness.traffic.frames import Landing, Shot, TapSession
+from harness.traffic.probe import PROBE_PORT, new_nonce
+
+UDP = 17
+_EPHEMERAL = 40000
+_TYPE2 = re.compile(r"\[2\]:\[\d+\]:\[48\]:\[([0-9a-f:]{17})\](?::\[32\]:\[([\d.]+)\])?")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    shot: Shot
+    kind: str  # "tenant control", "cross-tenant", "tenant->underlay", "acl permit", "acl deny"
+    must_land: tuple[str, str] | None  # (node, port) for a control or a permit; None: nowhere
+    entry: str | None = None  # the ACL entry that decides it
+    leaf: str | None = None  # the source's leaf (where the ACL counts)
+
+    def __str__(self) -> str:
+        s = self.shot
+        proto = {1: "icmp", 6: "tcp", 17: "udp"}[s.protocol]
+        ports = f" {s.sport}->{s.dport}" if s.protocol != 1 else ""
+        where = f"{self.must_land[0]}:{self.must_land[1]}" if self.must_land else "nowhere"
+        rule = f" [{self.entry}]" if self.entry else ""
+        return (f"{self.kind}{rule} {s.src_node}:{s.src_port} {s.src_addr} -> {s.dst_addr} {proto}{ports} "
+                f"(to {s.to_node}'s MAC) must land {where}")
+
+
+@dataclass(frozen=True)
+class TenantResult(Outcome):
+    reason: str
+    seconds: float
+    problems: tuple[str, ...]
+    controls: int
+    controls_landed: int
+    negatives: int
+    leaks: tuple[str, ...]
+    evpn_expected: int
+    evpn_missing: tuple[str, ...]
+    acl_entries: int
+    acl_wrong: tuple[str, ...]
+    counters: dict[str, dict[str, int]]  # leaf -> entry -> packets counted during the check
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _members_by_host(plan: Plan) -> dict[str, list[TenantMember]]:
+    out: dict[str, list[TenantMember]] = defaultdict(list)
+    for t in plan.tenants:
+        for m in t.members:
+            out[m.host].append(m)
+    return out
+
+
+def plan_shots(plan: Plan, nonce=new_nonce) -> tuple[list[Expectation], list[str]]:
+    """Every frame of one run, and what cannot be controlled (reported as problems)."""
+    entries = compile_acl(plan)
+    out: list[Expectation] = []
+    gaps: list[str] = []
+
+    def add(m: TenantMember, to: tuple[str, str], dst: str, kind: str, must: tuple[str, str] | None,
+            protocol: int = UDP, sport: int = PROBE_PORT, dport: int = PROBE_PORT, entry: str | None = None) -> None:
+        shot = Shot(len(out) + 1, nonce(), m.host, m.nic, str(m.address.ip), to[0], to[1], dst, protocol, sport,
+                    dport)
+        out.append(Expectation(shot, kind, must, entry, m.leaf))
+
+    def permitted(m: TenantMember, d: TenantMember) -> bool:
+        return verdict(entries, m.address.ip, d.address.ip, UDP, PROBE_PORT, PROBE_PORT).action == "permit"
+
+    routed = [(h, n) for h in plan.hosts for n in h.nics if n.plane.value == "fe" and n.tenant is None]
+    spines = [s for s in plan.switches if s.plane.value == "fe" and s.role.value == "fe-spine"]
+    for t in plan.tenants:
+        if len(t.members) < 2:
+            gaps.append(f"tenant {t.name} has {len(t.members)} member: no control can prove its segment carries")
+        for m in t.members:
+            peers = [d for d in t.members if d.host != m.host and permitted(m, d)]
+            if len(t.members) >= 2 and not peers:
+                gaps.append(f"{m.host} ({t.name}): the ACL denies UDP {PROBE_PORT} to every other member, "
+                            "so no control reaches it")
+            if peers:
+                d = next((d for d in peers if d.leaf != m.leaf), peers[0])
+                add(m, (d.host, d.nic), str(d.address.ip), "tenant control", (d.host, d.nic))
+            for other in plan.tenants:
+                if other.name == t.name:
+                    continue
+                for d in other.members:
+                    if d.host != m.host:
+                        add(m, (d.host, d.nic), str(d.address.ip), "cross-tenant", None)
+            for h, n in routed[:1] + [x for x in routed if x[1].peer == m.leaf][:1]:
+                add(m, (m.leaf, m.leaf_port), str(n.address.ip), "tenant->underlay", None)
+            for s in spines[:1]:
+                add(m, (m.leaf, m.leaf_port), str(s.loopback.ip), "tenant->underlay", None)
+    out += _acl_shots(plan, entries, len(out), nonce)
+    return out, gaps
+
+
+def _acl_shots(plan: Plan, entries: tuple[AclEntry, ...], start: int, nonce) -> list[Expectation]:
+    members = [m for t in plan.tenants for m in t.members]
+    out: list[Expectation] = []
+    for e in entries:
+        pick = _tuple_for(plan, e, entries, members)
+        if pick is None:
+            continue
+        m, d, protocol, sport, dport = pick
+        shot = Shot(start + len(out) + 1, nonce(), m.host, m.nic, str(m.address.ip), d.host, d.nic,
+                    str(d.address.ip), protocol, sport, dport)
+        out.append(Expectation(shot, f"acl {e.action}", (d.host, d.nic) if e.action == "permit" else None,
+                               e.name, m.leaf))
+    return out
+
+
+def _tuple_for(plan: Plan, e: AclEntry, entries: tuple[AclEntry, ...], members: list[TenantMember]):
+    """A (source, destination, protocol, sport, dport) that entry e decides, between two
+    members of one tenant; None when every such tuple is decided earlier (a shadowed entry)."""
+    protocols = [e.protocol] if e.protocol is not None else [UDP, 6, 1]
+    for m in members:
+        if e.src is not None and m.address.ip not in e.src:
+            continue
+        for d in members:
+            if d.host == m.host or d.address.network != m.address.network:
+                continue
+            if e.dst is not None and d.address.ip not in e.dst:
+                continue
+            for protocol in protocols:
+                dports = [e.dst_ports.low, e.dst_ports.high] if e.dst_ports else [PROBE_PORT + 1]
+                sport = e.src_ports.low if e.src_ports else _EPHEMERAL
+                for dport in dports:
+                    if protocol == 1:
+                        sport_, dport_ = 0, 0
+                    else:
+                        sport_, dport_ = sport, dport
+                    if verdict(entries, m.address.ip, d.address.ip, protocol, sport_, dport_) is e:
+                        return m, d, protocol, sport_, dport_
+    return None
+
+
+# --------------------------------------------------------------------------- running
+
+
+def check_tenants(lab, timeout: float = 5.0, resend: int = 2) -> TenantResult:
+    t0 = time.monotonic()
+    plan: Plan = lab.plan
+    shots, gaps = plan_shots(plan)
+    nonces = {x.shot.id: x.shot.nonce for x in shots}
+    by_id = {x.shot.id: x for x in shots}
+    sends: dict[str, set[str]] = defaultdict(set)
+    macs: dict[str, set[str]] = defaultdict(set)
+    for x in shots:
+        sends[x.shot.src_node].add(x.shot.src_port)
+        macs[x.shot.to_node].add(x.shot.to_port)
+    taps = _tap_ports(plan)
+    leaves = sorted({m.leaf for t in plan.tenants for m in t.members})
+    before = {leaf: lab.acl_counters(leaf) for leaf in leaves}
+    landings: list[Landing] = []
+    must = {x.shot.id: x.must_land for x in shots if x.must_land is not None}
+    with TapSession(lab.in_namespace, taps, sends, macs) as session:
+        _announce(lab, plan)
+        batch = shots
+        for attempt in range(1 + resend):
+            for x in batch:
+                session.send(x.shot)
+            landed_ids = {a.shot for a in landings if must.get(a.shot) == (a.node, a.port)}
+
+            def done(got: list[Landing], seen=landed_ids) -> bool:
+                return set(must) <= seen | {a.shot for a in got if must.get(a.shot) == (a.node, a.port)}
+
+            landings += session.collect(nonces, done, time.monotonic() + timeout)
+            landed = {a.shot for a in landings if must.get(a.shot) == (a.node, a.port)}
+            # a control lost once (a MAC still being learned, an ARP still resolving) gets
+            # another go; a deny never does, so a resend cannot hide a leak
+            batch = [by_id[i] for i in must if i not in landed]
+            if not batch:
+                break
+    after = {leaf: lab.acl_counters(leaf) for leaf in leaves}
+    counted = {leaf: {k: after[leaf].get(k, 0) - before[leaf].get(k, 0) for k in after[leaf]} for leaf in leaves}
+    evpn_expected, missing = _evpn(lab, plan)
+    return _verdict(plan, shots, landings, counted, gaps, evpn_expected, missing, t0)
+
+
+def _tap_ports(plan: Plan) -> dict[str, set[str]]:
+    """Every NIC a shot could land on: every tenant NIC, every routed FE host NIC, every FE
+    spine port."""
+    taps: dict[str, set[str]] = defaultdict(set)
+    for h in plan.hosts:
+        for n in h.nics:
+            if n.plane.value == "fe":
+                taps[h.name].add(n.name)
+    for s in plan.switches:
+        if s.role.value == "fe-spine":
+            taps[s.name] |= {p.name for p in s.fabric_ports}
+    return taps
+
+
+def _announce(lab, plan: Plan) -> None:
+    """Each member's gratuitous ARP: its leaf learns MAC and IP, EVPN carries both."""
+    from harness.traffic.garp import send_garp
+
+    for t in plan.tenants:
+        for m in t.members:
+            lab.in_namespace(m.host, lambda m=m: send_garp(m.nic, str(m.address.ip)))
+
+
+def _evpn(lab, plan: Plan, timeout: float = 10.0) -> tuple[int, tuple[str, ...]]:
+    """Remote members' MAC/IP type-2 routes on every VTEP leaf, polled until complete."""
+    rt_asn = plan.fabric.cluster.addressing.fe_asn
+    mac_of = {(m.host, m.nic): _nic_mac(lab, m.host, m.nic) for t in plan.tenants for m in t.members}
+    want = {(leaf, t.vni, mac_of[(m.host, m.nic)], str(m.address.ip), m.host)
+            for t in plan.tenants for leaf in t.leaves for m in t.members if m.leaf != leaf}
+    deadline = time.monotonic() + timeout
+    while True:
+        have: set[tuple[str, int, str, str]] = set()
+        for leaf in sorted({w[0] for w in want}):
+            have |= {(leaf, *r) for r in type2_routes(lab.vtysh(leaf, "show bgp l2vpn evpn route type macip"),
+                                                      rt_asn)}
+        missing = sorted(w for w in want if w[:4] not in have)
+        if not missing or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    return len(want), tuple(f"{leaf}: no type-2 for {host} ({mac} {ip}) in VNI {vni}"
+                            for leaf, vni, mac, ip, host in missing)
+
+
+def type2_routes(text: str, rt_asn: int) -> set[tuple[int, str, str]]:
+    """(vni, mac, ip) of every MAC/IP type-2 route in `show bgp l2vpn evpn route type macip`,
+    the VNI read from the route target (ASN:VNI) printed under it."""
+    out: set[tuple[int, str, str]] = set()
+    pending: list[tuple[str, str]] = []
+    rt = re.compile(rf"RT:{rt_asn}:(\d+)")
+    for line in text.splitlines():
+        m = _TYPE2.search(line)
+        if m:
+            if m.group(2):
+                pending.append((m.group(1), m.group(2)))
+            continue
+        r = rt.search(line)
+        if r and pending:
+            out |= {(int(r.group(1)), mac, ip) for mac, ip in pending}
+            pending = []
+    return out
+
+
+def _nic_mac(lab, node: str, nic: str) -> str:
+    from harness.traffic.probe import mac_of
+    import socket
+
+    def read() -> str:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as s:
+            return mac_of(s, nic).hex(":")
+
+    return lab.in_namespace(node, read)
+
+
+def _verdict(plan: Plan, shots: list[Expectation], landings: list[Landing], counted: dict[str, dict[str, int]],
+             gaps: list[str], evpn_expected: int, evpn_missing: tuple[str, ...], t0: float) -> TenantResult:
+    where: dict[int, set[tuple[str, str]]] = defaultdict(set)
+    for a in landings:
+        if not a.encapsulated:  # a tunnelled copy between VTEPs is transport, not delivery
+            where[a.shot].add((a.node, a.port))
+    tenant_of = {(m.host, m.nic): t.name for t in plan.tenants for m in t.members}
+    leaks, wrong, failed = [], [], []
+    controls = [x for x in shots if x.kind == "tenant control"]
+    for x in shots:
+        got = where.get(x.shot.id, set())
+        home = tenant_of[(x.shot.src_node, x.shot.src_port)]
+        if x.entry and x.must_land is None:
+            dst = {(x.shot.to_node, x.shot.to_port)} & got
+            if dst:
+                wrong.append(f"{x} — landed on {x.shot.to_node}:{x.shot.to_port}")
+        elif x.must_land is None:
+            # a frame for an unknown MAC floods its own segment: only a landing outside it leaks
+            out = sorted(w for w in got if tenant_of.get(w) != home)
+            if out:
+                leaks.append(f"{x} — landed on {', '.join(f'{n}:{p}' for n, p in out)}")
+        elif x.must_land not in got:
+            (wrong if x.entry else failed).append(f"{x} — did not")
+        if x.entry and counted.get(x.leaf, {}).get(x.entry, 0) < 1:
+            wrong.append(f"{x} — {x.leaf}'s counter of {x.entry} did not count it")
+    negatives = sum(1 for x in shots if x.must_land is None and not x.entry)
+    acl = [x for x in shots if x.entry]
+    problems = tuple(gaps) + tuple(leaks) + tuple(f"control failed: {f}" for f in failed) + evpn_missing + tuple(
+        wrong)
+    landed = len(controls) - len(failed)
+    figures = (f"{len(controls)} controls, {negatives} cross-tenant/underlay frames, {evpn_expected} type-2 "
+               f"routes, {len(acl)} ACL entries, in {time.monotonic() - t0:.1f} s")
+    if not problems:
+        reason = (f"tenants isolated: 0/{negatives} frames left their tenant, {landed}/{len(controls)} controls "
+                  f"landed, {evpn_expected}/{evpn_expected} remote MAC/IP type-2 routes; ACL: {len(acl)}/{len(acl)} "
+                  f"entries decided and counted as declared; {figures}")
+    else:
+        parts = []
+        if leaks:
+            parts.append(f"{len(leaks)} frames left their tenant, e.g. {leaks[0]}")
+        if failed:
+            parts.append(f"{len(failed)}/{len(controls)} controls did not land (nothing is proven until they do), "
+                         f"e.g. {failed[0]}")
+        if evpn_missing:
+            parts.append(f"{len(evpn_missing)}/{evpn_expected} type-2 routes missing, e.g. {evpn_missing[0]}")
+        if wrong:
+            parts.append(f"{len(wrong)} ACL outcomes differ from the declaration, e.g. {wrong[0]}")
+        if gaps:
+            parts.append(gaps[0])
+        reason = "NOT as declared: " + " | ".join(parts) + f"; {figures}"
+    return TenantResult(reason=reason, seconds=round(time.monotonic() - t0, 2), problems=problems,
+                        controls=len(controls), controls_landed=landed, negatives=negatives, leaks=tuple(leaks),
+                        evpn_expected=evpn_expected, evpn_missing=evpn_missing, acl_entries=len(acl),
+                        acl_wrong=tuple(wrong), counters=counted)
+
+
