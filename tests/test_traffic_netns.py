@@ -18,13 +18,13 @@ from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 
 from harness.nsenter import entered
-from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, SpecError, TcpClientSpec, TcpServerSpec,
-                                   TrafficError, UdpFlow, losses)
+from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, SpecError, TcpClientSpec, TcpResult,
+                                   TcpServerSpec, TrafficError, UdpFlow, losses)
 from harness.traffic.neighwatch import NeighbourWatch
 from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RETH, parse_udp_payload,
                                   roce_sport, verify_icrc)
-from harness.traffic.runner import (netns_exists, run_sender, run_tcp_client, start_receiver, start_receivers,
-                                    start_sender, start_senders, start_tcp_server, veth_testbed)
+from harness.traffic.runner import (TrafficProcess, netns_exists, run_sender, run_tcp_client, start_receiver,
+                                    start_receivers, start_sender, start_senders, start_tcp_server, veth_testbed)
 from harness.traffic.tcp import iperf3_path, run_iperf3
 from harness.wait import until
 
@@ -284,6 +284,37 @@ def test_tcp_transfer(testbed):
     assert client.bytes == served.bytes == 2 * size
     assert len({s.local for s in client.streams}) == 2 and client.gbps > 0
     assert {s.remote for s in served.streams} == {s.local for s in client.streams}
+
+
+def test_a_paced_tcp_stream_keeps_its_rate_and_shows_a_stall(testbed):
+    """The receiver's longest gap is the stall: small on a quiet link, about the outage when
+    the link drops everything for a while (the control)."""
+    _, dst = testbed
+    spec = TcpClientSpec(dst=dst, duration_s=2.0, rate_mbps=8.0, timeout_s=30)
+    with start_tcp_server(NS_B, TcpServerSpec(streams=1, timeout_s=30)) as server:
+        client = run_tcp_client(NS_A, spec)
+        quiet = server.result(30).streams[0]
+    assert 0.6 < client.bytes * 8 / 1e6 / 2.0 / 8.0 < 1.2  # near 8 Mb/s
+    assert quiet.max_gap_ns < 150e6
+    with start_tcp_server(NS_B, TcpServerSpec(streams=1, timeout_s=30)) as server:
+        proc = TrafficProcess(NS_A, "harness.traffic.tcp", spec, TcpResult)
+        with proc:
+            until(lambda: subprocess.run(["ip", "netns", "exec", NS_A, "ss", "-Htn", "state", "established",
+                                          "dport", "=", ":5201"], capture_output=True, text=True).stdout.strip(),
+                  20, "the stream to connect")
+            time.sleep(0.3)  # into the stream, then an outage of 0.4 s
+            subprocess.run(["tc", "-n", NS_A, "qdisc", "add", "dev", "veth0", "root", "tbf", "rate", "1kbit",
+                            "burst", "1600", "limit", "1"], check=True)
+            time.sleep(0.4)
+            subprocess.run(["tc", "-n", NS_A, "qdisc", "del", "dev", "veth0", "root"], check=True)
+            proc.result(30)
+        stalled = server.result(30).streams[0]
+    assert stalled.max_gap_ns > 350e6 and stalled.gap_start_ns > 0
+
+
+def test_rate_needs_a_duration():
+    with pytest.raises(SpecError, match="rate_mbps paces a duration_s transfer"):
+        TcpClientSpec(dst="10.0.0.1", bytes_per_stream=10, rate_mbps=5)
 
 
 @pytest.mark.skipif(iperf3_path() is None, reason="iperf3 is not installed (optional)")

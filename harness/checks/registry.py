@@ -84,6 +84,29 @@ def _tenants(lab):
     return check_tenants(lab)
 
 
+def _fe_ecmp(lab):
+    from harness.checks.fe_tcp import check_fe_ecmp
+
+    return check_fe_ecmp(lab)
+
+
+def _fe_failover(lab):
+    from harness.checks.fe_tcp import check_fe_failover
+
+    return check_fe_failover(lab)
+
+
+def _no_fe_pair(plan: Plan) -> str | None:
+    from harness.checks.fe_tcp import fe_pair
+
+    try:
+        fe_pair(plan)
+    except HarnessError as e:
+        return str(e)
+    leaf = plan.switch(plan.host(fe_pair(plan)[0][0]).nic(fe_pair(plan)[0][1]).peer)
+    return None if len(leaf.fabric_ports) >= 2 else f"{leaf.name} has one uplink: nothing to spread or fail over"
+
+
 def _no_tenants(plan: Plan) -> str | None:
     return None if plan.tenants else "no FE tenants declared (Cluster.tenants): nothing to isolate or filter"
 
@@ -149,6 +172,9 @@ CHECKS: tuple[Check, ...] = (
     Check("tenants", "FE tenants: frames stay in their EVPN/VXLAN segment (controls inside each), remote members' "
           "MAC/IP as type-2 routes on every VTEP, every edge ACL entry permits or denies and counts as declared",
           (Case("tenants", _tenants),), _no_tenants),
+    Check("fe-tcp", "TCP on the frontend: connections spread over every FE uplink (fair-hash band), and a failed "
+          "uplink costs a stream no more than TCP's first retransmission after hard_ms",
+          (Case("fe-ecmp", _fe_ecmp), Case("fe-failover", _fe_failover)), _no_fe_pair),
     Check("lossless", "the declared lossless contract on every BE hop (PFC, DSCP/TC/queue/PG, ECN, CNP queue, "
           "watchdog, buffers, MTU), then RoCE frames at the RoCE MTU and DSCP on the wire of every BE path",
           (Case("lossless-audit", _lossless_audit), Case("lossless-wire", _lossless_wire))),

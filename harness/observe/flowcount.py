@@ -1,4 +1,4 @@
-"""Exact packet counts per (egress port, UDP source port) on a switch, from nftables.
+"""Exact packet counts per (egress port, UDP or TCP source port) on a switch, from nftables.
 
 Interface counters also count BGP, BFD and RA packets; these count only the traffic under
 test, matched in the forward hook by egress port and UDP destination port. Each (port,
@@ -24,13 +24,15 @@ class FlowCounters:
     those (other traffic to `dport` is not recorded)."""
 
     def __init__(self, lab, node: str, ports: list[str], sports: list[int] | None = None,
-                 dport: int = 4791) -> None:
+                 dport: int = 4791, protocol: str = "udp") -> None:
         if not ports:
             raise HarnessError(f"FlowCounters on {node}: ports is empty; give the egress ports to count on")
         bad = [s for s in sports or () if not 0 < s < 1 << 16]
         if bad or not 0 < dport < 1 << 16:
             raise HarnessError(f"FlowCounters on {node}: not UDP ports: {bad or dport}")
-        self.lab, self.node, self.ports, self.dport = lab, node, list(ports), dport
+        if protocol not in ("udp", "tcp"):
+            raise HarnessError(f"FlowCounters on {node}: protocol {protocol!r}: use udp or tcp")
+        self.lab, self.node, self.ports, self.dport, self.protocol = lab, node, list(ports), dport, protocol
         self.sports = sorted(set(sports)) if sports is not None else None
         self.table = f"fablab_count_{next(_ids)}"
 
@@ -48,13 +50,14 @@ class FlowCounters:
         if self.sports is not None:
             wanted = ("  set wanted {\n    type inet_service\n"
                       f"    elements = {{ {', '.join(map(str, self.sports))} }}\n  }}\n")
-            match = " udp sport @wanted"
+            match = f" {self.protocol} sport @wanted"
         return (f"table inet {self.table} {{\n"
                 f"  set flows {{\n    type ifname . inet_service\n    size {min(size, _MAX_ELEMENTS)}\n"
                 f"    flags dynamic\n    counter\n  }}\n"
                 f"{wanted}"
                 f"  chain forward {{\n    type filter hook forward priority -10; policy accept;\n"
-                f"    oifname {{ {ports} }} udp dport {self.dport}{match} update @flows {{ oifname . udp sport }}\n"
+                f"    oifname {{ {ports} }} {self.protocol} dport {self.dport}{match} "
+                f"update @flows {{ oifname . {self.protocol} sport }}\n"
                 f"  }}\n}}\n")
 
     def install(self) -> FlowCounters:

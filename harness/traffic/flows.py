@@ -457,11 +457,16 @@ class TcpClientSpec:
     device: str | None = None
     sport: int = 0  # first source port (stream i uses sport + i); 0: ephemeral
     timeout_s: float = 60.0
+    rate_mbps: float | None = None  # per stream, paced in 16 KiB writes; None: as fast as TCP goes
 
     def __post_init__(self) -> None:
         problems: list[str] = []
         if self.streams < 1:
             problems.append("streams must be >= 1")
+        if self.rate_mbps is not None and not self.rate_mbps > 0:
+            problems.append("rate_mbps must be > 0")
+        if self.rate_mbps is not None and self.duration_s is None:
+            problems.append("rate_mbps paces a duration_s transfer: give duration_s")
         if (self.bytes_per_stream is None) == (self.duration_s is None):
             problems.append("give exactly one of bytes_per_stream and duration_s")
         _check(problems, "TcpClientSpec")
@@ -474,6 +479,8 @@ class TcpStream:
     bytes: int
     start_ns: int
     end_ns: int
+    max_gap_ns: int = 0  # the server's longest wait between two reads of this stream (a stall)
+    gap_start_ns: int = 0  # when that wait began
 
 
 @dataclass(frozen=True)

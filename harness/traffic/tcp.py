@@ -26,6 +26,7 @@ from harness.traffic.runner import run_in_netns, wait_listening
 
 READY = "READY"
 _CHUNK = 256 * 1024
+_PACED = 16 * 1024
 
 
 class TcpError(TrafficError):
@@ -65,7 +66,9 @@ def serve(spec: TcpServerSpec, on_ready: Callable[[], None] | None = None) -> Tc
                 if key.data is None:
                     conn, peer = listener.accept()
                     conn.setblocking(False)
-                    open_streams[conn] = [_name(conn.getsockname()), _name(peer), 0, time.time_ns()]
+                    now = time.time_ns()
+                    # local, remote, bytes, start, last read, longest gap, its start
+                    open_streams[conn] = [_name(conn.getsockname()), _name(peer), 0, now, now, 0, 0]
                     sel.register(conn, selectors.EVENT_READ, conn)
                     accepted += 1
                     if accepted == spec.streams:
@@ -80,12 +83,16 @@ def serve(spec: TcpServerSpec, on_ready: Callable[[], None] | None = None) -> Tc
                     raise TcpError(f"server: stream from {open_streams[conn][1]} broke: {exc}") from exc
                 state = open_streams[conn]
                 if n:
+                    now = time.time_ns()
+                    if now - state[4] > state[5]:
+                        state[5], state[6] = now - state[4], state[4]
                     state[2] += n
+                    state[4] = now
                     continue
                 sel.unregister(conn)
                 conn.close()
                 del open_streams[conn]
-                done.append(TcpStream(state[0], state[1], state[2], state[3], time.time_ns()))
+                done.append(TcpStream(state[0], state[1], state[2], state[3], time.time_ns(), state[5], state[6]))
     finally:
         for conn in open_streams:
             conn.close()
@@ -113,6 +120,20 @@ def _one_stream(spec: TcpClientSpec, index: int, out: list, errors: list) -> Non
                     part = chunk[:min(_CHUNK, spec.bytes_per_stream - sent)]
                     sock.sendall(part)
                     sent += len(part)
+            elif spec.rate_mbps:
+                # paced: a stall shows as a gap at the server, not as a queue the sender filled
+                piece = chunk[:_PACED]
+                every = _PACED * 8 / (spec.rate_mbps * 1e6)
+                begin = time.monotonic()
+                stop_at = begin + (spec.duration_s or 0)
+                k = 0
+                while (now := time.monotonic()) < stop_at:
+                    due = begin + k * every
+                    if due > now:
+                        time.sleep(due - now)
+                    sock.sendall(piece)
+                    sent += _PACED
+                    k += 1
             else:
                 stop_at = time.monotonic() + (spec.duration_s or 0)
                 while time.monotonic() < stop_at:

@@ -1,0 +1,231 @@
+"""The frontend carries TCP: ECMP spreads connections over every FE uplink, and a failed
+uplink costs a connection no more than TCP's first retransmission.
+
+Between two routed FE hosts behind different FE leaves (tenant members are L2 and have no
+route to each other's leaves: harness/checks/tenants.py covers them):
+
+ECMP. N TCP connections, each from its own source port; the source leaf counts packets per
+(uplink, source port) in nftables. Every connection must stay on one uplink, and the count
+per uplink must fall in the band a fair 5-tuple hash keeps to (the same exact binomial band
+as the BE's ECMP check, N chosen so that an uplink at twice the weight of the others falls
+outside it with probability >= 99.9 %).
+
+Failover. Paced TCP streams for a few seconds; the uplink carrying the most of them loses
+its carrier (the spine end, as a pulled cable) and stays down until the streams end (a
+restore's losses are the failover lessons' restore case). Every stream must finish with
+every byte (no reset), and no stream may stall (the longest wait between two reads at the
+receiver) past the budget: TCP's minimum retransmission timeout (200 ms, Linux) plus the
+slower of the fabric's objectives for the two failures one cable makes: local for the data
+(`Objectives.hard_ms`: the source leaf sees its carrier drop) and remote for the ACKs
+(`Objectives.remote_ms`: the far leaf learns it from a BGP withdrawal). A stream whose data
+never used the failed uplink stalls too when its ACKs did: a lost ACK window stops the
+sender until its retransmission timer fires. The leaf's FIB is polled for when the failed
+uplink left the route, and reported.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
+from harness.checks.result import Outcome
+from harness.errors import HarnessError
+from harness.observe.flowcount import FlowCounters, paths_of
+from harness.plan import Plan
+from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpResult, TcpServerSpec
+from harness.traffic.runner import TrafficProcess, run_tcp_client, start_tcp_server
+
+TCP_RTO_MIN_MS = 200.0  # Linux's TCP_RTO_MIN: the soonest a lost segment is sent again without a probe
+FIRST_SPORT = 21000
+TAIL_S = 0.5  # after the last paced write: the streams' last bytes are in by then, on a fabric that held
+
+
+@dataclass(frozen=True)
+class FeEcmpResult(Outcome):
+    reason: str
+    seconds: float
+    problems: tuple[str, ...]
+    source: str
+    destination: str
+    leaf: str
+    connections: int
+    per_uplink: dict[str, int]
+    low: int
+    high: int
+    split: int
+    unseen: int
+
+
+@dataclass(frozen=True)
+class FeFailoverResult(Outcome):
+    reason: str
+    seconds: float
+    problems: tuple[str, ...]
+    source: str
+    destination: str
+    failed: str  # the cable
+    streams: int
+    on_failed: tuple[int, ...]  # source ports of the streams the failed uplink carried
+    stall_ms: dict[int, float]  # source port -> longest stall at the receiver
+    stall_at_ms: dict[int, float]  # source port -> when that stall began, from the carrier loss
+    budget_ms: float
+    route_moved_ms: float | None  # carrier loss -> the uplink gone from the leaf's route
+    bytes_sent: int
+    bytes_received: int
+
+
+def fe_pair(plan: Plan) -> tuple[tuple[str, str], tuple[str, str]]:
+    """Two routed FE host NICs behind different FE leaves (the first of each)."""
+    by_leaf: dict[str, tuple[str, str]] = {}
+    for h in plan.hosts:
+        for n in h.nics:
+            if n.plane.value == "fe" and n.tenant is None and n.peer not in by_leaf:
+                by_leaf[n.peer] = (h.name, n.name)
+    if len(by_leaf) < 2:
+        raise HarnessError(f"{plan.name}: routed FE hosts sit behind {len(by_leaf)} FE leaf(s); the FE TCP "
+                           "checks need two (hosts outside every tenant, behind different leaves)")
+    first, second = list(by_leaf.values())[:2]
+    return first, second
+
+
+def _uplinks(plan: Plan, src: tuple[str, str]) -> tuple[str, list[str]]:
+    leaf = plan.switch(plan.host(src[0]).nic(src[1]).peer)
+    uplinks = [p.name for p in leaf.fabric_ports]
+    if len(uplinks) < 2:
+        raise HarnessError(f"{leaf.name} has {len(uplinks)} uplink(s): nothing to spread over or fail to")
+    return leaf.name, uplinks
+
+
+def check_fe_ecmp(lab, connections: int | None = None, false_fail: float = FALSE_FAIL) -> FeEcmpResult:
+    t0 = time.monotonic()
+    plan: Plan = lab.plan
+    src, dst = fe_pair(plan)
+    leaf, uplinks = _uplinks(plan, src)
+    n = connections or qps_for(len(uplinks), false_fail)
+    b = bound(n, len(uplinks), false_fail)
+    dst_addr = str(plan.host(dst[0]).nic(dst[1]).address.ip)
+    sports = list(range(FIRST_SPORT, FIRST_SPORT + n))
+    with FlowCounters(lab, leaf, uplinks, sports, dport=TCP_PORT, protocol="tcp") as counters:
+        with start_tcp_server(lab.namespace(dst[0]), TcpServerSpec(streams=n, timeout_s=120)) as server:
+            run_tcp_client(lab.namespace(src[0]), TcpClientSpec(dst_addr, streams=n, bytes_per_stream=16 * 1024,
+                                                                sport=FIRST_SPORT, timeout_s=60), timeout_s=180)
+            server.result(60)
+        counted = counters.read_flows()
+    on = paths_of(counted)
+    per = {u: sum(1 for ports in on.values() if u in ports) for u in uplinks}
+    split = sum(1 for s in sports if len(on.get(s, ())) > 1)
+    unseen = sum(1 for s in sports if s not in on)
+    problems = [f"{leaf}:{u} carried {k} connections, outside a fair hash's {b.low}..{b.high}"
+                for u, k in per.items() if not b.low <= k <= b.high]
+    if split:
+        problems.append(f"{split} connections split over two uplinks (a TCP flow must keep one path)")
+    if unseen:
+        problems.append(f"{unseen} connections seen on no uplink of {leaf}")
+    spread = ", ".join(f"{u} {k}" for u, k in per.items())
+    reason = (f"{'spread' if not problems else 'NOT spread'}: {n} TCP connections {src[0]} -> {dst[0]} over "
+              f"{leaf}'s uplinks {spread} (fair band {b.low}..{b.high}), {split} split, {unseen} unseen"
+              + (f"; {problems[0]}" if problems else ""))
+    return FeEcmpResult(reason, round(time.monotonic() - t0, 2), tuple(problems), f"{src[0]}:{src[1]}",
+                        f"{dst[0]}:{dst[1]} ({dst_addr})", leaf, n, per, b.low, b.high, split, unseen)
+
+
+def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s: float = 4.0,
+                      fail_at_s: float = 1.5) -> FeFailoverResult:
+    t0 = time.monotonic()
+    plan: Plan = lab.plan
+    src, dst = fe_pair(plan)
+    leaf, uplinks = _uplinks(plan, src)
+    dst_nic = plan.host(dst[0]).nic(dst[1])
+    dst_addr, prefix = str(dst_nic.address.ip), plan.route_prefix(dst_nic)
+    objectives = plan.fabric.cluster.objectives
+    # one cable, two failures: the data's leaf sees its carrier go (hard_ms); the ACKs' leaf,
+    # at the far end, hears of it from a BGP withdrawal (remote_ms)
+    budget = TCP_RTO_MIN_MS + max(objectives.hard_ms, objectives.remote_ms)
+    sports = list(range(FIRST_SPORT, FIRST_SPORT + streams))
+    spec = TcpClientSpec(dst_addr, streams=streams, duration_s=duration_s, rate_mbps=rate_mbps, sport=FIRST_SPORT,
+                         timeout_s=duration_s + 30)
+    moved_ms = None
+    with FlowCounters(lab, leaf, uplinks, sports, dport=TCP_PORT, protocol="tcp") as counters:
+        with start_tcp_server(lab.namespace(dst[0]), TcpServerSpec(streams=streams,
+                                                                    timeout_s=duration_s + 60)) as server:
+            with TrafficProcess(lab.namespace(src[0]), "harness.traffic.tcp", spec, TcpResult) as client:
+                start = time.monotonic()
+                _sleep_until(start + fail_at_s)
+                on = paths_of(counters.read_flows())
+                busiest = max(uplinks, key=lambda u: sum(1 for ports in on.values() if u in ports))
+                on_failed = tuple(s for s, ports in sorted(on.items()) if busiest in ports)
+                port = next(p for p in plan.switch(leaf).ports if p.name == busiest)
+                link = lab.link(leaf, port.peer, _index(lab, leaf, busiest, port.peer))
+                failed_at, failed_ns = time.monotonic(), time.time_ns()
+                link.down()
+                try:
+                    moved_ms = _poll_gone(lab, leaf, prefix, busiest, failed_at, start + duration_s)
+                    # back once the streams have sent all: a restore's own losses (a spine that
+                    # forwards before its session is up) are the failover lessons' restore case
+                    _sleep_until(start + duration_s + TAIL_S)
+                finally:
+                    link.up()
+                sent = client.result(60)
+                received = server.result(60)
+    back = _poll_back(lab, leaf, prefix, busiest, time.monotonic() + 60)
+    stall = {_sport(s.remote): round(s.max_gap_ns / 1e6, 1) for s in received.streams}
+    stall_at = {_sport(s.remote): round((s.gap_start_ns - failed_ns) / 1e6, 1) for s in received.streams}
+    problems = []
+    for s, ms in sorted(stall.items()):
+        if ms > budget:
+            where = "on" if s in on_failed else "not on"
+            problems.append(f"stream from port {s} ({where} {leaf}:{busiest}) stalled {ms:.0f} ms from "
+                            f"{stall_at[s]:+.0f} ms after the failure, over {budget:.0f} ms (TCP's "
+                            f"{TCP_RTO_MIN_MS:.0f} ms RTO + the slower of hard_ms and remote_ms)")
+    if not on_failed:
+        problems.append(f"no stream was seen on {leaf}:{busiest}: the failure tested nothing")
+    if not back:
+        problems.append(f"{busiest} was not back in {leaf}'s route to {prefix} 60 s after {link} came back")
+    if received.bytes != sent.bytes:
+        problems.append(f"{sent.bytes - received.bytes} bytes sent were never received")
+    if moved_ms is None:
+        problems.append(f"{leaf}'s route to {prefix} still used {busiest} {duration_s - fail_at_s:.1f} s after "
+                        "the carrier loss")
+    worst = max(stall.values(), default=0.0)
+    moved = f"{moved_ms:.0f} ms" if moved_ms is not None else "never"
+    reason = (f"{'held' if not problems else 'NOT held'}: {link} down under {streams} TCP streams "
+              f"({len(on_failed)} on it): worst stall {worst:.0f} ms (budget {budget:.0f}), route moved in {moved}, "
+              f"{received.bytes}/{sent.bytes} bytes" + (f"; {problems[0]}" if problems else ""))
+    return FeFailoverResult(reason, round(time.monotonic() - t0, 2), tuple(problems), f"{src[0]}:{src[1]}",
+                            f"{dst[0]}:{dst[1]} ({dst_addr})", str(link), streams, on_failed, stall, stall_at, budget,
+                            moved_ms, sent.bytes, received.bytes)
+
+
+def _index(lab, leaf: str, port: str, peer: str) -> int:
+    cables = lab.cables(leaf, peer)
+    return next(i for i, c in enumerate(cables) if (c.a_node, c.a_port) == (leaf, port)
+                or (c.b_node, c.b_port) == (leaf, port))
+
+
+def _poll_gone(lab, leaf: str, prefix, port: str, since: float, until_t: float) -> float | None:
+    while time.monotonic() < until_t:
+        route = lab.route(leaf, prefix)
+        if route is None or port not in route.interfaces:  # gone, or no route at all
+            return round((time.monotonic() - since) * 1000, 1)
+        time.sleep(0.005)
+    return None
+
+
+def _poll_back(lab, leaf: str, prefix, port: str, deadline: float) -> bool:
+    """The restored uplink back in the route: the next check starts from the fabric as planned."""
+    while time.monotonic() < deadline:
+        route = lab.route(leaf, prefix)
+        if route is not None and port in route.interfaces:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _sleep_until(t: float) -> None:
+    delay = t - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _sport(addr: str) -> int:
+    return int(addr.rsplit(":", 1)[1])
