@@ -102,7 +102,9 @@ class Backend:
 
 @dataclass(frozen=True)
 class Frontend:
-    """The north-south Clos: GPU nodes' FE NICs, CPU and storage servers, gateways."""
+    """The north-south Clos: GPU nodes' FE NICs, CPU and storage servers, gateways.
+    `storage_nics`: every GPU node also has a storage NIC (`st0`, `storage_nic_speed`) on its
+    FE leaf, for the storage plane: a tenant declared with `nic='st0'` (see Tenant)."""
 
     spines: int = 2
     leaves: int = 2
@@ -115,6 +117,8 @@ class Frontend:
     gateways: int = 1
     mtu: int = 1500
     ecmp_hash: str = "l4"
+    storage_nics: bool = False
+    storage_nic_speed: int = 200
 
 
 @dataclass(frozen=True)
@@ -216,13 +220,16 @@ class Tenant:
     patterns over them (`gpu0[1-4]`) or roles (`role:storage`); a member of one tenant is an
     access port, a member of several (a gateway, or a GPU node also in the storage tenant) a
     tagged trunk with one VLAN interface per tenant. `vlan` and `subnet` default to one per
-    tenant in declaration order (VLAN 100+i; the i-th /24 of addressing.tenants)."""
+    tenant in declaration order (VLAN 100+i; the i-th /24 of addressing.tenants).
+    `nic`: the NIC members join through where they have it (`st0`, the GPU nodes' storage
+    NIC, makes the tenant the storage plane; hosts without it join with `fe0`)."""
 
     name: str
     vni: int
     members: tuple[str, ...]
     vlan: int | None = None
     subnet: str | None = None
+    nic: str = "fe0"
 
 
 ACL_ACTIONS = ("permit", "deny")
@@ -355,6 +362,7 @@ def rail_nic(rail: int) -> str:
 
 
 FE_NIC = "fe0"
+STORAGE_NIC = "st0"
 MGMT_NIC = "mgmt0"
 
 
@@ -416,6 +424,7 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
     for i, name in enumerate(gpu_names):
         nodes.append(Node(name, Role.GPU, group=None if rail_only else i // per_group + 1))
     fe_hosts = list(gpu_names)
+    storage_links: list[Link] = []
     for prefix, count, role in (
         ("stor", fe.storage_servers, Role.STORAGE),
         ("cpu", fe.cpu_servers, Role.CPU),
@@ -456,6 +465,10 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
         for i, host in enumerate(fe_hosts):
             speed = gpu.fe_speed if i < len(gpu_names) else fe.host_speed
             links.append(Link(host, fe_leaves[i // per_leaf], Plane.FE, speed, a_port=FE_NIC))
+            if fe.storage_nics and i < len(gpu_names):  # in the same rack, to the same leaf
+                storage_links.append(Link(host, fe_leaves[i // per_leaf], Plane.FE, fe.storage_nic_speed,
+                                          a_port=STORAGE_NIC))
+        links += storage_links
     for leaf in fe_leaves:
         for spine in fe_spines:
             links.append(Link(leaf, spine, Plane.FE, fe.uplink_speed))
@@ -554,7 +567,8 @@ def _check_declaration(c: Cluster) -> list[Problem]:
             p.append(Problem(fname, f"{value} is negative", "set it >= 0"))
     for fname, value in (("gpu.nic_speed", gpu.nic_speed), ("gpu.fe_speed", gpu.fe_speed),
                          ("backend.uplink_speed", be.uplink_speed), ("frontend.host_speed", fe.host_speed),
-                         ("frontend.uplink_speed", fe.uplink_speed), ("mgmt.speed", c.mgmt.speed)):
+                         ("frontend.uplink_speed", fe.uplink_speed), ("mgmt.speed", c.mgmt.speed),
+                         ("frontend.storage_nic_speed", fe.storage_nic_speed)):
         if value not in SPEEDS_GBPS:
             p.append(Problem(fname, f"{value}G is not a port speed",
                              f"use one of {', '.join(f'{s}G' for s in SPEEDS_GBPS)}"))

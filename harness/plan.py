@@ -21,9 +21,9 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from harness.errors import Problem, TopologyError
 from harness.hwsku import PortRow, choose, largest
-from harness.model import (ECMP_HASHES, FE_NIC, Fabric, Link, Node, Plane, Role, oversubscription,
+from harness.model import (ECMP_HASHES, STORAGE_NIC, Fabric, Link, Node, Plane, Role, oversubscription,
                            switch_mgmt_port)
-from harness.tenancy import VXLAN_OVERHEAD, members, tenant_subnet, tenant_vlan
+from harness.tenancy import VXLAN_OVERHEAD, member_nics, tenant_subnet, tenant_vlan
 
 SWITCH_ROLES_ORDER = (Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
 
@@ -326,8 +326,8 @@ def make_plan(fabric: Fabric) -> Plan:
             link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
     in_tenants = _tenancy(fabric)
     for i, lk in enumerate(fe_host_links):
-        if lk.a in in_tenants and lk.a_port == FE_NIC:
-            continue  # an L2 tenant member; the other hosts keep their /31s
+        if (lk.a, lk.a_port) in in_tenants or lk.a_port == STORAGE_NIC:
+            continue  # an L2 tenant member (a storage NIC always is); the other hosts keep their /31s
         base = fe_block.network_address + 2 * i
         link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
 
@@ -354,7 +354,7 @@ def make_plan(fabric: Fabric) -> Plan:
         for row, lk, is_b in sorted(ends, key=lambda e: e[0].position):
             peer = lk.a if is_b else lk.b
             addr = link_addr.get((lk.a, lk.a_port)) if is_b else None
-            vlans = tuple(m.vlan for m in in_tenants.get(peer, ())) if is_b and lk.a_port == FE_NIC else ()
+            vlans = tuple(m.vlan for m in in_tenants.get((lk.a, lk.a_port), ())) if is_b else ()
             ports.append(Port(
                 name=row.name, clab=row.clab, index=row.position, peer=peer,
                 peer_port=end_port(lk, not is_b), plane=lk.plane, speed=lk.speed, mtu=mtu_of[lk.plane],
@@ -368,7 +368,7 @@ def make_plan(fabric: Fabric) -> Plan:
             plane_range=be_net if plane is Plane.BE else fe_net,
             oversubscription=oversubscription(fabric, node.name) if node.role in (Role.BE_LEAF, Role.FE_LEAF) else None,
             group=node.group, rail=node.rail,
-            vnis=tuple(sorted({m.vni for p in ports for m in in_tenants.get(p.peer, ()) if p.vlans}))))
+            vnis=tuple(sorted({m.vni for p in ports for m in in_tenants.get((p.peer, p.peer_port), ()) if p.vlans}))))
 
     hosts: list[HostPlan] = []
     for node in fabric.hosts:
@@ -380,8 +380,8 @@ def make_plan(fabric: Fabric) -> Plan:
                 nics.append(Nic(lk.a_port, Plane.MGMT, mgmt_addr[node.name], None, (), 1500,
                                 lk.b, end_port(lk, True)))
                 continue
-            if lk.a_port == FE_NIC and node.name in in_tenants:
-                nics += _tenant_nics(in_tenants[node.name], lk, end_port(lk, True), c.frontend.mtu)
+            if (node.name, lk.a_port) in in_tenants:
+                nics += _tenant_nics(in_tenants[(node.name, lk.a_port)], lk, end_port(lk, True), c.frontend.mtu)
                 continue
             pair = link_addr.get((lk.a, lk.a_port))
             if pair is None:
@@ -419,16 +419,16 @@ class _Membership:
     address: IPv4Interface
 
 
-def _tenancy(fabric: Fabric) -> dict[str, tuple[_Membership, ...]]:
-    """Host -> its tenants, in declaration order, each with the host's address in it
+def _tenancy(fabric: Fabric) -> dict[tuple[str, str], tuple[_Membership, ...]]:
+    """(host, NIC) -> its tenants, in declaration order, each with the NIC's address in it
     (members numbered from the subnet's first address, in the fabric's order)."""
-    out: dict[str, list[_Membership]] = defaultdict(list)
+    out: dict[tuple[str, str], list[_Membership]] = defaultdict(list)
     for i, t in enumerate(fabric.cluster.tenants):
         net = tenant_subnet(fabric, i, t)
-        for k, host in enumerate(members(fabric, t)):
-            out[host].append(_Membership(t.name, t.vni, tenant_vlan(i, t),
-                                         IPv4Interface(f"{net.network_address + 1 + k}/{net.prefixlen}")))
-    return {h: tuple(m) for h, m in out.items()}
+        for k, key in enumerate(member_nics(fabric, t)):
+            out[key].append(_Membership(t.name, t.vni, tenant_vlan(i, t),
+                                        IPv4Interface(f"{net.network_address + 1 + k}/{net.prefixlen}")))
+    return {key: tuple(m) for key, m in out.items()}
 
 
 def _tenant_nics(memberships: tuple[_Membership, ...], lk: Link, leaf_port: str, fe_mtu: int) -> list[Nic]:
@@ -436,12 +436,12 @@ def _tenant_nics(memberships: tuple[_Membership, ...], lk: Link, leaf_port: str,
     mtu = fe_mtu - VXLAN_OVERHEAD
     if len(memberships) == 1:
         m = memberships[0]
-        return [Nic(FE_NIC, Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant)]
-    return [Nic(f"{FE_NIC}.{m.vlan}", Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant,
-                parent=FE_NIC, vlan=m.vlan) for m in memberships]
+        return [Nic(lk.a_port, Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant)]
+    return [Nic(f"{lk.a_port}.{m.vlan}", Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant,
+                parent=lk.a_port, vlan=m.vlan) for m in memberships]
 
 
-def _tenant_plans(fabric: Fabric, in_tenants: dict[str, tuple[_Membership, ...]],
+def _tenant_plans(fabric: Fabric, in_tenants: dict[tuple[str, str], tuple[_Membership, ...]],
                   hosts: list[HostPlan]) -> tuple[TenantPlan, ...]:
     out = []
     for i, t in enumerate(fabric.cluster.tenants):

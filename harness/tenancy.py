@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 
 from harness.errors import Problem
-from harness.model import ACL_ACTIONS, ACL_PROTOCOLS, AclRule, Fabric, Role, Tenant
+from harness.model import (ACL_ACTIONS, ACL_PROTOCOLS, FE_NIC, STORAGE_NIC, AclRule, Fabric, Plane, Role,
+                           Tenant)
 
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8: a tenant frame's MTU is the FE's minus this
 FIRST_VLAN = 100
@@ -63,6 +64,12 @@ def members(fabric: Fabric, tenant: Tenant) -> tuple[str, ...]:
     for pattern in tenant.members:
         chosen |= set(_match(hosts, pattern))
     return tuple(h.name for h in hosts if h.name in chosen)
+
+
+def member_nics(fabric: Fabric, tenant: Tenant) -> tuple[tuple[str, str], ...]:
+    """(host, NIC) of every member: the tenant's `nic` where the host has it, else its FE NIC."""
+    has = {(lk.a, lk.a_port) for lk in fabric.links_in(Plane.FE)}
+    return tuple((h, tenant.nic if (h, tenant.nic) in has else FE_NIC) for h in members(fabric, tenant))
 
 
 def _match(hosts, pattern: str) -> list[str]:
@@ -119,6 +126,11 @@ def check_tenancy(fabric: Fabric) -> list[Problem]:
                                  f"give each tenant its own {key}"))
             else:
                 seen[key][value] = i
+        if t.nic not in (FE_NIC, STORAGE_NIC):
+            p.append(Problem(f"{where}.nic", f"{t.nic!r} is not an FE-side NIC", f"use {FE_NIC!r} or {STORAGE_NIC!r}"))
+        elif t.nic == STORAGE_NIC and not c.frontend.storage_nics:
+            p.append(Problem(f"{where}.nic", f"GPU nodes have no {STORAGE_NIC} (frontend.storage_nics is False)",
+                             "set frontend.storage_nics=True, or join with nic='fe0'"))
         if isinstance(t.members, str) or not isinstance(t.members, tuple) or not t.members:
             p.append(Problem(f"{where}.members", f"{t.members!r}: members are a non-empty tuple of names",
                              "e.g. members=('gpu0[1-4]', 'role:storage', 'gw1')"))
@@ -155,6 +167,14 @@ def check_tenancy(fabric: Fabric) -> list[Problem]:
                     p.append(Problem(f"{where}.subnet", f"{net} overlaps addressing.{plane} {pnet}",
                                      "take tenant subnets from addressing.tenants"))
             subnets.append((t.name, net))
+    if c.frontend.storage_nics and all(isinstance(t, Tenant) and isinstance(t.members, tuple) for t in c.tenants):
+        joined = {m for t in c.tenants for m in member_nics(fabric, t)}
+        loose = [h.name for h in fabric.nodes_with(Role.GPU) if (h.name, STORAGE_NIC) not in joined]
+        if loose:
+            p.append(Problem("frontend.storage_nics", f"{len(loose)} storage NICs are in no tenant "
+                             f"({', '.join(loose[:4])}{', ...' if len(loose) > 4 else ''})",
+                             "declare the storage plane: Tenant('storage', vni=..., members=('role:gpu', "
+                             "'role:storage'), nic='st0')"))
     if c.tenants and c.frontend.mtu - VXLAN_OVERHEAD < 1280:
         p.append(Problem("frontend.mtu", f"MTU {c.frontend.mtu} leaves tenants "
                          f"{c.frontend.mtu - VXLAN_OVERHEAD} after VXLAN's {VXLAN_OVERHEAD} bytes",

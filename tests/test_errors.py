@@ -55,7 +55,7 @@ def test_spine_port_budget_exceeded():
 
 def test_fe_leaf_port_budget_exceeded():
     c = replace(base(), frontend=replace(base().frontend, leaf_ports=4))
-    only(c, "frontend.leaf_ports", "fe-l1 needs 8 ports")
+    only(c, "frontend.leaf_ports", "fe-l1 needs 14 ports")
 
 
 def test_mgmt_port_budget_exceeded():

@@ -18,6 +18,8 @@ TCP, UDP, ICMP = 6, 17, 1
 
 
 def with_tenants(*tenants: Tenant, acl: Acl | None = None, **kw):
+    """ai-cluster with these tenants instead of its own, and no storage NICs (they would need a tenant)."""
+    kw.setdefault("frontend", replace(base().frontend, storage_nics=False))
     return replace(base(), tenants=tenants, acl=acl if acl is not None else Acl(), **kw)
 
 
@@ -115,10 +117,11 @@ def plan():
 
 def test_members_are_l2_ports_and_keep_others_routed(plan):
     leaf = plan.switch("fe-l1")
-    assert {p.peer for p in leaf.tenant_ports} == {"gpu01", "gpu02", "gpu05", "gpu06"}
+    assert {p.peer for p in leaf.tenant_ports if p.peer_port == "fe0"} == {"gpu01", "gpu02", "gpu05", "gpu06"}
+    assert {p.peer for p in leaf.tenant_ports if p.peer_port == "st0"} == {f"gpu0{i}" for i in range(1, 7)}
     assert all(p.address is None and not p.unnumbered for p in leaf.tenant_ports)
     assert {p.peer for p in leaf.host_ports} == {"gpu03", "gpu04"}
-    assert leaf.vnis == (10100, 10200)
+    assert leaf.vnis == (10100, 10200, 10900)
     nic = plan.host("gpu01").nic("fe0")
     assert nic.tenant == "train" and nic.address.network == IPv4Network("10.32.0.0/24") and nic.mtu == 1450
     assert nic.gateway is None and nic.routes == ()
@@ -143,14 +146,16 @@ def test_the_netns_runtime_refuses_a_trunk_it_cannot_build(monkeypatch):
 
 def test_acl_verdicts_follow_first_match(plan):
     entries = compile_acl(plan)
-    gpu01, stor1, gw1 = (plan.host(h).nic("fe0").address.ip for h in ("gpu01", "stor1", "gw1"))
+    gpu01, stor1 = plan.host("gpu01").nic("st0").address.ip, plan.host("stor1").nic("fe0").address.ip
+    gw1 = plan.host("gw1").nic("fe0").address.ip
+    gpu01_fe = plan.host("gpu01").nic("fe0").address.ip
     assert verdict(entries, gpu01, stor1, TCP, 40000, 2049).action == "permit"
     assert verdict(entries, gpu01, stor1, TCP, 40000, 9050).action == "permit"
     assert verdict(entries, gpu01, stor1, TCP, 40000, 22).rule == 2  # the deny after the permits
     assert verdict(entries, gpu01, stor1, UDP, 40000, 2049).action == "deny"
-    assert verdict(entries, gpu01, gw1, TCP, 40000, 22).rule == 3
+    assert verdict(entries, gpu01_fe, gw1, TCP, 40000, 22).rule == 3
     assert verdict(entries, stor1, gpu01, TCP, 2049, 40000).rule is None  # replies: the default
-    assert verdict(entries, gpu01, gw1, ICMP).action == "permit"
+    assert verdict(entries, gpu01_fe, gw1, ICMP).action == "permit"
 
 
 def test_acl_entries_stay_inside_tenants(plan):
@@ -164,14 +169,15 @@ def test_leaf_commands_bridge_each_vni(plan):
     assert "link add br10100 type bridge" in lines
     assert any(line.startswith("link add vx10200 type vxlan id 10200 local 10.16.0.4 dstport 4789 nolearning")
                for line in lines)
-    assert "link set Ethernet8 master br10100" in lines  # stor1
+    assert "link set Ethernet8 master br10900" in lines  # stor1, in the storage plane
 
 
 def test_acl_ruleset_counts_every_entry(plan):
     text = rt.acl_ruleset(plan, plan.switch("fe-l1"))
     names = [e.name for e in compile_acl(plan)]
     assert all(f'comment "{n}"' in text for n in names)
-    assert 'iifname { "Ethernet0", "Ethernet4", "Ethernet16", "Ethernet20" }' in text
+    ports = ", ".join(f'"{p.name}"' for p in plan.switch("fe-l1").tenant_ports)
+    assert f"iifname {{ {ports} }}" in text and "Ethernet0" in ports
     assert "th dport 9000-9100 counter accept" in text
 
 
@@ -179,7 +185,7 @@ def test_tenants_make_sonic_tables(plan):
     from harness.render.sonic import config_db
 
     db = config_db(plan, plan.switch("fe-l2"))
-    assert db["VLAN_MEMBER"]["Vlan100|Ethernet8"] == {"tagging_mode": "untagged"}
+    assert db["VLAN_MEMBER"]["Vlan102|Ethernet8"] == {"tagging_mode": "untagged"}  # stor1 in storage
     assert db["VXLAN_TUNNEL_MAP"]["vtep|map_10100_Vlan100"] == {"vlan": "Vlan100", "vni": "10100"}
     assert "Ethernet8" not in db["INTERFACE"]
     assert db["ACL_RULE"]["FE_EDGE|DEFAULT"]["PACKET_ACTION"] == "FORWARD"
@@ -202,6 +208,25 @@ def test_zebra_never_reads_bgps_vni_lines(plan):
     conf = frr_conf(plan, plan.switch("fe-l1"))
     assert " vni 10100" in split_config(conf, "bgpd")
     assert "vni" not in split_config(conf, "zebra") and "router bgp" not in split_config(conf, "zebra")
+
+
+def test_storage_nics_need_a_tenant():
+    c = replace(base(), tenants=base().tenants[:2])
+    only(c, "frontend.storage_nics", "8 storage NICs are in no tenant")
+
+
+def test_a_storage_tenant_needs_storage_nics():
+    only(with_tenants(Tenant("s", vni=5, members=("role:storage",), nic="st0")), "tenants[0].nic",
+         "frontend.storage_nics is False")
+
+
+def test_the_storage_plane_is_a_tenant_on_its_own_nics(plan):
+    storage = plan.tenant("storage")
+    assert {(m.host, m.nic) for m in storage.members} == (
+        {(f"gpu0{i}", "st0") for i in range(1, 9)} | {("stor1", "fe0"), ("stor2", "fe0")})
+    gpu01 = plan.host("gpu01")
+    assert {n.name: n.tenant for n in gpu01.nics if n.tenant} == {"fe0": "train", "st0": "storage"}
+    assert not any(n.parent for h in plan.hosts for n in h.nics)  # no trunk: the netns runtime can run it
 
 
 def test_frontend_without_tenants_is_unchanged():
