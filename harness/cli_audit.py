@@ -1,5 +1,6 @@
-"""`fablab audit DIR|LAB`: the lossless contract checked hop by hop, in a render's config_db.json
-files or in a running lab's CONFIG_DB and kernel MTUs."""
+"""`fablab audit DIR|LAB`: the lossless contract checked hop by hop, and the FE tenant tables of
+every VTEP leaf, in a render's config_db.json files or in a running lab's CONFIG_DB and kernel
+MTUs."""
 from __future__ import annotations
 
 import argparse
@@ -49,7 +50,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("audit", help="check the lossless contract (PFC, DSCP/TC/queue/PG, ECN, CNP, watchdog, "
-                                     "buffers, MTU) hop by hop in a render directory or a running lab (exit 0 clean, 3 findings, "
+                                     "buffers, MTU) hop by hop, and the FE tenant tables (VLAN, VXLAN, ACL) of every "
+                                     "VTEP leaf, in a render directory or a running lab (exit 0 clean, 3 findings, "
                                      "2 bad input)")
     s.add_argument("target", help="a `fablab render` output directory, or a running lab")
     s.add_argument("--json", action="store_true")

@@ -157,3 +157,77 @@ def test_the_wire_check_reaches_every_leaf_of_every_rail(topology):
     reached = {(rail, plan.host(dst).nic(nic).peer) for (_, _, rail), (dst, nic) in pairs}
     assert reached == leaves
     assert all(src != dst for (src, _, _), (dst, _) in pairs)
+
+
+# --------------------------------------------------------------------------- the FE tenant tables
+
+
+def test_the_tenant_tables_are_audited(ai):
+    contract, _ = ai
+    assert set(contract.tenants) == {"fe-l1", "fe-l2"}
+    assert audit(*ai).vtep_leaves == 2
+
+
+def test_a_vni_mapped_to_another_vlan_on_one_leaf(ai):
+    def change(c):
+        c["fe-l2"]["VXLAN_TUNNEL_MAP"]["vtep|map_10100_Vlan100"]["vlan"] = "Vlan101"
+
+    (f,) = _broken(ai, change)
+    assert (f.node, f.table) == ("fe-l2", "VXLAN_TUNNEL_MAP") and "vlan=Vlan100" in f.expected
+    assert f.found == "vlan=Vlan101"
+
+
+def test_a_member_in_the_wrong_vlan(ai):
+    def change(c):
+        row = c["fe-l1"]["VLAN_MEMBER"].pop("Vlan100|Ethernet0")
+        c["fe-l1"]["VLAN_MEMBER"]["Vlan101|Ethernet0"] = row
+
+    found = {(f.node, f.port, f.table, f.found) for f in _broken(ai, change)}
+    assert ("fe-l1", "Ethernet0", "VLAN_MEMBER", "absent") in found  # not in its tenant's VLAN
+    assert any(f[3].startswith("{tagging_mode") for f in found)  # and in another one
+
+
+def test_an_acl_rule_the_wrong_way_round(ai):
+    def change(c):
+        c["fe-l1"]["ACL_RULE"]["FE_EDGE|R2_0"]["PACKET_ACTION"] = "FORWARD"
+
+    (f,) = _broken(ai, change)
+    assert (f.node, f.table, f.found) == ("fe-l1", "ACL_RULE", "PACKET_ACTION=FORWARD")
+    assert f.expected == "FE_EDGE|R2_0 PACKET_ACTION=DROP"
+
+
+def test_an_acl_rule_nobody_declared(ai):
+    def change(c):
+        c["fe-l2"]["ACL_RULE"]["FE_EDGE|EXTRA"] = {"PRIORITY": "99999", "PACKET_ACTION": "FORWARD",
+                                                   "IP_TYPE": "IPV4ANY"}
+
+    (f,) = _broken(ai, change)
+    assert (f.node, f.table, f.expected) == ("fe-l2", "ACL_RULE", "no FE_EDGE|EXTRA")
+
+
+def test_the_acl_table_misses_a_member_port(ai):
+    def change(c):
+        c["fe-l1"]["ACL_TABLE"]["FE_EDGE"]["ports"].remove("Ethernet0")
+
+    (f,) = _broken(ai, change)
+    assert (f.node, f.table) == ("fe-l1", "ACL_TABLE") and "Ethernet0" in f.expected
+
+
+def test_a_member_port_that_is_also_routed(ai):
+    def change(c):
+        c["fe-l2"]["INTERFACE"]["Ethernet8"] = {}
+        c["fe-l2"]["INTERFACE"]["Ethernet8|10.16.9.0/31"] = {}
+
+    (f,) = _broken(ai, change)
+    assert (f.node, f.port, f.table, f.found) == ("fe-l2", "Ethernet8", "INTERFACE", "10.16.9.0/31")
+
+
+def test_a_render_dir_with_a_broken_tenant_table_exits_3(tmp_path, capsys):
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    write_artifacts(artifacts(plan), tmp_path)
+    path = tmp_path / "configs" / "fe-l1" / "config_db.json"
+    db = json.loads(path.read_text())
+    db["VXLAN_TUNNEL"]["vtep"]["src_ip"] = "10.16.0.99"
+    path.write_text(json.dumps(db))
+    assert main(["audit", str(tmp_path)]) == 3
+    assert "VXLAN_TUNNEL" in capsys.readouterr().out

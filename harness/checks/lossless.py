@@ -40,6 +40,7 @@ class LosslessAudit(Outcome):
     links: int  # switch-to-switch links whose two ends were compared
     findings: tuple[Finding, ...]
     problems: tuple[str, ...] = field(default=())
+    vtep_leaves: int = 0  # FE leaves whose tenant tables were compared
 
     @property
     def reason(self) -> str:
@@ -47,6 +48,8 @@ class LosslessAudit(Outcome):
         figures = (f"{self.switches} BE switches, {self.ports} ports, {self.links} links against RoCE DSCP "
                    f"{q.roce_dscp} -> priority {q.roce_priority}, CNP DSCP {q.cnp_dscp} -> strict queue "
                    f"{q.cnp_priority}, MTU >= {q.roce_frame_bytes}")
+        if self.vtep_leaves:
+            figures += f"; tenant tables of {self.vtep_leaves} VTEP leaves as declared"
         if self.passed:
             return f"lossless on every hop: {figures}"
         return f"{len(self.findings)} finding(s): " + "; ".join(map(str, self.findings[:10])) + \
@@ -64,12 +67,12 @@ def load_dir(directory: Path) -> tuple[Contract, dict[str, dict]]:
                            "(`fablab render TOPOLOGY -o DIR`), which writes the declared contract beside the configs")
     contract = Contract.from_json(contract_path.read_text(), str(contract_path))
     configs = {}
-    for name in contract.be_switches:
+    for name in (*contract.be_switches, *contract.tenants):
         path = directory / "configs" / name / "config_db.json"
         try:
             configs[name] = json.loads(path.read_text())
         except FileNotFoundError:
-            raise HarnessError(f"{path} is missing: BE switch {name} has no config_db.json") from None
+            raise HarnessError(f"{path} is missing: switch {name} has no config_db.json") from None
         except ValueError as e:
             raise HarnessError(f"{path}: not JSON ({e})") from e
     return contract, configs
@@ -94,8 +97,68 @@ def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
             seen.add((name, port))
             links += 1
             findings += _link(name, port, configs[name], peer, peer_port, configs[peer])
+    for leaf, tables in sorted(contract.tenants.items()):
+        findings += _tenant_tables(leaf, tables, contract.l2_ports.get(leaf, ()), configs.get(leaf, {}))
     return LosslessAudit(contract, len(contract.be_switches), ports, links, tuple(findings),
-                         tuple(str(f) for f in findings))
+                         tuple(str(f) for f in findings), len(contract.tenants))
+
+
+# Tables a VTEP leaf holds only for the declared tenants: an entry the declaration does not
+# make (a member in another VLAN, a VNI mapped twice, a rule nobody declared) is a finding too.
+_EXACT = ("VLAN", "VLAN_MEMBER", "VXLAN_TUNNEL", "VXLAN_TUNNEL_MAP", "VXLAN_EVPN_NVO")
+
+
+def _tenant_tables(leaf: str, expected: dict[str, dict], l2_ports: tuple[str, ...], db: dict) -> list[Finding]:
+    """One VTEP leaf's tenant tables against the declaration, entry by entry and field by field."""
+    out: list[Finding] = []
+
+    def where(key: str) -> str:
+        return next((part for part in key.split("|") if part.startswith("Ethernet")), key)
+
+    for table, rows in sorted(expected.items()):
+        found = db.get(table, {})
+        for key, fields in sorted(rows.items()):
+            have = found.get(key)
+            if have is None:
+                out.append(Finding(leaf, where(key), table, f"{key} {_fields(fields)}", "absent"))
+                continue
+            for name, value in sorted(fields.items()):
+                got = have.get(name)
+                if name == "ports":
+                    same = sorted(_as_list(got)) == sorted(value)
+                else:
+                    same = str(got) == str(value)
+                if not same:
+                    out.append(Finding(leaf, where(key), table, f"{key} {name}={_text(value)}",
+                                       f"{name}={_text(got) if got is not None else 'unset'}"))
+        extra = [k for k in found if k not in rows and (table in _EXACT or
+                                                        (table == "ACL_RULE" and k.startswith(_acl_table(rows))))]
+        out += [Finding(leaf, where(k), table, f"no {k}", _fields(found[k])) for k in sorted(extra)]
+    routed = db.get("INTERFACE", {})
+    for port in l2_ports:
+        addresses = [k.split("|", 1)[1] for k in routed if k.startswith(f"{port}|")]
+        if port in routed or addresses:
+            out.append(Finding(leaf, port, "INTERFACE", "no entry (a tenant member's L2 port)",
+                               ", ".join(addresses) or "routed"))
+    return out
+
+
+def _acl_table(rules: dict) -> str:
+    return next(iter(rules), "|").split("|")[0] + "|"
+
+
+def _as_list(value: object) -> list[str]:
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [v for v in str(value or "").split(",") if v]
+
+
+def _text(value: object) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _fields(fields: dict) -> str:
+    return "{" + ", ".join(f"{k}={_text(v)}" for k, v in sorted(fields.items())) + "}"
 
 
 def _get(db: dict, table: str, key: str) -> dict | None:
@@ -198,7 +261,7 @@ def audit_lab(lab) -> LosslessAudit:
     to the lab's declaration, and every GPU NIC's MTU in its node's kernel (the first and last
     hop of every BE path)."""
     contract = contract_of(lab.plan)
-    configs = {name: lab.running_config_db(name) for name in contract.be_switches}
+    configs = {name: lab.running_config_db(name) for name in (*contract.be_switches, *contract.tenants)}
     result = audit(contract, configs)
     hosts: list[Finding] = []
     need = contract.lossless.roce_frame_bytes

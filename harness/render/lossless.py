@@ -1,9 +1,10 @@
-"""lossless.json: the lossless contract a render declares, beside its configs, so that
-`fablab audit DIR` holds the configs to the declaration and not to themselves."""
+"""lossless.json: the contract a render declares, beside its configs, so that `fablab audit
+DIR` holds the configs to the declaration and not to themselves: the lossless settings of the
+BE, and the FE tenant tables of every VTEP leaf."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from harness.errors import HarnessError
 from harness.model import Lossless
@@ -13,22 +14,34 @@ CONTRACT_FILE = "lossless.json"
 
 @dataclass(frozen=True)
 class Contract:
-    """What the audit holds the configs to: the declaration, and which switches are on the BE."""
+    """What the audit holds the configs to: the declaration, which switches are on the BE, and
+    per VTEP leaf the tenant tables the declaration makes (VLAN, VLAN_MEMBER, VXLAN_*,
+    ACL_TABLE, ACL_RULE), with the ports that must stay L2."""
 
     lossless: Lossless
     be_switches: tuple[str, ...]
+    tenants: dict[str, dict[str, dict]] = field(default_factory=dict)  # leaf -> table -> key -> fields
+    l2_ports: dict[str, tuple[str, ...]] = field(default_factory=dict)  # leaf -> tenant member ports
 
     def to_json(self) -> str:
-        return json.dumps({"lossless": asdict(self.lossless), "be_switches": list(self.be_switches)}, indent=1) + "\n"
+        return json.dumps({"lossless": asdict(self.lossless), "be_switches": list(self.be_switches),
+                           "tenants": self.tenants, "l2_ports": {k: list(v) for k, v in self.l2_ports.items()}},
+                          indent=1, sort_keys=True) + "\n"
 
     @classmethod
     def from_json(cls, text: str, source: str) -> Contract:
         try:
             data = json.loads(text)
-            return cls(Lossless(**data["lossless"]), tuple(data["be_switches"]))
+            return cls(Lossless(**data["lossless"]), tuple(data["be_switches"]), data.get("tenants", {}),
+                       {k: tuple(v) for k, v in data.get("l2_ports", {}).items()})
         except (ValueError, KeyError, TypeError) as e:
             raise HarnessError(f"{source}: not a lossless contract ({e}); render the topology again") from e
 
 
 def contract_of(plan) -> Contract:
-    return Contract(plan.fabric.cluster.lossless, tuple(s.name for s in plan.switches if s.lossless))
+    from harness.render.sonic import tenant_tables
+
+    leaves = [s for s in plan.switches if s.vnis]
+    return Contract(plan.fabric.cluster.lossless, tuple(s.name for s in plan.switches if s.lossless),
+                    {s.name: tenant_tables(plan, s) for s in leaves},
+                    {s.name: tuple(p.name for p in s.tenant_ports) for s in leaves})

@@ -67,14 +67,14 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
     if sw.lossless:
         db.update(_lossless(plan, sw))
     if sw.vnis:
-        db.update(_tenants(plan, sw))
+        db.update(tenant_tables(plan, sw))
     return db
 
 
 VTEP = "vtep"
 
 
-def _tenants(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
+def tenant_tables(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
     """A VTEP leaf: a VLAN per tenant behind it, its members' ports in it (tagged on a trunk),
     the VLAN mapped to the tenant's VNI on the loopback's VTEP, EVPN as the control plane,
     and the edge ACL on every member port (ingress)."""
