@@ -24,7 +24,6 @@ import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from ipaddress import IPv4Address
 
 from harness.acl import AclEntry, compile_acl, verdict
 from harness.checks.result import Outcome
@@ -72,14 +71,6 @@ class TenantResult(Outcome):
 
 
 # --------------------------------------------------------------------------- planning
-
-
-def _members_by_host(plan: Plan) -> dict[str, list[TenantMember]]:
-    out: dict[str, list[TenantMember]] = defaultdict(list)
-    for t in plan.tenants:
-        for m in t.members:
-            out[m.host].append(m)
-    return out
 
 
 def plan_shots(plan: Plan, nonce=new_nonce) -> tuple[list[Expectation], list[str]]:

@@ -9,15 +9,14 @@ frames a tap sends itself are not counted.
 """
 from __future__ import annotations
 
-import select
 import socket
 import struct
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from harness.traffic.probe import ETH_P_ALL, ETH_P_IP, MAGIC, NONCE_BYTES, OpenIn, _checksum, mac_of
+from harness.traffic.probe import (ETH_P_ALL, ETH_P_IP, MAGIC, NONCE_BYTES, OpenIn, internet_checksum, mac_of,
+                                   read_until)
 
 PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
 _PACKET_OUTGOING = 4
@@ -70,14 +69,14 @@ def l4_frame(src_mac: bytes, dst_mac: bytes, shot: Shot, ttl: int = 64) -> bytes
     else:
         l4 = struct.pack("!BBHHH", 8, 0, 0, shot.id & 0xFFFF, 1) + body  # echo request
     if shot.protocol == 1:
-        l4 = l4[:2] + struct.pack("!H", _checksum(l4)) + l4[4:]
+        l4 = l4[:2] + struct.pack("!H", internet_checksum(l4)) + l4[4:]
     else:
         pseudo = src + dst + struct.pack("!BBH", 0, shot.protocol, len(l4))
         at = 16 if shot.protocol == 6 else 6
-        l4 = l4[:at] + struct.pack("!H", _checksum(pseudo + l4)) + l4[at + 2:]
+        l4 = l4[:at] + struct.pack("!H", internet_checksum(pseudo + l4)) + l4[at + 2:]
     header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), shot.id & 0xFFFF, 0x4000, ttl, shot.protocol, 0,
                          src, dst)
-    header = header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
+    header = header[:10] + struct.pack("!H", internet_checksum(header)) + header[12:]
     return dst_mac + src_mac + struct.pack("!H", ETH_P_IP) + header + l4
 
 
@@ -122,20 +121,8 @@ class TapSession:
                 quiet: float = 0.3) -> list[Landing]:
         """Read the taps until `done(landings)` holds and `quiet` s passed without a frame,
         or until the deadline."""
-        got: list[Landing] = []
-        last = time.monotonic()
-        finished = False
-        while True:
-            now = time.monotonic()
-            if now > deadline or (finished and now - last > quiet):
-                return got
-            ready, _, _ = select.select(list(self._taps), [], [], 0.05)
-            for sock in ready:
-                new = _drain(sock, *self._taps[sock], nonces)
-                if new:
-                    got += new
-                    last = time.monotonic()
-            finished = finished or done(got)
+        return read_until(list(self._taps), lambda sock: _drain(sock, *self._taps[sock], nonces), done, deadline,
+                          quiet)
 
     def close(self) -> None:
         for s in list(self._taps) + list(self._senders.values()):

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Address
+from typing import TypeVar
 
 from harness.errors import HarnessError
 
@@ -39,6 +40,7 @@ SO_RCVBUFFORCE = 33  # asm-generic/socket.h: as root, past net.core.rmem_max
 SIOCGIFHWADDR = 0x8927
 NONCE_BYTES = 8
 _PAYLOAD = struct.Struct(f"!8sI{NONCE_BYTES}s")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def new_nonce() -> bytes:
     return os.urandom(NONCE_BYTES)
 
 
-def _checksum(data: bytes) -> int:
+def internet_checksum(data: bytes) -> int:
     if len(data) % 2:
         data += b"\0"
     total = sum(struct.unpack(f"!{len(data) // 2}H", data))
@@ -99,7 +101,7 @@ def frame(src_mac: bytes, dst_mac: bytes, src: str, dst: str, probe_id: int, non
     udp = struct.pack("!HHHH", PROBE_PORT, PROBE_PORT, 8 + len(body), 0) + body
     header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), probe_id & 0xFFFF, 0, ttl, 17, 0,
                          IPv4Address(src).packed, IPv4Address(dst).packed)
-    header = header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
+    header = header[:10] + struct.pack("!H", internet_checksum(header)) + header[12:]
     return dst_mac + src_mac + struct.pack("!H", ETH_P_IP) + header + udp
 
 
@@ -188,21 +190,8 @@ class ProbeSession:
                 quiet: float = 0.3) -> list[Arrival]:
         """Read until `must_arrive(arrivals)` holds and `quiet` s passed without a probe, or
         until the deadline."""
-        arrivals: list[Arrival] = []
-        last = time.monotonic()
-        done = False
-        while True:
-            now = time.monotonic()
-            if now > deadline or (done and now - last > quiet):
-                return arrivals
-            ready, _, _ = select.select(list(self._listeners), [], [], 0.05)
-            for sock in ready:
-                got = _read(sock, self._listeners[sock], nonces)
-                if got:
-                    arrivals += got
-                    last = time.monotonic()
-                    done = False
-            done = done or must_arrive(arrivals)
+        return read_until(list(self._listeners), lambda sock: _read(sock, self._listeners[sock], nonces),
+                          must_arrive, deadline, quiet)
 
     def close(self) -> None:
         socks = [s for n in self._nodes.values() for s in n.sockets()]
@@ -217,6 +206,27 @@ class ProbeSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_until(socks: list[socket.socket], read: Callable[[socket.socket], list[R]],
+               done: Callable[[list[R]], bool], deadline: float, quiet: float) -> list[R]:
+    """What `read` makes of the sockets as they become readable, until `done(got)` holds and
+    `quiet` s passed without anything new, or until the deadline."""
+    got: list[R] = []
+    last = time.monotonic()
+    finished = False
+    while True:
+        now = time.monotonic()
+        if now > deadline or (finished and now - last > quiet):
+            return got
+        ready, _, _ = select.select(socks, [], [], 0.05)
+        for sock in ready:
+            new = read(sock)
+            if new:
+                got += new
+                last = time.monotonic()
+                finished = False
+        finished = finished or done(got)
 
 
 def _open(node: str, listen: bool, sends: list[str], macs: list[str]) -> _NodeSockets:
