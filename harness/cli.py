@@ -74,6 +74,17 @@ def cmd_show(args: argparse.Namespace) -> int:
                      "optics": "transceivers"}[section]
             t.add_row(f"{label} {item}", str(k))
     out.print(t)
+    if s["tenants"]:
+        t = Table(title="FE tenants (EVPN/VXLAN)")
+        for col in ("tenant", "VNI", "VLAN", "subnet", "members", "leaves"):
+            t.add_column(col)
+        for x in s["tenants"]:
+            t.add_row(x["name"], str(x["vni"]), str(x["vlan"]), x["subnet"], " ".join(x["members"]),
+                      " ".join(x["leaves"]))
+        out.print(t)
+        rules = s["acl"]["rules"]
+        out.print("edge ACL (first match wins): " + "; ".join(f"{i}: {r}" for i, r in enumerate(rules))
+                  + f"; default {s['acl']['default']}", soft_wrap=True)
     r = s["ranges"]
     out.print(f"ranges: BE {r['be']} (rails {', '.join(r['be_rails'])}), FE {r['fe']}, mgmt {r['mgmt']}")
     return 0

@@ -581,4 +581,11 @@ def summary(plan: Plan) -> dict:
                    "mgmt": str(plan.mgmt_network)},
         "bom": {"switches": dict(plan.bom.switches), "ports_used": dict(plan.bom.ports_used),
                 "cables": dict(plan.bom.cables), "optics": dict(plan.bom.optics)},
+        "tenants": [{"name": t.name, "vni": t.vni, "vlan": t.vlan, "subnet": str(t.subnet),
+                     "members": [f"{m.host}:{m.nic}" for m in t.members], "leaves": list(t.leaves)}
+                    for t in plan.tenants],
+        "acl": {"default": f.cluster.acl.default,
+                "rules": [f"{r.action} {r.protocol} {r.src} -> {r.dst}"
+                          + (f" dport {r.dst_ports}" if r.dst_ports else "")
+                          + (f" sport {r.src_ports}" if r.src_ports else "") for r in f.cluster.acl.rules]},
     }

@@ -117,6 +117,9 @@ def check_tenancy(fabric: Fabric) -> list[Problem]:
                              "letters, digits and '-', starting with a letter, at most 15"))
         if not isinstance(t.vni, int) or not 1 <= t.vni <= 16777214:
             p.append(Problem(f"{where}.vni", f"{t.vni!r} is not a VXLAN VNI", "use 1..16777214, e.g. 10100"))
+        elif c.addressing.fe_asn > 0xFFFF and t.vni > 0xFFFF:
+            p.append(Problem(f"{where}.vni", f"VNI {t.vni} does not fit the route target {c.addressing.fe_asn}:VNI "
+                             "(a 4-byte ASN leaves 16 bits for the VNI)", "use a VNI up to 65535, or a 2-byte fe_asn"))
         vlan = tenant_vlan(i, t)
         if not isinstance(vlan, int) or not 2 <= vlan <= 4094:
             p.append(Problem(f"{where}.vlan", f"{vlan!r} is not a usable VLAN", "use 2..4094 (1 is the default VLAN)"))

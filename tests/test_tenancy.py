@@ -51,6 +51,11 @@ def test_vni_out_of_range():
     only(with_tenants(Tenant("a", vni=2 ** 24, members=("gpu01",))), "tenants[0].vni", "not a VXLAN VNI")
 
 
+def test_vni_too_wide_for_a_4_byte_asn_route_target():
+    only(with_tenants(Tenant("a", vni=70000, members=("gpu01",)), addressing=Addressing(fe_asn=4200000000)),
+         "tenants[0].vni", "does not fit the route target")
+
+
 def test_vlan_one_is_reserved():
     only(with_tenants(Tenant("a", vni=5, members=("gpu01",), vlan=1)), "tenants[0].vlan", "not a usable VLAN")
 
