@@ -108,6 +108,81 @@ def test_a_port_without_qos_maps(ai):
     assert [(f.node, f.port, f.table) for f in found] == [("be-g1-r1", "Ethernet0", "PORT_QOS_MAP")]
 
 
+def test_a_host_port_missing_from_port_is_named_on_its_switch(ai):
+    found = _broken(ai, lambda c: c["be-g2-r2"]["PORT"].pop("Ethernet4"))
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-g2-r2", "Ethernet4", "PORT", "absent")]
+    assert "cabled to gpu06:rail2" in found[0].expected
+
+
+def test_a_port_left_admin_down(ai):
+    found = _broken(ai, lambda c: c["be-s2"]["PORT"]["Ethernet8"].__setitem__("admin_status", "down"))
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-s2", "Ethernet8", "PORT", "down")]
+
+
+def test_the_two_ends_of_a_link_at_different_speeds(ai):
+    found = _broken(ai, lambda c: c["be-g1-r3"]["PORT"]["Ethernet20"].__setitem__("speed", "100000"))
+    assert len(found) == 1 and "speed as at its peer be-g1-r3:Ethernet20 (100000)" in found[0].expected
+
+
+def test_a_link_compared_by_its_declared_cable_not_its_description(ai):
+    def change(c):
+        c["be-g1-r3"]["PORT"]["Ethernet20"].update(description="spare", mtu="9000")
+    found = _broken(ai, change)
+    assert [f.table for f in found] == ["PORT"] and "mtu as at its peer be-g1-r3:Ethernet20 (9000)" in found[0].expected
+
+
+def test_a_switch_pausing_a_priority_the_declaration_leaves_lossy(ai):
+    def change(c):  # the whole switch, so both ends of no link disagree on its host ports
+        for row in c["be-g2-r0"]["PORT_QOS_MAP"].values():
+            row["pfc_enable"] = "3,4"
+    found = _broken(ai, change)
+    own = [f for f in found if f.node == "be-g2-r0" and f.expected.startswith("pfc_enable on no priority but 3")]
+    assert len(own) == len(ai[1]["be-g2-r0"]["PORT_QOS_MAP"]) and own[0].found == "3,4"
+
+
+def test_lossy_traffic_mapped_into_the_lossless_class(ai):
+    found = _broken(ai, lambda c: c["be-s1"]["DSCP_TO_TC_MAP"]["AI_ROCE"].update({"0": "3", "8": "3"}))
+    assert found and all(f.node == "be-s1" and f.table == "DSCP_TO_TC_MAP" for f in found)
+    assert found[0].expected == "no DSCP but 26 in lossless TC 3" and found[0].found == "DSCP 0,8 -> TC 3"
+
+
+def test_ecn_that_never_marks_green_packets(ai):
+    found = _broken(ai, lambda c: c["be-g1-r2"]["WRED_PROFILE"]["AI_LOSSLESS"].__setitem__("ecn", "ecn_yellow_red"))
+    assert found and all(f.table == "QUEUE" and "ecn=ecn_yellow_red" in f.found for f in found)
+
+
+def test_wred_off_for_green_packets(ai):
+    found = _broken(ai, lambda c: c["be-g1-r2"]["WRED_PROFILE"]["AI_LOSSLESS"].__setitem__("wred_green_enable", "false"))
+    assert found and all(f.table == "WRED_PROFILE" and f.found == "false" for f in found)
+
+
+def test_the_roce_pg_on_a_profile_without_headroom(ai):
+    found = _broken(ai, lambda c: c["be-s1"]["BUFFER_PROFILE"]["ingress_lossless_profile"].update(xoff="0"))
+    assert found and all(f.table == "BUFFER_PROFILE" and "xoff=0" in f.found for f in found)
+
+
+def test_a_lossless_profile_on_a_pool_of_the_wrong_direction(ai):
+    found = _broken(ai, lambda c: c["be-s1"]["BUFFER_POOL"]["egress_lossless_pool"].__setitem__("type", "ingress"))
+    assert found and all(f.table == "BUFFER_POOL" and f.port.endswith("|3") and f.found == "ingress" for f in found)
+
+
+def test_a_watchdog_that_can_never_fire(ai):
+    found = _broken(ai, lambda c: c["be-g2-r3"]["PFC_WD"]["Ethernet0"].__setitem__("detection_time", "0"))
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-g2-r3", "Ethernet0", "PFC_WD", "0")]
+
+
+def test_keys_as_sonic_may_write_them_audit_clean(ai):
+    """CONFIG_DB may key a queue or PG by a range ("Ethernet0|3-4") and a QoS row by a list of
+    ports: the same settings written so are still the contract, no finding."""
+    def change(c):
+        db = c["be-s1"]
+        for table in ("BUFFER_PG", "BUFFER_QUEUE"):
+            db[table] = {key.replace("|3", "|3-4"): row for key, row in db[table].items()}
+        qos = db.pop("PORT_QOS_MAP")
+        db["PORT_QOS_MAP"] = {",".join(sorted(qos)): next(iter(qos.values()))}
+    assert _broken(ai, change) == []
+
+
 def test_cli_exit_codes(tmp_path):
     out = tmp_path / "r"
     write_artifacts(artifacts(make_plan(build(BUILTINS["rail-only"]()))), out)
@@ -220,6 +295,53 @@ def test_a_member_port_that_is_also_routed(ai):
 
     (f,) = _broken(ai, change)
     assert (f.node, f.port, f.table, f.found) == ("fe-l2", "Ethernet8", "INTERFACE", "10.16.9.0/31")
+
+
+def test_an_acl_rule_narrowed_by_a_field_nobody_declared(ai):
+    def change(c):
+        c["fe-l2"]["ACL_RULE"]["FE_EDGE|DEFAULT"]["SRC_IP"] = "10.32.0.0/24"
+
+    (f,) = _broken(ai, change)
+    assert (f.node, f.table, f.expected, f.found) == ("fe-l2", "ACL_RULE", "FE_EDGE|DEFAULT without SRC_IP",
+                                                      "SRC_IP=10.32.0.0/24")
+
+
+def test_an_acl_table_nobody_declared_on_a_member_port(ai):
+    def change(c):
+        c["fe-l1"]["ACL_TABLE"]["HOTFIX"] = {"type": "L3", "stage": "ingress", "ports": ["Ethernet4", "Ethernet48"]}
+
+    (f,) = _broken(ai, change)
+    assert (f.node, f.port, f.table, f.found) == ("fe-l1", "Ethernet4", "ACL_TABLE", "HOTFIX on Ethernet4")
+
+
+def test_a_routed_svi_on_a_tenant_vlan(ai):
+    def change(c):
+        c["fe-l2"]["VLAN_INTERFACE"] = {"Vlan101": {}, "Vlan101|10.32.1.254/24": {}}
+
+    found = _broken(ai, change)
+    assert {(f.node, f.port, f.table) for f in found} == {("fe-l2", "Vlan101", "VLAN_INTERFACE")}
+    assert "Vlan101|10.32.1.254/24" in {f.found for f in found}
+
+
+def test_a_tenant_member_port_left_down(ai):
+    (f,) = _broken(ai, lambda c: c["fe-l1"]["PORT"]["Ethernet20"].__setitem__("admin_status", "down"))
+    assert (f.node, f.port, f.table, f.found) == ("fe-l1", "Ethernet20", "PORT", "down")
+
+
+def test_a_leaf_uplink_too_small_for_a_vxlan_frame(ai):
+    contract, configs = ai
+    uplink = next(p for p, need in contract.fe_mtu["fe-l2"].items() if need == 1500)
+    (f,) = _broken(ai, lambda c: c["fe-l2"]["PORT"][uplink].__setitem__("mtu", "1450"))
+    assert (f.node, f.port, f.found) == ("fe-l2", uplink, "1450") and f.expected.startswith("mtu >= 1500")
+
+
+def test_the_contract_round_trips_with_its_cabling(ai):
+    from harness.render.lossless import Contract
+
+    contract, _ = ai
+    again = Contract.from_json(contract.to_json(), "test")
+    assert again == contract and again.be_ports["be-s1"]["Ethernet0"] == "be-g1-r0:Ethernet16"
+    assert set(again.fe_mtu) == {"fe-l1", "fe-l2", "fe-s1", "fe-s2"}
 
 
 def test_a_render_dir_with_a_broken_tenant_table_exits_3(tmp_path, capsys):

@@ -41,6 +41,7 @@ class LosslessAudit(Outcome):
     findings: tuple[Finding, ...]
     problems: tuple[str, ...] = field(default=())
     vtep_leaves: int = 0  # FE leaves whose tenant tables were compared
+    tenant_ports: int = 0  # FE ports a tenant frame crosses, checked up and with its MTU
 
     @property
     def reason(self) -> str:
@@ -49,7 +50,8 @@ class LosslessAudit(Outcome):
                    f"{q.roce_dscp} -> priority {q.roce_priority}, CNP DSCP {q.cnp_dscp} -> strict queue "
                    f"{q.cnp_priority}, MTU >= {q.roce_frame_bytes}")
         if self.vtep_leaves:
-            figures += f"; tenant tables of {self.vtep_leaves} VTEP leaves as declared"
+            figures += (f"; tenant tables of {self.vtep_leaves} VTEP leaves as declared, {self.tenant_ports} FE "
+                        "ports up and carrying a tenant frame")
         if self.passed:
             return f"lossless on every hop: {figures}"
         return f"{len(self.findings)} finding(s): " + "; ".join(map(str, self.findings[:10])) + \
@@ -67,7 +69,7 @@ def load_dir(directory: Path) -> tuple[Contract, dict[str, dict]]:
                            "(`fablab render TOPOLOGY -o DIR`), which writes the declared contract beside the configs")
     contract = Contract.from_json(contract_path.read_text(), str(contract_path))
     configs = {}
-    for name in (*contract.be_switches, *contract.tenants):
+    for name in contract.switches:
         path = directory / "configs" / name / "config_db.json"
         try:
             configs[name] = json.loads(path.read_text())
@@ -81,26 +83,41 @@ def load_dir(directory: Path) -> tuple[Contract, dict[str, dict]]:
 def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
     """Every BE switch's ports against the contract, and both ends of every BE link."""
     findings: list[Finding] = []
-    ports = 0
-    for name in contract.be_switches:
-        db = configs.get(name, {})
-        for port in sorted(db.get("PORT", {})):
-            ports += 1
-            findings += _port(contract.lossless, name, port, db)
-    links = 0
+    across: list[Finding] = []  # after every port's own findings: a link names the hop twice
+    ports = links = 0
     seen: set[tuple[str, str]] = set()
     for name in contract.be_switches:
-        for port, row in sorted(configs.get(name, {}).get("PORT", {}).items()):
-            peer, _, peer_port = str(row.get("description", "")).partition(":")
-            if peer not in configs or (peer, peer_port) in seen:
+        db = configs.get(name, {})
+        for port, far in sorted(_cabling(contract, name, db).items()):
+            ports += 1
+            if _row(db, "PORT", port) is None:
+                findings.append(Finding(name, port, "PORT", f"a row for the port cabled to {far}", "absent"))
+                continue
+            findings += _port(contract.lossless, name, port, db)
+            peer, _, peer_port = far.partition(":")
+            if peer not in contract.be_switches or (peer, peer_port) in seen:
                 continue
             seen.add((name, port))
-            links += 1
-            findings += _link(name, port, configs[name], peer, peer_port, configs[peer])
+            peer_db = configs.get(peer, {})
+            if _row(peer_db, "PORT", peer_port) is not None:  # an absent far end is its own finding
+                links += 1
+                across += _link(name, port, db, peer, peer_port, peer_db)
+    findings += across
     for leaf, tables in sorted(contract.tenants.items()):
         findings += _tenant_tables(leaf, tables, contract.l2_ports.get(leaf, ()), configs.get(leaf, {}))
+    for name, needs in sorted(contract.fe_mtu.items()):
+        findings += _tenant_path(name, needs, configs.get(name, {}))
     return LosslessAudit(contract, len(contract.be_switches), ports, links, tuple(findings),
-                         tuple(str(f) for f in findings), len(contract.tenants))
+                         tuple(str(f) for f in findings), len(contract.tenants),
+                         sum(len(ports) for ports in contract.fe_mtu.values()))
+
+
+def _cabling(contract: Contract, switch: str, db: dict) -> dict[str, str]:
+    """port -> "peer:peer_port": the declared cabling; a contract written before it was
+    declared falls back on the configs' own port descriptions."""
+    if switch in contract.be_ports:
+        return contract.be_ports[switch]
+    return {port: str(row.get("description", "")) for port, row in db.get("PORT", {}).items()}
 
 
 # Tables a VTEP leaf holds only for the declared tenants: an entry the declaration does not
@@ -122,6 +139,8 @@ def _tenant_tables(leaf: str, expected: dict[str, dict], l2_ports: tuple[str, ..
             if have is None:
                 out.append(Finding(leaf, where(key), table, f"{key} {_fields(fields)}", "absent"))
                 continue
+            for name in sorted(set(have) - set(fields)):  # a field nobody declared: a match narrowed, a knob set
+                out.append(Finding(leaf, where(key), table, f"{key} without {name}", f"{name}={_text(have[name])}"))
             for name, value in sorted(fields.items()):
                 got = have.get(name)
                 if name == "ports":
@@ -134,12 +153,40 @@ def _tenant_tables(leaf: str, expected: dict[str, dict], l2_ports: tuple[str, ..
         extra = [k for k in found if k not in rows and (table in _EXACT or
                                                         (table == "ACL_RULE" and k.startswith(_acl_table(rows))))]
         out += [Finding(leaf, where(k), table, f"no {k}", _fields(found[k])) for k in sorted(extra)]
+    declared_acls = expected.get("ACL_TABLE", {})
+    for name, row in sorted(db.get("ACL_TABLE", {}).items()):
+        bound = sorted(set(_as_list(row.get("ports") if isinstance(row, dict) else None)) & set(l2_ports))
+        if name not in declared_acls and bound:
+            out.append(Finding(leaf, bound[0], "ACL_TABLE", f"no ACL table but {', '.join(declared_acls)} on "
+                               "tenant member ports", f"{name} on {','.join(bound)}"))
+    vlans = set(expected.get("VLAN", {}))
+    for key in sorted(k for k in db.get("VLAN_INTERFACE", {}) if k.split("|")[0] in vlans):
+        out.append(Finding(leaf, key.split("|")[0], "VLAN_INTERFACE", "no entry (tenants are declared L2 only: "
+                           "an SVI routes the tenant into the default table)", key))
     routed = db.get("INTERFACE", {})
     for port in l2_ports:
         addresses = [k.split("|", 1)[1] for k in routed if k.startswith(f"{port}|")]
         if port in routed or addresses:
             out.append(Finding(leaf, port, "INTERFACE", "no entry (a tenant member's L2 port)",
                                ", ".join(addresses) or "routed"))
+    return out
+
+
+def _tenant_path(switch: str, needs: dict[str, int], db: dict) -> list[Finding]:
+    """The FE ports a tenant frame crosses: up, and with an MTU that carries it (VXLAN's 50
+    bytes included on fabric ports)."""
+    out = []
+    for port, need in sorted(needs.items()):
+        row = _row(db, "PORT", port)
+        if row is None:
+            out.append(Finding(switch, port, "PORT", "a row (a tenant frame crosses it)", "absent"))
+            continue
+        if row.get("admin_status") != "up":
+            out.append(Finding(switch, port, "PORT", "admin_status up (a tenant frame crosses it)",
+                               row.get("admin_status", "unset (SONiC's default: down)")))
+        if (_number(row.get("mtu")) or 0) < need:
+            out.append(Finding(switch, port, "PORT", f"mtu >= {need} (a tenant frame"
+                               f"{' with VXLAN' if need != min(needs.values()) else ''})", str(row.get("mtu"))))
     return out
 
 
@@ -166,93 +213,178 @@ def _get(db: dict, table: str, key: str) -> dict | None:
     return row if isinstance(row, dict) else None
 
 
+def _row(db: dict, table: str, port: str, index: str | None = None) -> dict | None:
+    """The row of `port` (and queue or PG `index`) as SONiC keys it: exactly, or in a key that
+    lists ports ("Ethernet0,Ethernet4") or spans indexes ("Ethernet0|3-4")."""
+    exact = _get(db, table, port if index is None else f"{port}|{index}")
+    if exact is not None:
+        return exact
+    for key, row in db.get(table, {}).items():
+        ports, _, span = str(key).partition("|")
+        if port not in ports.split(",") or not isinstance(row, dict):
+            continue
+        if index is None and not span:
+            return row
+        low, _, high = span.partition("-")
+        if index is not None and low.isdigit() and (high or low).isdigit() and int(low) <= int(index) <= int(high or low):
+            return row
+    return None
+
+
 def _priorities(text: object) -> set[str]:
     return {p.strip() for p in str(text or "").split(",") if p.strip()}
 
 
+def _number(value: object) -> int | None:
+    return int(value) if str(value or "").isdigit() else None
+
+
+# ECN modes that mark green packets: RoCE data is green (nothing colours it otherwise)
+_ECN_MARKS_GREEN = {"ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all"}
+
+
 def _port(q: Lossless, sw: str, port: str, db: dict) -> list[Finding]:
+    """One BE port: admin state, MTU, PFC and its watchdog, the DSCP -> TC -> queue/PG maps,
+    ECN on the lossless queue, CNPs on a strict queue, buffers and cable length."""
     out: list[Finding] = []
     roce, cnp = str(q.roce_priority), str(q.cnp_priority)
 
     def miss(table: str, expected: str, found: object, at: str = port) -> None:
         out.append(Finding(sw, at, table, expected, "nothing" if found is None else str(found)))
 
-    mtu = (_get(db, "PORT", port) or {}).get("mtu")
-    if not str(mtu or "").isdigit() or int(mtu) < q.roce_frame_bytes:
+    row = _row(db, "PORT", port) or {}
+    if row.get("admin_status") != "up":
+        miss("PORT", "admin_status up (a BE path crosses it)", row.get("admin_status", "unset (SONiC's default: down)"))
+    mtu = row.get("mtu")
+    if (_number(mtu) or 0) < q.roce_frame_bytes:
         miss("PORT", f"mtu >= {q.roce_frame_bytes} (RoCE MTU {q.roce_mtu} with its headers)", mtu)
-    qos = _get(db, "PORT_QOS_MAP", port)
+    qos = _row(db, "PORT_QOS_MAP", port)
     if qos is None:
         miss("PORT_QOS_MAP", "a row: the port's QoS maps and PFC", None)
         return out
-    if roce not in _priorities(qos.get("pfc_enable")):
+    pfc = _priorities(qos.get("pfc_enable"))
+    if roce not in pfc:
         miss("PORT_QOS_MAP", f"pfc_enable including {roce}", qos.get("pfc_enable"))
-    if roce not in _priorities(qos.get("pfcwd_sw_enable")) or _get(db, "PFC_WD", port) is None:
-        miss("PFC_WD", f"the PFC watchdog on priority {roce}",
-             f"pfcwd_sw_enable={qos.get('pfcwd_sw_enable')}, PFC_WD row {'present' if _get(db, 'PFC_WD', port) else 'absent'}")
+    if pfc - {roce}:
+        miss("PORT_QOS_MAP", f"pfc_enable on no priority but {roce} (a paused class without lossless buffers "
+             "backs up the fabric)", qos.get("pfc_enable"))
+    out += _watchdog(sw, port, roce, qos, db)
 
-    def mapped(map_field: str, table: str, key: str) -> str | None:
+    def mapped(map_field: str, table: str) -> dict | None:
         name = qos.get(map_field)
-        row = _get(db, table, str(name)) if name else None
-        if row is None:
-            miss(table, f"map {name!r} (PORT_QOS_MAP.{map_field}) defined", None if not name else "no such map")
-            return None
-        return None if row.get(key) is None else str(row.get(key))
+        found = _get(db, table, str(name)) if name else None
+        if found is None and not name:
+            miss("PORT_QOS_MAP", f"{map_field} naming a {table}", None)
+        elif found is None:
+            miss(table, f"map {name!r} (PORT_QOS_MAP.{map_field}) defined", "no such map")
+        return found
 
-    tc = mapped("dscp_to_tc_map", "DSCP_TO_TC_MAP", str(q.roce_dscp))
-    if tc is not None and tc != roce:
-        miss("DSCP_TO_TC_MAP", f"DSCP {q.roce_dscp} -> TC {roce}", f"TC {tc}")
-    cnp_tc = mapped("dscp_to_tc_map", "DSCP_TO_TC_MAP", str(q.cnp_dscp))
-    if cnp_tc is not None and cnp_tc != cnp:
-        miss("DSCP_TO_TC_MAP", f"CNP DSCP {q.cnp_dscp} -> TC {cnp}", f"TC {cnp_tc}")
-    queue = mapped("tc_to_queue_map", "TC_TO_QUEUE_MAP", roce)
-    if queue is not None and queue != roce:
-        miss("TC_TO_QUEUE_MAP", f"TC {roce} -> queue {roce}", f"queue {queue}")
-    pg = mapped("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", roce)
-    if pg is not None and pg != roce:
-        miss("TC_TO_PRIORITY_GROUP_MAP", f"TC {roce} -> PG {roce}", f"PG {pg}")
-    pfc_queue = mapped("pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE", roce)
-    if pfc_queue is not None and pfc_queue != roce:
-        miss("MAP_PFC_PRIORITY_TO_QUEUE", f"priority {roce} -> queue {roce}", f"queue {pfc_queue}")
-    cnp_queue = mapped("tc_to_queue_map", "TC_TO_QUEUE_MAP", cnp) or cnp
-
-    lossless_queue = _get(db, "QUEUE", f"{port}|{roce}") or {}
-    wred = _get(db, "WRED_PROFILE", str(lossless_queue.get("wred_profile")))
-    if wred is None or str(wred.get("ecn", "ecn_none")) == "ecn_none":
-        miss("QUEUE", f"queue {roce} with a WRED profile that marks ECN",
-             f"wred_profile={lossless_queue.get('wred_profile')}" + ("" if wred is None else f", ecn={wred.get('ecn')}"),
-             f"{port}|{roce}")
-    cnp_sched = _get(db, "SCHEDULER", str((_get(db, "QUEUE", f"{port}|{cnp_queue}") or {}).get("scheduler")))
-    if cnp_sched is None or cnp_sched.get("type") != "STRICT":
-        miss("QUEUE", f"CNP queue {cnp_queue} on a STRICT scheduler", None if cnp_sched is None else cnp_sched.get("type"),
-             f"{port}|{cnp_queue}")
-    for table, key, pool_kind in (("BUFFER_PG", f"{port}|{roce}", "ingress"), ("BUFFER_QUEUE", f"{port}|{roce}", "egress")):
-        row = _get(db, table, key)
-        profile = _get(db, "BUFFER_PROFILE", str((row or {}).get("profile")))
-        if row is None or profile is None:
-            miss(table, f"a {pool_kind} buffer profile for the lossless class, defined in BUFFER_PROFILE",
-                 None if row is None else f"profile {row.get('profile')!r} undefined", key)
-        elif _get(db, "BUFFER_POOL", str(profile.get("pool"))) is None:
-            miss("BUFFER_PROFILE", f"pool {profile.get('pool')!r} defined in BUFFER_POOL", "no such pool", key)
-        elif table == "BUFFER_PG" and not (profile.get("xoff") and profile.get("xon")):
-            miss("BUFFER_PROFILE", "a lossless (xon/xoff) profile on the RoCE PG", f"profile {row.get('profile')!r}", key)
+    dscp_map = mapped("dscp_to_tc_map", "DSCP_TO_TC_MAP")
+    if dscp_map is not None:
+        for dscp, tc, what in ((q.roce_dscp, roce, "DSCP"), (q.cnp_dscp, cnp, "CNP DSCP")):
+            got = dscp_map.get(str(dscp))
+            if str(got) != tc:
+                miss("DSCP_TO_TC_MAP", f"{what} {dscp} -> TC {tc}", f"TC {got}")
+        strays = sorted((d for d, tc in dscp_map.items() if str(tc) == roce and str(d) != str(q.roce_dscp)),
+                        key=lambda d: (_number(d) is None, _number(d) or 0, str(d)))
+        if strays:
+            miss("DSCP_TO_TC_MAP", f"no DSCP but {q.roce_dscp} in lossless TC {roce}",
+                 f"DSCP {','.join(strays)} -> TC {roce}")
+    to_queue = mapped("tc_to_queue_map", "TC_TO_QUEUE_MAP")
+    for map_field, table, source, target in (("tc_to_queue_map", "TC_TO_QUEUE_MAP", "TC", "queue"),
+                                             ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", "TC", "PG"),
+                                             ("pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE", "priority", "queue")):
+        found = to_queue if table == "TC_TO_QUEUE_MAP" else mapped(map_field, table)
+        if found is not None and str(found.get(roce)) != roce:
+            miss(table, f"{source} {roce} -> {target} {roce}", f"{target} {found.get(roce)}")
+    cnp_queue = str((to_queue or {}).get(cnp) or cnp)
+    out += _queues(sw, port, roce, cnp_queue, db)
+    out += _buffers(sw, port, roce, db)
     lengths = next(iter(db.get("CABLE_LENGTH", {}).values()), {})
     if port not in lengths:
         miss("CABLE_LENGTH", "the port's cable length (it sizes the PFC headroom)", None)
     return out
 
 
-def _link(a: str, a_port: str, a_db: dict, b: str, b_port: str, b_db: dict) -> list[Finding]:
-    """Both ends of one switch-to-switch link: the same PFC priorities and the same MTU."""
+def _watchdog(sw: str, port: str, roce: str, qos: dict, db: dict) -> list[Finding]:
+    wd = _row(db, "PFC_WD", port)
+    if roce not in _priorities(qos.get("pfcwd_sw_enable")) or wd is None:
+        return [Finding(sw, port, "PFC_WD", f"the PFC watchdog on priority {roce}",
+                        f"pfcwd_sw_enable={qos.get('pfcwd_sw_enable')}, PFC_WD row {'present' if wd else 'absent'}")]
     out = []
-    pa = _priorities((_get(a_db, "PORT_QOS_MAP", a_port) or {}).get("pfc_enable"))
-    pb = _priorities((_get(b_db, "PORT_QOS_MAP", b_port) or {}).get("pfc_enable"))
+    for name, low, high in (("detection_time", 100, 5000), ("restoration_time", 100, 60000)):
+        value = _number(wd.get(name))
+        if value is None or not low <= value <= high:
+            out.append(Finding(sw, port, "PFC_WD", f"{name} {low}..{high} ms", wd.get(name, "unset")))
+    if wd.get("action") not in ("drop", "forward", "alert"):
+        out.append(Finding(sw, port, "PFC_WD", "action drop, forward or alert", wd.get("action", "unset")))
+    return out
+
+
+def _queues(sw: str, port: str, roce: str, cnp_queue: str, db: dict) -> list[Finding]:
+    """ECN marking on the lossless queue; the CNP queue on a strict scheduler."""
+    out = []
+    lossless = _row(db, "QUEUE", port, roce) or {}
+    wred = _get(db, "WRED_PROFILE", str(lossless.get("wred_profile")))
+    at = f"{port}|{roce}"
+    if wred is None or str(wred.get("ecn", "ecn_none")) not in _ECN_MARKS_GREEN:
+        out.append(Finding(sw, at, "QUEUE", f"queue {roce} with a WRED profile that marks ECN on green packets",
+                           f"wred_profile={lossless.get('wred_profile')}" + ("" if wred is None else f", ecn={wred.get('ecn', 'unset')}")))
+    elif str(wred.get("wred_green_enable", "true")) != "true":
+        out.append(Finding(sw, at, "WRED_PROFILE", f"{lossless['wred_profile']}: wred_green_enable true (ECN marks "
+                           "only where WRED runs)", wred.get("wred_green_enable")))
+    elif (_number(wred.get("green_min_threshold")) or 0) > (_number(wred.get("green_max_threshold")) or 0):
+        out.append(Finding(sw, at, "WRED_PROFILE", f"{lossless['wred_profile']}: green_min_threshold <= green_max_threshold",
+                           f"{wred.get('green_min_threshold')} > {wred.get('green_max_threshold')}"))
+    scheduler = _get(db, "SCHEDULER", str((_row(db, "QUEUE", port, cnp_queue) or {}).get("scheduler")))
+    if scheduler is None or scheduler.get("type") != "STRICT":
+        out.append(Finding(sw, f"{port}|{cnp_queue}", "QUEUE", f"CNP queue {cnp_queue} on a STRICT scheduler",
+                           "nothing" if scheduler is None else str(scheduler.get("type"))))
+    return out
+
+
+def _buffers(sw: str, port: str, roce: str, db: dict) -> list[Finding]:
+    """The lossless PG on an ingress xon/xoff profile, the lossless queue on an egress profile,
+    each profile on a defined pool of its direction with a threshold."""
+    out = []
+    for table, pool_kind in (("BUFFER_PG", "ingress"), ("BUFFER_QUEUE", "egress")):
+        at = f"{port}|{roce}"
+        row = _row(db, table, port, roce)
+        name = (row or {}).get("profile")
+        profile = _get(db, "BUFFER_PROFILE", str(name))
+        pool = _get(db, "BUFFER_POOL", str((profile or {}).get("pool")))
+
+        def miss(where: str, expected: str, found: str) -> None:
+            out.append(Finding(sw, at, where, expected, found))
+
+        if row is None or profile is None:
+            miss(table, f"a {pool_kind} buffer profile for the lossless class, defined in BUFFER_PROFILE",
+                 "nothing" if row is None else f"profile {name!r} undefined")
+        elif pool is None:
+            miss("BUFFER_PROFILE", f"{name}: pool {profile.get('pool')!r} defined in BUFFER_POOL", "no such pool")
+        elif pool.get("type") != pool_kind:
+            miss("BUFFER_POOL", f"{profile.get('pool')} (of {name}): type {pool_kind}", str(pool.get("type")))
+        elif "dynamic_th" not in profile and "static_th" not in profile:
+            miss("BUFFER_PROFILE", f"{name}: a threshold (dynamic_th or static_th)", "neither")
+        elif table == "BUFFER_PG" and not ((_number(profile.get("xoff")) or 0) > 0 and _number(profile.get("xon")) is not None):
+            miss("BUFFER_PROFILE", f"{name} on the RoCE PG: lossless, xoff > 0 and xon set",
+                 f"xoff={profile.get('xoff', 'unset')}, xon={profile.get('xon', 'unset')}")
+    return out
+
+
+def _link(a: str, a_port: str, a_db: dict, b: str, b_port: str, b_db: dict) -> list[Finding]:
+    """Both ends of one switch-to-switch link: the same PFC priorities, MTU and speed."""
+    out = []
+    pa = _priorities((_row(a_db, "PORT_QOS_MAP", a_port) or {}).get("pfc_enable"))
+    pb = _priorities((_row(b_db, "PORT_QOS_MAP", b_port) or {}).get("pfc_enable"))
     if pa != pb:
         out.append(Finding(a, a_port, "PORT_QOS_MAP", f"pfc_enable as at its peer {b}:{b_port} "
                            f"({','.join(sorted(pb)) or 'none'})", ",".join(sorted(pa)) or "none"))
-    ma = (_get(a_db, "PORT", a_port) or {}).get("mtu")
-    mb = (_get(b_db, "PORT", b_port) or {}).get("mtu")
-    if ma != mb:
-        out.append(Finding(a, a_port, "PORT", f"mtu as at its peer {b}:{b_port} ({mb})", str(ma)))
+    for name in ("mtu", "speed"):
+        ours = (_row(a_db, "PORT", a_port) or {}).get(name)
+        theirs = (_row(b_db, "PORT", b_port) or {}).get(name)
+        if ours != theirs:
+            out.append(Finding(a, a_port, "PORT", f"{name} as at its peer {b}:{b_port} ({theirs})", str(ours)))
     return out
 
 
@@ -261,7 +393,7 @@ def audit_lab(lab) -> LosslessAudit:
     to the lab's declaration, and every GPU NIC's MTU in its node's kernel (the first and last
     hop of every BE path)."""
     contract = contract_of(lab.plan)
-    configs = {name: lab.running_config_db(name) for name in (*contract.be_switches, *contract.tenants)}
+    configs = {name: lab.running_config_db(name) for name in contract.switches}
     result = audit(contract, configs)
     hosts: list[Finding] = []
     need = contract.lossless.roce_frame_bytes

@@ -7,7 +7,8 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from harness.errors import HarnessError
-from harness.model import Lossless
+from harness.model import Lossless, Plane
+from harness.tenancy import VXLAN_OVERHEAD
 
 CONTRACT_FILE = "lossless.json"
 
@@ -22,10 +23,22 @@ class Contract:
     be_switches: tuple[str, ...]
     tenants: dict[str, dict[str, dict]] = field(default_factory=dict)  # leaf -> table -> key -> fields
     l2_ports: dict[str, tuple[str, ...]] = field(default_factory=dict)  # leaf -> tenant member ports
+    # BE switch -> port -> "peer:peer_port": the cabling the audit walks, so that a port row
+    # gone or a description changed in the configs under test cannot hide a hop
+    be_ports: dict[str, dict[str, str]] = field(default_factory=dict)
+    # FE switch -> port -> the least MTU that carries a tenant frame there: the tenant MTU on
+    # a member port, that plus VXLAN's overhead on every fabric port a tenant frame crosses
+    fe_mtu: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def switches(self) -> tuple[str, ...]:
+        """Every switch whose config_db the audit reads."""
+        return tuple(dict.fromkeys((*self.be_switches, *self.tenants, *self.fe_mtu)))
 
     def to_json(self) -> str:
         return json.dumps({"lossless": asdict(self.lossless), "be_switches": list(self.be_switches),
-                           "tenants": self.tenants, "l2_ports": {k: list(v) for k, v in self.l2_ports.items()}},
+                           "tenants": self.tenants, "l2_ports": {k: list(v) for k, v in self.l2_ports.items()},
+                           "be_ports": self.be_ports, "fe_mtu": self.fe_mtu},
                           indent=1, sort_keys=True) + "\n"
 
     @classmethod
@@ -33,7 +46,8 @@ class Contract:
         try:
             data = json.loads(text)
             return cls(Lossless(**data["lossless"]), tuple(data["be_switches"]), data.get("tenants", {}),
-                       {k: tuple(v) for k, v in data.get("l2_ports", {}).items()})
+                       {k: tuple(v) for k, v in data.get("l2_ports", {}).items()}, data.get("be_ports", {}),
+                       data.get("fe_mtu", {}))
         except (ValueError, KeyError, TypeError) as e:
             raise HarnessError(f"{source}: not a lossless contract ({e}); render the topology again") from e
 
@@ -42,6 +56,17 @@ def contract_of(plan) -> Contract:
     from harness.render.sonic import tenant_tables
 
     leaves = [s for s in plan.switches if s.vnis]
-    return Contract(plan.fabric.cluster.lossless, tuple(s.name for s in plan.switches if s.lossless),
+    be = [s for s in plan.switches if s.lossless]
+    return Contract(plan.fabric.cluster.lossless, tuple(s.name for s in be),
                     {s.name: tenant_tables(plan, s) for s in leaves},
-                    {s.name: tuple(p.name for p in s.tenant_ports) for s in leaves})
+                    {s.name: tuple(p.name for p in s.tenant_ports) for s in leaves},
+                    {s.name: {p.name: f"{p.peer}:{p.peer_port}" for p in s.ports} for s in be},
+                    _tenant_path_mtus(plan))
+
+
+def _tenant_path_mtus(plan) -> dict[str, dict[str, int]]:
+    if not plan.tenants:
+        return {}
+    frame = plan.fabric.cluster.frontend.mtu - VXLAN_OVERHEAD
+    return {s.name: {p.name: frame if p.vlans else frame + VXLAN_OVERHEAD for p in s.ports if p.vlans or p.unnumbered}
+            for s in plan.switches if s.plane is Plane.FE}

@@ -66,3 +66,15 @@ def test_a_switch_config_mapping_roce_to_another_priority_is_named(lab):
     finally:
         path.write_text(good)
     assert audit_lab(lab).passed
+
+
+def test_an_fe_spine_port_too_small_for_a_tenant_frame_is_named(lab):
+    """A VXLAN-encapsulated tenant frame needs the FE MTU on every fabric hop: a spine port
+    lowered by hand is named, with the leaf's tenant ports still fine."""
+    lab.ns_exec("fe-s2", ["ip", "link", "set", "Ethernet4", "mtu", "1400"], check=True)
+    try:
+        found = [(f.node, f.port, f.table, f.found) for f in audit_lab(lab).findings]
+        assert found == [("fe-s2", "Ethernet4", "PORT", "1400")]
+    finally:
+        lab.ns_exec("fe-s2", ["ip", "link", "set", "Ethernet4", "mtu", "1500"], check=True)
+    assert audit_lab(lab).passed
