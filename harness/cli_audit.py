@@ -35,7 +35,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     contract = result.contract
     if args.json:
         print(json.dumps({"passed": result.passed, "reason": result.reason, "switches": result.switches,
-                          "ports": result.ports, "links": result.links,
+                          "ports": result.ports, "links": result.links, "vtep_leaves": result.vtep_leaves,
+                          "tenant_ports": result.tenant_ports,
                           "contract": {"lossless": asdict(contract.lossless), "be_switches": list(contract.be_switches)},
                           "findings": [asdict(f) for f in result.findings]}, indent=2))
         return 0 if result.passed else 3
