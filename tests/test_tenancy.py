@@ -303,6 +303,37 @@ def test_controls_use_tuples_the_acl_permits(plan):
                            s.dport).action == "permit"
 
 
+def test_under_a_deny_default_controls_and_negatives_take_what_the_acl_permits():
+    """Default deny, only TCP 443 to one gateway and ICMP open: every member still gets a
+    control, and cross-tenant frames go on a tuple the ACL permits, so that the segment, not
+    the ACL, is what must stop them."""
+    from harness.checks.tenants import plan_shots
+
+    acl = Acl(rules=(AclRule("permit", "any", "gw1", "tcp", "443"), AclRule("permit", "any", "any", "icmp")),
+              default="deny")
+    p = make_plan(build(replace(base(), acl=acl)))
+    entries = compile_acl(p)
+    shots, gaps = plan_shots(p)
+    assert gaps == []
+    negatives = [x for x in shots if x.must_land is None and not x.entry]
+    assert negatives and all(not x.kind.endswith("denies it too)") for x in negatives)
+    for x in shots:
+        if not x.entry:
+            s = x.shot
+            assert verdict(entries, IPv4Address(s.src_addr), IPv4Address(s.dst_addr), s.protocol, s.sport,
+                           s.dport).action == "permit", x
+
+
+def test_a_deny_everything_acl_leaves_gaps_and_says_the_negatives_prove_less():
+    from harness.checks.tenants import plan_shots
+
+    p = make_plan(build(replace(base(), acl=Acl(default="deny"))))
+    shots, gaps = plan_shots(p)
+    assert gaps and all("permits nothing" in g for g in gaps)
+    negatives = [x for x in shots if x.must_land is None and not x.entry]
+    assert negatives and all(x.kind.endswith("(the ACL denies it too)") for x in negatives)
+
+
 @pytest.mark.parametrize("protocol", [TCP, UDP, ICMP])
 def test_frames_are_well_formed(protocol):
     from scapy.layers.inet import ICMP as ScapyIcmp, IP, TCP as ScapyTcp, UDP as ScapyUdp

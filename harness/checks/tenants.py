@@ -7,8 +7,10 @@ Tenant isolation. From every tenant member's NIC, frames go
     must land nowhere;
   - to the underlay through its leaf (the leaf port's MAC): to a routed FE host and to an FE
     spine's loopback; they must land nowhere.
-Each control's 5-tuple is one the edge ACL permits (UDP to PROBE_PORT); a member with no such
-peer is reported, as is a tenant with one member (nothing to control with).
+Every frame's 5-tuple is one the edge ACL permits (UDP to PROBE_PORT where it may, else ICMP,
+else what a permit rule opens), so that a negative is stopped by the segment and not by the
+ACL; a negative with no permitted tuple is sent anyway and counted as such. A member with no
+permitted peer is reported, as is a tenant with one member (nothing to control with).
 EVPN: every member announces itself (a gratuitous ARP, as a booting host does) and every
 VTEP leaf's BGP table must then hold a type-2 route with the MAC and IP of every member behind
 another leaf, in the tenant's VNI (by its route target).
@@ -24,6 +26,7 @@ import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from ipaddress import IPv4Address
 
 from harness.acl import AclEntry, compile_acl, verdict
 from harness.checks.result import Outcome
@@ -85,34 +88,52 @@ def plan_shots(plan: Plan, nonce=new_nonce) -> tuple[list[Expectation], list[str
                     dport)
         out.append(Expectation(shot, kind, must, entry, m.leaf))
 
-    def permitted(m: TenantMember, d: TenantMember) -> bool:
-        return verdict(entries, m.address.ip, d.address.ip, UDP, PROBE_PORT, PROBE_PORT).action == "permit"
-
     routed = [(h, n) for h in plan.hosts for n in h.nics if n.plane.value == "fe" and n.tenant is None]
     spines = [s for s in plan.switches if s.plane.value == "fe" and s.role.value == "fe-spine"]
     for t in plan.tenants:
         if len(t.members) < 2:
             gaps.append(f"tenant {t.name} has {len(t.members)} member: no control can prove its segment carries")
         for m in t.members:
-            peers = [d for d in t.members if d.host != m.host and permitted(m, d)]
+            peers = [(d, tup) for d in t.members if d.host != m.host
+                     for tup in [permitted_tuple(entries, m.address.ip, d.address.ip)] if tup is not None]
             if len(t.members) >= 2 and not peers:
-                gaps.append(f"{m.host} ({t.name}): the ACL denies UDP {PROBE_PORT} to every other member, "
+                gaps.append(f"{m.host} ({t.name}): the ACL permits nothing from it to any other member, "
                             "so no control reaches it")
             if peers:
-                d = next((d for d in peers if d.leaf != m.leaf), peers[0])
-                add(m, (d.host, d.nic), str(d.address.ip), "tenant control", (d.host, d.nic))
+                d, (protocol, sport, dport) = next((p for p in peers if p[0].leaf != m.leaf), peers[0])
+                add(m, (d.host, d.nic), str(d.address.ip), "tenant control", (d.host, d.nic), protocol, sport, dport)
+            def negative(to: tuple[str, str], dst: IPv4Address, kind: str) -> None:
+                # a 5-tuple the ACL lets pass where there is one, so that the segment, not the
+                # ACL, is what must stop the frame; where there is none it says so
+                tup = permitted_tuple(entries, m.address.ip, dst)
+                add(m, to, str(dst), kind if tup else f"{kind} (the ACL denies it too)", None,
+                    *(tup or (UDP, PROBE_PORT, PROBE_PORT)))
+
             for other in plan.tenants:
                 if other.name == t.name:
                     continue
                 for d in other.members:
                     if d.host != m.host:
-                        add(m, (d.host, d.nic), str(d.address.ip), "cross-tenant", None)
+                        negative((d.host, d.nic), d.address.ip, "cross-tenant")
             for h, n in routed[:1] + [x for x in routed if x[1].peer == m.leaf][:1]:
-                add(m, (m.leaf, m.leaf_port), str(n.address.ip), "tenant->underlay", None)
+                negative((m.leaf, m.leaf_port), n.address.ip, "tenant->underlay")
             for s in spines[:1]:
-                add(m, (m.leaf, m.leaf_port), str(s.loopback.ip), "tenant->underlay", None)
+                negative((m.leaf, m.leaf_port), s.loopback.ip, "tenant->underlay")
     out += _acl_shots(plan, entries, len(out), nonce)
     return out, gaps
+
+
+def permitted_tuple(entries: tuple[AclEntry, ...], src: IPv4Address, dst: IPv4Address) -> tuple[int, int, int] | None:
+    """(protocol, sport, dport) of a frame the ACL lets from src to dst: the probe port over
+    UDP if it may, else ICMP, else what a permit entry covering the pair opens; None if nothing."""
+    candidates = [(UDP, PROBE_PORT, PROBE_PORT), (1, 0, 0), (6, _EPHEMERAL, PROBE_PORT)]
+    for e in entries:
+        protocol = e.protocol or UDP
+        ports = (0, 0) if protocol == 1 else (e.src_ports.low if e.src_ports else _EPHEMERAL,
+                                              e.dst_ports.low if e.dst_ports else PROBE_PORT)
+        if e.action == "permit" and e.matches(src, dst, protocol, *ports):
+            candidates.append((protocol, *ports))
+    return next((c for c in candidates if verdict(entries, src, dst, *c).action == "permit"), None)
 
 
 def _acl_shots(plan: Plan, entries: tuple[AclEntry, ...], start: int, nonce) -> list[Expectation]:
@@ -297,12 +318,14 @@ def _verdict(plan: Plan, shots: list[Expectation], landings: list[Landing], coun
         if x.entry and counted.get(x.leaf, {}).get(x.entry, 0) < 1:
             wrong.append(f"{x} — {x.leaf}'s counter of {x.entry} did not count it")
     negatives = sum(1 for x in shots if x.must_land is None and not x.entry)
+    shadowed = sum(1 for x in shots if x.kind.endswith("(the ACL denies it too)"))
     acl = [x for x in shots if x.entry]
     problems = tuple(gaps) + tuple(leaks) + tuple(f"control failed: {f}" for f in failed) + evpn_missing + tuple(
         wrong)
     landed = len(controls) - len(failed)
-    figures = (f"{len(controls)} controls, {negatives} cross-tenant/underlay frames, {evpn_expected} type-2 "
-               f"routes, {len(acl)} ACL entries, in {time.monotonic() - t0:.1f} s")
+    figures = (f"{len(controls)} controls, {negatives} cross-tenant/underlay frames"
+               + (f" ({shadowed} of them on a 5-tuple the ACL denies too: no tuple it permits)" if shadowed else "")
+               + f", {evpn_expected} type-2 routes, {len(acl)} ACL entries, in {time.monotonic() - t0:.1f} s")
     if not problems:
         reason = (f"tenants isolated: 0/{negatives} frames left their tenant, {landed}/{len(controls)} controls "
                   f"landed, {evpn_expected}/{evpn_expected} remote MAC/IP type-2 routes; ACL: {len(acl)}/{len(acl)} "
