@@ -118,6 +118,34 @@ def test_a_default_route_on_mgmt_and_another_planes_prefix_on_a_switch_are_leaks
     assert any(f.startswith("be-s1 (BE) has a route to 1 prefixes of MGMT") for f in found), found
 
 
+def test_a_route_into_a_tenant_subnet_outside_its_members_is_a_leak(ai):
+    train = ai.tenant("train")
+    member = train.members[0]
+    own = dict([_route(str(train.subnet), member.nic)])
+    assert route_leaks(ai, {member.host: own}) == []  # the control: its own tenant NIC
+    found = route_leaks(ai, {member.host: {**own, **dict([_route(str(ai.tenant("infer").subnet), member.nic)])},
+                             "be-g1-r0": dict([_route(str(train.subnet), "Ethernet16")]),
+                             "fe-s1": dict([_route(str(train.subnet), "Ethernet0")])})
+    assert any(f.startswith(f"{member.host} (host) has a route to 1 prefixes of tenant infer") for f in found), found
+    assert any(f.startswith("be-g1-r0 (BE) has a route to 1 prefixes of tenant train") for f in found), found
+    assert any(f.startswith("fe-s1 (FE) has a route to 1 prefixes of tenant train") for f in found), found
+
+
+def test_a_tenant_nic_routing_into_the_fe_underlay_is_a_leak(ai):
+    member = ai.tenant("train").members[0]
+    found = route_leaks(ai, {member.host: dict([_route("10.16.0.0/24", member.nic)])})
+    assert found and found[0].startswith(f"{member.host} (host) has a route to 1 prefixes of FE"), found
+
+
+def test_the_routed_planes_are_probed_towards_every_tenant_with_a_control(ai):
+    probes = plan_probes(ai)
+    towards = {p.dst_addr for p in probes if p.kind in ("be->tenant", "fe->tenant") and not p.expect_delivery}
+    controlled = {p.dst_addr for p in probes if p.kind == "tenant control"}
+    members = {str(m.address.ip): t.name for t in ai.tenants for m in t.members}
+    assert towards and towards <= controlled
+    assert {members[a] for a in towards} == {t.name for t in ai.tenants}
+
+
 def test_a_route_out_of_an_undeclared_port_is_named(ai):
     host = ai.hosts[0].name
     found = route_leaks(ai, {host: dict([_route("10.0.0.0/8", "eth9")])})

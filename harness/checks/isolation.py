@@ -8,11 +8,15 @@ Evidence gathered in one run:
   the mgmt plane towards every data destination and the switch's own loopback, and every
   switch fed on a data port towards its own mgmt address and a host's (the weak-host model:
   a switch must not answer for its mgmt address on a data port; SONiC keeps `eth0` in a
-  management VRF). None may be delivered.
+  management VRF), and every BE NIC and routed FE NIC towards one or two members of every
+  FE tenant behind each leaf (tenants are L2 segments: no FIB should lead there). None may
+  be delivered. (Between tenants, and from a tenant into the underlay, the tenants check.)
 - controls in the same run: every source port and every destination of a negative probe
   also gets a same-plane probe that must be delivered, so each "nothing arrived" has proof
-  that the listener would have seen it, and the check cannot pass because nothing works.
-- the whole FIB of every node: no route out of a port of one plane into another plane's range;
+  that the listener would have seen it, and the check cannot pass because nothing works (a
+  tenant member's control comes from another member of its tenant, on a tuple the ACL permits).
+- the whole FIB of every node: no route out of a port of one plane into another plane's range
+  or into a tenant's subnet (only a member's own tenant NIC routes to its subnet, and nowhere else);
 - the BGP sessions of every switch: none with a peer of the other plane (a stray cable
   that the prefix filters keep from leaking routes still carries BGP between the planes).
 A probe is delivered when the IP stack of a node other than the sender hands it, with its
@@ -28,12 +32,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
+from harness.acl import compile_acl, verdict
 from harness.checks.result import Outcome
 from harness.model import Plane, Role
 from harness.observe.paths import Fib, owner_of, trace
 from harness.observe.routing import Route
 from harness.plan import HostPlan, Nic, Plan, SwitchPlan
-from harness.traffic.probe import Arrival, Probe, ProbeSession, new_nonce
+from harness.traffic.probe import PROBE_PORT, Arrival, Probe, ProbeSession, new_nonce
 
 COPIES = 2  # each probe is sent twice: one lost frame must not hide a delivery
 MGMT_PORT = "eth0"  # a switch's management port (SONiC's name, kept by both runtimes)
@@ -111,6 +116,28 @@ def _targets(plan: Plan, plane: Plane) -> list[list[_Target]]:
     return out
 
 
+def _tenant_targets(plan: Plan) -> tuple[list[list[_Target]], dict[str, tuple[str, str, str, tuple[str, str]]]]:
+    """Per tenant and leaf, two of its members' tenant addresses (the second for a source
+    that is the first), and per address its control: a member of the same tenant on another
+    node whose probe the edge ACL lets through, sent straight to the target's MAC (the segment
+    is L2). A member no control can reach is no target: its silence would prove nothing."""
+    entries = compile_acl(plan)
+    targets: list[list[_Target]] = []
+    controls: dict[str, tuple[str, str, str, tuple[str, str]]] = {}
+    for t in plan.tenants:
+        for m in t.members:
+            src = next((s for s in t.members if s.host != m.host and verdict(
+                entries, s.address.ip, m.address.ip, 17, PROBE_PORT, PROBE_PORT).action == "permit"), None)
+            if src is not None:
+                controls[str(m.address.ip)] = (src.host, src.nic, str(src.address.ip), (m.host, m.nic))
+        for leaf in sorted({m.leaf for m in t.members}):
+            choice = [_Target(m.host, str(m.address.ip), Plane.FE, None, leaf) for m in t.members
+                      if m.leaf == leaf and str(m.address.ip) in controls][:2]
+            if choice:
+                targets.append(choice)
+    return targets, controls
+
+
 class _Builder:
     def __init__(self, plan: Plan, nonce: Callable[[], bytes]) -> None:
         self.plan = plan
@@ -148,6 +175,13 @@ def plan_probes(plan: Plan, nonce: Callable[[], bytes] = new_nonce) -> list[Prob
     for nics, targets, kind in ((fe_nics, be, "fe->be"), (be_nics, fe, "be->fe")):
         for h, n in nics:
             for choices in targets:
+                if (t := _pick(choices, h.name)) is not None:
+                    b.from_nic(h, n, t, False, kind)
+    # negatives: the routed planes towards the tenants (L2 segments no FIB should lead to)
+    tenants, tenant_controls = _tenant_targets(plan)
+    for nics, kind in ((be_nics, "be->tenant"), (fe_nics, "fe->tenant")):
+        for h, n in nics:
+            for choices in tenants:
                 if (t := _pick(choices, h.name)) is not None:
                     b.from_nic(h, n, t, False, kind)
     if rail_only:
@@ -191,6 +225,10 @@ def plan_probes(plan: Plan, nonce: Callable[[], bytes] = new_nonce) -> list[Prob
                 src = _source_for(plan, nics, t)
                 if src is not None:
                     b.from_nic(*src, t, True, f"{plane.value} control")
+    for choices in tenants:
+        for t in choices:
+            node, port, addr, hop = tenant_controls[t.addr]
+            b.add(node, port, addr, hop, t.node, t.addr, True, "tenant control")
     for i, sw in enumerate(plan.switches):
         if hosts:
             src = hosts[i % len(hosts)]
@@ -303,10 +341,14 @@ def _forbidden(plan: Plan, switches: dict[str, SwitchPlan], ranges: dict[Plane, 
     if node in switches:
         plane: Plane | None = Plane.MGMT if dev == MGMT_PORT else switches[node].plane
         rail = None
+        tenant = None
     else:
         nic = next((n for n in plan.host(node).nics if n.name == dev), None)
-        plane, rail = (nic.plane, nic.rail) if nic else (None, None)
-    out = [(p.value.upper(), net) for p, net in ranges.items() if p is not plane]
+        plane, rail, tenant = (nic.plane, nic.rail, nic.tenant) if nic else (None, None, None)
+    # tenants are L2 segments: only a member's own tenant NIC routes to its subnet, and that
+    # NIC routes nowhere else (not even into the FE underlay it rides on)
+    out = [(p.value.upper(), net) for p, net in ranges.items() if p is not plane or tenant is not None]
+    out += [(f"tenant {t.name}", t.subnet) for t in plan.tenants if t.name != tenant]
     if plane is None:
         return [(f"{n} (via {dev}, a port the plan does not have)", net) for n, net in out]
     if plane is Plane.BE and rail_only and rail is not None:
