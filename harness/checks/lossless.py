@@ -81,7 +81,8 @@ def load_dir(directory: Path) -> tuple[Contract, dict[str, dict]]:
 
 
 def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
-    """Every BE switch's ports against the contract, and both ends of every BE link."""
+    """Every declared port of every BE switch against the contract, both ends of every BE link,
+    every VTEP leaf's tenant tables, and every FE port a tenant frame crosses."""
     findings: list[Finding] = []
     across: list[Finding] = []  # after every port's own findings: a link names the hop twice
     ports = links = 0
@@ -109,7 +110,7 @@ def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
         findings += _tenant_path(name, needs, configs.get(name, {}))
     return LosslessAudit(contract, len(contract.be_switches), ports, links, tuple(findings),
                          tuple(str(f) for f in findings), len(contract.tenants),
-                         sum(len(ports) for ports in contract.fe_mtu.values()))
+                         sum(len(needs) for needs in contract.fe_mtu.values()))
 
 
 def _cabling(contract: Contract, switch: str, db: dict) -> dict[str, str]:
