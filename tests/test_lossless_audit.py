@@ -195,6 +195,25 @@ def test_cli_exit_codes(tmp_path):
     assert main(["audit", str(tmp_path / "nothing")]) == 2
 
 
+def test_a_config_not_shaped_as_sonics_is_bad_input_naming_the_table(tmp_path, capsys):
+    out = tmp_path / "r"
+    write_artifacts(artifacts(make_plan(build(BUILTINS["rail-only"]()))), out)
+    db = out / "configs" / "be-r1" / "config_db.json"
+    data = json.loads(db.read_text())
+    data["PORT_QOS_MAP"] = list(data["PORT_QOS_MAP"].values())
+    db.write_text(json.dumps(data))
+    assert main(["audit", str(out)]) == 2
+    assert "be-r1/config_db.json: table PORT_QOS_MAP is a list" in capsys.readouterr().err.replace("\n", "")
+
+
+def test_a_row_that_is_not_an_object_is_bad_input(ai):
+    contract, configs = ai
+    configs = copy.deepcopy(configs)
+    configs["fe-l2"]["ACL_RULE"]["FE_EDGE|DEFAULT"] = "FORWARD"
+    with pytest.raises(HarnessError, match=r"fe-l2: ACL_RULE\|FE_EDGE\|DEFAULT is a str"):
+        audit(contract, configs)
+
+
 def test_a_render_without_its_contract_is_refused(tmp_path):
     out = tmp_path / "r"
     write_artifacts(artifacts(make_plan(build(BUILTINS["rail-only"]()))), out)

@@ -73,6 +73,7 @@ def load_dir(directory: Path) -> tuple[Contract, dict[str, dict]]:
         path = directory / "configs" / name / "config_db.json"
         try:
             configs[name] = json.loads(path.read_text())
+            _check_shape(str(path), configs[name])
         except FileNotFoundError:
             raise HarnessError(f"{path} is missing: switch {name} has no config_db.json") from None
         except ValueError as e:
@@ -83,6 +84,8 @@ def load_dir(directory: Path) -> tuple[Contract, dict[str, dict]]:
 def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
     """Every declared port of every BE switch against the contract, both ends of every BE link,
     every VTEP leaf's tenant tables, and every FE port a tenant frame crosses."""
+    for name in contract.switches:
+        _check_shape(name, configs.get(name, {}))
     findings: list[Finding] = []
     across: list[Finding] = []  # after every port's own findings: a link names the hop twice
     ports = links = 0
@@ -111,6 +114,20 @@ def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
     return LosslessAudit(contract, len(contract.be_switches), ports, links, tuple(findings),
                          tuple(str(f) for f in findings), len(contract.tenants),
                          sum(len(needs) for needs in contract.fe_mtu.values()))
+
+
+def _check_shape(switch: str, db: object) -> None:
+    """SONiC's config_db shape: an object of tables, each an object of rows, each an object
+    of fields. Anything else is no config SONiC would load (bad input, not a finding)."""
+    fix = "SONiC's config_db.json is {TABLE: {KEY: {field: value}}}; render again or fix the file"
+    if not isinstance(db, dict):
+        raise HarnessError(f"{switch}: config_db is a {type(db).__name__}, not an object of tables; {fix}")
+    for table, rows in db.items():
+        if not isinstance(rows, dict):
+            raise HarnessError(f"{switch}: table {table} is a {type(rows).__name__}, not an object of rows; {fix}")
+        for key, row in rows.items():
+            if not isinstance(row, dict):
+                raise HarnessError(f"{switch}: {table}|{key} is a {type(row).__name__}, not an object of fields; {fix}")
 
 
 def _cabling(contract: Contract, switch: str, db: dict) -> dict[str, str]:
