@@ -585,11 +585,11 @@ def _check_declaration(c: Cluster) -> list[Problem]:
         p.append(Problem("bfd.profile", f"{c.bfd.profile!r} is not a usable profile name", "e.g. 'fabric'"))
     p += _check_addressing(addr)
     p += _check_objectives(c.objectives)
-    p += _check_lossless(c.lossless, be.mtu)
+    p += check_lossless(c.lossless, be.mtu)
     return p
 
 
-def _check_lossless(q: Lossless, be_mtu: int) -> list[Problem]:
+def check_lossless(q: Lossless, be_mtu: int) -> list[Problem]:
     p: list[Problem] = []
     if not isinstance(q, Lossless):
         return [Problem("lossless", f"{q!r} is not a Lossless", "write lossless=Lossless(roce_priority=3, ...)")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -212,6 +213,19 @@ def test_a_row_that_is_not_an_object_is_bad_input(ai):
     configs["fe-l2"]["ACL_RULE"]["FE_EDGE|DEFAULT"] = "FORWARD"
     with pytest.raises(HarnessError, match=r"fe-l2: ACL_RULE\|FE_EDGE\|DEFAULT is a str"):
         audit(contract, configs)
+
+
+@pytest.mark.parametrize("contract,says", [
+    ('{"lossless": {"roce_priority": 9}, "be_switches": []}', "lossless.roce_priority: 9 is not an 802.1p priority"),
+    ('{"lossless": {"roce_dscp": "26"}, "be_switches": []}', "lossless.roce_dscp is not an integer"),
+    ('{"lossless": {}, "be_switches": [], "be_ports": []}', "be_ports is not an object of switches"),
+    ('[]', "a list, not an object"),
+])
+def test_a_contract_edited_out_of_shape_is_refused(contract, says):
+    from harness.render.lossless import Contract
+
+    with pytest.raises(HarnessError, match=re.escape(says)):
+        Contract.from_json(contract, "lossless.json")
 
 
 def test_a_render_without_its_contract_is_refused(tmp_path):

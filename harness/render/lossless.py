@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from harness.errors import HarnessError
-from harness.model import Lossless, Plane
+from harness.model import Lossless, Plane, check_lossless
 from harness.tenancy import VXLAN_OVERHEAD
 
 CONTRACT_FILE = "lossless.json"
@@ -45,7 +45,19 @@ class Contract:
     def from_json(cls, text: str, source: str) -> Contract:
         try:
             data = json.loads(text)
-            return cls(Lossless(**data["lossless"]), tuple(data["be_switches"]), data.get("tenants", {}),
+            if not isinstance(data, dict):
+                raise TypeError(f"a {type(data).__name__}, not an object")
+            for name in ("tenants", "l2_ports", "be_ports", "fe_mtu"):
+                if not isinstance(data.get(name, {}), dict) or not all(
+                        isinstance(v, (dict, list)) for v in data.get(name, {}).values()):
+                    raise TypeError(f"{name} is not an object of switches")
+            lossless = Lossless(**data["lossless"])
+            bad = [k for k, v in asdict(lossless).items() if isinstance(v, bool) or not isinstance(v, int)]
+            problems = [f"lossless.{k} is not an integer" for k in bad] or [
+                str(p) for p in check_lossless(lossless, be_mtu=1 << 30)]
+            if problems:
+                raise TypeError("; ".join(problems))
+            return cls(lossless, tuple(data["be_switches"]), data.get("tenants", {}),
                        {k: tuple(v) for k, v in data.get("l2_ports", {}).items()}, data.get("be_ports", {}),
                        data.get("fe_mtu", {}))
         except (ValueError, KeyError, TypeError) as e:
