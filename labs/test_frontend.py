@@ -10,7 +10,8 @@ the two failures one cable makes (200 ms RTO + max(`hard_ms` for the data's leaf
 its carrier drop, `remote_ms` for the ACKs' leaf, which hears of it from BGP)). Measured
 here: every stream whose data or ACKs crossed the cable stalls for one RTO (about 200 ms,
 starting 30-40 ms after the failure, when its unacknowledged window ran out); the others
-do not stall.
+do not stall. The cable comes back while the streams run: once the uplink is back in the
+leaf's route, no stream stalls longer than one RTO + `restore_ms` (measured: none stalls).
 
 Why it matters: a frontend that hashes on addresses only puts every connection between two
 hosts (a checkpoint upload, an NFS mount) on one uplink; a failover slower than TCP's first
@@ -19,14 +20,18 @@ out.
 
 Make it fail (the tests after the first do): hash on addresses only on the source leaf (all
 connections on one uplink); fail the busiest uplink while the leaf's other uplinks are already
-down (no path left: every stream stalls for the whole failure).
+down (no path left: every stream stalls for the whole failure); bring the uplink back with its
+forwarding black-holed while BGP advertises it (streams hashed back onto it stall).
 """
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 
 from harness.checks.fe_tcp import check_fe_ecmp, check_fe_failover, fe_pair
-from harness.checks.sabotage import l3_hashing
+from harness.checks.sabotage import forwarding_blackhole, l3_hashing
 from harness.errors import HarnessError
 from harness.lab import set_carriers
 from harness.wait import until
@@ -82,3 +87,41 @@ def test_a_failover_with_no_path_left_is_caught(fe, results):
         until(lambda: not fe.shortfalls(), 90, "the FE to converge again after the uplinks came back")
     assert not result.passed
     assert any("stalled" in p for p in result.problems), result.reason
+
+
+def test_a_restore_that_black_holes_is_caught(fe, results):
+    """The failed uplink comes back with its forwarding black-holed (a port whose entries were
+    not reprogrammed), its BGP up and advertising: streams hashed back onto it stall past the
+    restore budget. The hole closes 1 s after the uplink is back in the route, so the streams
+    can finish; the positive control is test_tcp_survives_a_failed_fe_uplink."""
+    _, dst = fe_pair(fe.plan)
+    prefix = fe.plan.route_prefix(fe.plan.host(dst[0]).nic(dst[1]))
+    closers: list[threading.Thread] = []
+
+    def black_hole(leaf: str, uplink: str) -> None:
+        hole = forwarding_blackhole(fe, leaf, uplink)
+
+        def in_route() -> bool:
+            route = fe.route(leaf, prefix)
+            return route is not None and uplink in route.interfaces
+
+        def close_after_the_restore() -> None:
+            try:
+                until(lambda: not in_route(), 10, f"{uplink} to leave {leaf}'s route")
+                until(in_route, 30, f"{uplink} back in {leaf}'s route")
+                time.sleep(1.0)  # how long the hole outlives the restore: the fault itself
+            finally:
+                hole.undo()
+
+        closers.append(threading.Thread(target=close_after_the_restore, daemon=True))
+        closers[-1].start()
+
+    try:
+        result = check_fe_failover(fe, while_failed=black_hole)
+        results.record("fe-failover-restore-blackhole", result)
+    finally:
+        for closer in closers:
+            closer.join(60)
+    assert not result.passed
+    assert any("after the restore" in p for p in result.problems), result.reason
+    assert result.back_ms is not None  # the control plane came back: only the data plane lied

@@ -25,7 +25,7 @@ from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WR
                                   roce_sport, verify_icrc)
 from harness.traffic.runner import (TrafficProcess, netns_exists, run_sender, run_tcp_client, start_receiver,
                                     start_receivers, start_sender, start_senders, start_tcp_server, veth_testbed)
-from harness.traffic.tcp import iperf3_path, run_iperf3
+from harness.traffic.tcp import STALL_RECORD_MS, iperf3_path, run_iperf3
 from harness.wait import until
 
 # Unique per run: two test runs at once (two checkouts) must not share namespaces.
@@ -310,6 +310,9 @@ def test_a_paced_tcp_stream_keeps_its_rate_and_shows_a_stall(testbed):
             proc.result(30)
         stalled = server.result(30).streams[0]
     assert stalled.max_gap_ns > 350e6 and stalled.gap_start_ns > 0
+    # every stall is kept with when it began: the longest among them is the one above
+    assert (stalled.gap_start_ns, stalled.max_gap_ns) in stalled.stalls
+    assert all(length > STALL_RECORD_MS * 1e6 for _, length in stalled.stalls)
 
 
 def test_rate_needs_a_duration():

@@ -11,28 +11,31 @@ as the BE's ECMP check, N chosen so that an uplink at twice the weight of the ot
 outside it with probability >= 99.9 %).
 
 Failover. Paced TCP streams for a few seconds; the uplink carrying the most of them loses
-its carrier (the spine end, as a pulled cable) and stays down until the streams end (a
-restore's losses are the failover lessons' restore case). Every stream must finish with
-every byte (no reset), and no stream may stall (the longest wait between two reads at the
-receiver) past the budget: TCP's minimum retransmission timeout (200 ms, Linux) plus the
-slower of the fabric's objectives for the two failures one cable makes: local for the data
-(`Objectives.hard_ms`: the source leaf sees its carrier drop) and remote for the ACKs
-(`Objectives.remote_ms`: the far leaf learns it from a BGP withdrawal). A stream whose data
-never used the failed uplink stalls too when its ACKs did: a lost ACK window stops the
-sender until its retransmission timer fires. The leaf's FIB is polled for when the failed
-uplink left the route, and reported.
+its carrier (the spine end, as a pulled cable) for `down_s`, then comes back while the streams
+still run. Every stream must finish with every byte (no reset). No stream may stall (the
+receiver's wait between two reads) past the failure's budget: TCP's minimum retransmission
+timeout (200 ms, Linux) plus the slower of the fabric's objectives for the two failures one
+cable makes: local for the data (`Objectives.hard_ms`: the source leaf sees its carrier drop)
+and remote for the ACKs (`Objectives.remote_ms`: the far leaf learns it from a BGP
+withdrawal). A stream whose data never used the failed uplink stalls too when its ACKs did: a
+lost ACK window stops the sender until its retransmission timer fires. After the restore, no
+stream may stall past TCP's RTO plus `Objectives.restore_ms` (a restore must cost a stream at
+most one lost segment's retransmission); that is measured only when the uplink is back in the
+leaf's route a second before the streams end, and said when it is not. The leaf's FIB is
+polled for when the uplink left the route and when it came back, and both are reported.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
 from harness.checks.result import Outcome
 from harness.errors import HarnessError
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.plan import Plan
-from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpResult, TcpServerSpec
+from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpResult, TcpServerSpec, TcpStream
 from harness.traffic.runner import TrafficProcess, run_tcp_client, start_tcp_server
 
 TCP_RTO_MIN_MS = 200.0  # Linux's TCP_RTO_MIN: the soonest a lost segment is sent again without a probe
@@ -66,12 +69,15 @@ class FeFailoverResult(Outcome):
     failed: str  # the cable
     streams: int
     on_failed: tuple[int, ...]  # source ports of the streams the failed uplink carried
-    stall_ms: dict[int, float]  # source port -> longest stall at the receiver
+    stall_ms: dict[int, float]  # source port -> longest stall at the receiver, from the failure to the restore
     stall_at_ms: dict[int, float]  # source port -> when that stall began, from the carrier loss
     budget_ms: float
     route_moved_ms: float | None  # carrier loss -> the uplink gone from the leaf's route
     bytes_sent: int
     bytes_received: int
+    restore_stall_ms: dict[int, float] = field(default_factory=dict)  # source port -> longest stall after the restore
+    restore_budget_ms: float = 0.0
+    back_ms: float | None = None  # restore -> the uplink back in the leaf's route (None: not while streams ran)
 
 
 def fe_pair(plan: Plan) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -129,8 +135,11 @@ def check_fe_ecmp(lab, connections: int | None = None, false_fail: float = FALSE
                         f"{dst[0]}:{dst[1]} ({dst_addr})", leaf, n, per, b.low, b.high, split, unseen)
 
 
-def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s: float = 4.0,
-                      fail_at_s: float = 1.5) -> FeFailoverResult:
+def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s: float = 7.0,
+                      fail_at_s: float = 1.5, down_s: float = 1.0,
+                      while_failed: Callable[[str, str], object] | None = None) -> FeFailoverResult:
+    """while_failed(leaf, uplink) runs right after the failure (a negative control's sabotage
+    goes there)."""
     t0 = time.monotonic()
     plan: Plan = lab.plan
     src, dst = fe_pair(plan)
@@ -141,10 +150,11 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
     # one cable, two failures: the data's leaf sees its carrier go (hard_ms); the ACKs' leaf,
     # at the far end, hears of it from a BGP withdrawal (remote_ms)
     budget = TCP_RTO_MIN_MS + max(objectives.hard_ms, objectives.remote_ms)
+    restore_budget = TCP_RTO_MIN_MS + objectives.restore_ms
     sports = list(range(FIRST_SPORT, FIRST_SPORT + streams))
     spec = TcpClientSpec(dst_addr, streams=streams, duration_s=duration_s, rate_mbps=rate_mbps, sport=FIRST_SPORT,
                          timeout_s=duration_s + 30)
-    moved_ms = None
+    moved_ms = back_ms = None
     with FlowCounters(lab, leaf, uplinks, sports, dport=TCP_PORT, protocol="tcp") as counters:
         with start_tcp_server(lab.namespace(dst[0]), TcpServerSpec(streams=streams,
                                                                     timeout_s=duration_s + 60)) as server:
@@ -158,18 +168,28 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
                 link = lab.link(leaf, port.peer, _index(lab, leaf, busiest, port.peer))
                 failed_at, failed_ns = time.monotonic(), time.time_ns()
                 link.down()
+                restored_ns = None
                 try:
-                    moved_ms = _poll_gone(lab, leaf, prefix, busiest, failed_at, start + duration_s)
-                    # back once the streams have sent all: a restore's own losses (a spine that
-                    # forwards before its session is up) are the failover lessons' restore case
-                    _sleep_until(start + duration_s + TAIL_S)
+                    if while_failed is not None:
+                        while_failed(leaf, busiest)
+                    moved_ms = _poll_gone(lab, leaf, prefix, busiest, failed_at, start + fail_at_s + down_s)
+                    _sleep_until(start + fail_at_s + down_s)
                 finally:
                     link.up()
+                restored_at, restored_ns = time.monotonic(), time.time_ns()
+                # the streams must still run a second on the restored uplink for its stalls to count
+                back_ms = _poll_back(lab, leaf, prefix, busiest, restored_at, start + duration_s - 1.0)
+                _sleep_until(start + duration_s + TAIL_S)
                 sent = client.result(60)
                 received = server.result(60)
-    back = _poll_back(lab, leaf, prefix, busiest, time.monotonic() + 60)
-    stall = {_sport(s.remote): round(s.max_gap_ns / 1e6, 1) for s in received.streams}
-    stall_at = {_sport(s.remote): round((s.gap_start_ns - failed_ns) / 1e6, 1) for s in received.streams}
+    back = back_ms is not None or _poll_back(lab, leaf, prefix, busiest, time.monotonic(),
+                                             time.monotonic() + 60) is not None
+    # a stall belongs to the event just before it began (its last read can precede the event
+    # by a packet's spacing, hence the margin)
+    boundary = restored_ns - _ATTRIBUTION_NS
+    stall = {_sport(s.remote): _worst(s, None, boundary) for s in received.streams}
+    stall_at = {_sport(s.remote): _worst_start(s, None, boundary, failed_ns) for s in received.streams}
+    restore_stall = {_sport(s.remote): _worst(s, boundary, None) for s in received.streams}
     problems = []
     for s, ms in sorted(stall.items()):
         if ms > budget:
@@ -177,6 +197,11 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
             problems.append(f"stream from port {s} ({where} {leaf}:{busiest}) stalled {ms:.0f} ms from "
                             f"{stall_at[s]:+.0f} ms after the failure, over {budget:.0f} ms (TCP's "
                             f"{TCP_RTO_MIN_MS:.0f} ms RTO + the slower of hard_ms and remote_ms)")
+    if back_ms is not None:
+        for s, ms in sorted(restore_stall.items()):
+            if ms > restore_budget:
+                problems.append(f"stream from port {s} stalled {ms:.0f} ms after the restore of {busiest}, over "
+                                f"{restore_budget:.0f} ms (TCP's {TCP_RTO_MIN_MS:.0f} ms RTO + restore_ms)")
     if not on_failed:
         problems.append(f"no stream was seen on {leaf}:{busiest}: the failure tested nothing")
     if not back:
@@ -184,16 +209,35 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
     if received.bytes != sent.bytes:
         problems.append(f"{sent.bytes - received.bytes} bytes sent were never received")
     if moved_ms is None:
-        problems.append(f"{leaf}'s route to {prefix} still used {busiest} {duration_s - fail_at_s:.1f} s after "
-                        "the carrier loss")
+        problems.append(f"{leaf}'s route to {prefix} still used {busiest} {down_s:.1f} s after the carrier loss")
     worst = max(stall.values(), default=0.0)
+    worst_restore = max(restore_stall.values(), default=0.0)
     moved = f"{moved_ms:.0f} ms" if moved_ms is not None else "never"
+    restore = (f"back in the route after {back_ms:.0f} ms, worst stall after it {worst_restore:.0f} ms (budget "
+               f"{restore_budget:.0f})" if back_ms is not None else
+               f"restore not measured under traffic: {busiest} back in the route only after the streams' last second")
     reason = (f"{'held' if not problems else 'NOT held'}: {link} down under {streams} TCP streams "
-              f"({len(on_failed)} on it): worst stall {worst:.0f} ms (budget {budget:.0f}), route moved in {moved}, "
-              f"{received.bytes}/{sent.bytes} bytes" + (f"; {problems[0]}" if problems else ""))
+              f"({len(on_failed)} on it): worst stall {worst:.0f} ms (budget {budget:.0f}), route moved in {moved}; "
+              f"{restore}; {received.bytes}/{sent.bytes} bytes" + (f"; {problems[0]}" if problems else ""))
     return FeFailoverResult(reason, round(time.monotonic() - t0, 2), tuple(problems), f"{src[0]}:{src[1]}",
                             f"{dst[0]}:{dst[1]} ({dst_addr})", str(link), streams, on_failed, stall, stall_at, budget,
-                            moved_ms, sent.bytes, received.bytes)
+                            moved_ms, sent.bytes, received.bytes, restore_stall, restore_budget, back_ms)
+
+
+_ATTRIBUTION_NS = 50_000_000
+
+
+def _worst(stream: TcpStream, since_ns: int | None, until_ns: int | None) -> float:
+    """The longest stall of a stream that began in [since, until), in ms."""
+    found = [length for begin, length in stream.stalls
+             if (since_ns is None or begin >= since_ns) and (until_ns is None or begin < until_ns)]
+    return round(max(found, default=0) / 1e6, 1)
+
+
+def _worst_start(stream: TcpStream, since_ns: int | None, until_ns: int | None, origin_ns: int) -> float:
+    found = [(length, begin) for begin, length in stream.stalls
+             if (since_ns is None or begin >= since_ns) and (until_ns is None or begin < until_ns)]
+    return round((max(found)[1] - origin_ns) / 1e6, 1) if found else 0.0
 
 
 def _index(lab, leaf: str, port: str, peer: str) -> int:
@@ -211,14 +255,14 @@ def _poll_gone(lab, leaf: str, prefix, port: str, since: float, until_t: float) 
     return None
 
 
-def _poll_back(lab, leaf: str, prefix, port: str, deadline: float) -> bool:
-    """The restored uplink back in the route: the next check starts from the fabric as planned."""
-    while time.monotonic() < deadline:
+def _poll_back(lab, leaf: str, prefix, port: str, since: float, until_t: float) -> float | None:
+    """ms from `since` until the restored uplink is back in the route, or None by until_t."""
+    while time.monotonic() < until_t:
         route = lab.route(leaf, prefix)
         if route is not None and port in route.interfaces:
-            return True
-        time.sleep(0.05)
-    return False
+            return round((time.monotonic() - since) * 1000, 1)
+        time.sleep(0.01)
+    return None
 
 
 def _sleep_until(t: float) -> None:

@@ -481,6 +481,7 @@ class TcpStream:
     end_ns: int
     max_gap_ns: int = 0  # the server's longest wait between two reads of this stream (a stall)
     gap_start_ns: int = 0  # when that wait began
+    stalls: tuple[tuple[int, int], ...] = ()  # every wait over STALL_RECORD_MS: (start_ns, length_ns)
 
 
 @dataclass(frozen=True)

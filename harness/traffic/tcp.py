@@ -26,6 +26,8 @@ from harness.traffic.runner import run_in_netns, wait_listening
 
 READY = "READY"
 _CHUNK = 256 * 1024
+STALL_RECORD_MS = 20  # a wait between two reads longer than this is kept, with when it began
+_STALLS_KEPT = 256
 _PACED = 16 * 1024
 
 
@@ -67,8 +69,8 @@ def serve(spec: TcpServerSpec, on_ready: Callable[[], None] | None = None) -> Tc
                     conn, peer = listener.accept()
                     conn.setblocking(False)
                     now = time.time_ns()
-                    # local, remote, bytes, start, last read, longest gap, its start
-                    open_streams[conn] = [_name(conn.getsockname()), _name(peer), 0, now, now, 0, 0]
+                    # local, remote, bytes, start, last read, longest gap, its start, stalls
+                    open_streams[conn] = [_name(conn.getsockname()), _name(peer), 0, now, now, 0, 0, []]
                     sel.register(conn, selectors.EVENT_READ, conn)
                     accepted += 1
                     if accepted == spec.streams:
@@ -84,15 +86,19 @@ def serve(spec: TcpServerSpec, on_ready: Callable[[], None] | None = None) -> Tc
                 state = open_streams[conn]
                 if n:
                     now = time.time_ns()
-                    if now - state[4] > state[5]:
-                        state[5], state[6] = now - state[4], state[4]
+                    gap = now - state[4]
+                    if gap > state[5]:
+                        state[5], state[6] = gap, state[4]
+                    if gap > STALL_RECORD_MS * 1_000_000 and len(state[7]) < _STALLS_KEPT:
+                        state[7].append((state[4], gap))
                     state[2] += n
                     state[4] = now
                     continue
                 sel.unregister(conn)
                 conn.close()
                 del open_streams[conn]
-                done.append(TcpStream(state[0], state[1], state[2], state[3], time.time_ns(), state[5], state[6]))
+                done.append(TcpStream(state[0], state[1], state[2], state[3], time.time_ns(), state[5], state[6],
+                                      tuple(state[7])))
     finally:
         for conn in open_streams:
             conn.close()
