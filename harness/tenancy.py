@@ -20,6 +20,7 @@ from harness.model import (ACL_ACTIONS, ACL_PROTOCOLS, FE_NIC, STORAGE_NIC, AclR
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8: a tenant frame's MTU is the FE's minus this
 FIRST_VLAN = 100
 NFT_TABLE = "fablab_fe_edge"  # the netns runtime's edge ACL (nftables, bridge family)
+VXLAN_PORT = 4789  # IANA's, as SONiC and the kernel use it
 
 
 def bridge_device(vni: int) -> str:
@@ -54,7 +55,10 @@ def tenant_subnet(fabric: Fabric, index: int, tenant: Tenant) -> IPv4Network:
     if tenant.subnet is not None:
         return IPv4Network(tenant.subnet)
     pool = IPv4Network(fabric.cluster.addressing.tenants)
-    return list(pool.subnets(new_prefix=max(24, pool.prefixlen)))[index]
+    prefix = max(24, pool.prefixlen)
+    if index >= 1 << (prefix - pool.prefixlen):
+        raise IndexError(f"{pool} has no subnet {index}")
+    return IPv4Network((int(pool.network_address) + (index << (32 - prefix)), prefix))
 
 
 def members(fabric: Fabric, tenant: Tenant) -> tuple[str, ...]:

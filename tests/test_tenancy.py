@@ -178,7 +178,7 @@ def test_leaf_commands_bridge_each_vni(plan):
 
 
 def test_acl_ruleset_counts_every_entry(plan):
-    text = rt.acl_ruleset(plan, plan.switch("fe-l1"))
+    text = rt.acl_ruleset(compile_acl(plan), plan.switch("fe-l1"))
     names = [e.name for e in compile_acl(plan)]
     assert all(f'comment "{n}"' in text for n in names)
     ports = ", ".join(f'"{p.name}"' for p in plan.switch("fe-l1").tenant_ports)

@@ -34,6 +34,7 @@ from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
 from harness.checks.result import Outcome
 from harness.errors import HarnessError
 from harness.observe.flowcount import FlowCounters, paths_of
+from harness.model import Plane
 from harness.plan import Plan
 from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpResult, TcpServerSpec, TcpStream
 from harness.traffic.runner import TrafficProcess, run_tcp_client, start_tcp_server
@@ -85,7 +86,7 @@ def fe_pair(plan: Plan) -> tuple[tuple[str, str], tuple[str, str]]:
     by_leaf: dict[str, tuple[str, str]] = {}
     for h in plan.hosts:
         for n in h.nics:
-            if n.plane.value == "fe" and n.tenant is None and n.peer not in by_leaf:
+            if n.plane is Plane.FE and n.tenant is None and n.peer not in by_leaf:
                 by_leaf[n.peer] = (h.name, n.name)
     if len(by_leaf) < 2:
         raise HarnessError(f"{plan.name}: routed FE hosts sit behind {len(by_leaf)} FE leaf(s); the FE TCP "
@@ -94,7 +95,7 @@ def fe_pair(plan: Plan) -> tuple[tuple[str, str], tuple[str, str]]:
     return first, second
 
 
-def _uplinks(plan: Plan, src: tuple[str, str]) -> tuple[str, list[str]]:
+def source_uplinks(plan: Plan, src: tuple[str, str]) -> tuple[str, list[str]]:
     leaf = plan.switch(plan.host(src[0]).nic(src[1]).peer)
     uplinks = [p.name for p in leaf.fabric_ports]
     if len(uplinks) < 2:
@@ -106,7 +107,7 @@ def check_fe_ecmp(lab, connections: int | None = None, false_fail: float = FALSE
     t0 = time.monotonic()
     plan: Plan = lab.plan
     src, dst = fe_pair(plan)
-    leaf, uplinks = _uplinks(plan, src)
+    leaf, uplinks = source_uplinks(plan, src)
     n = connections or qps_for(len(uplinks), false_fail)
     b = bound(n, len(uplinks), false_fail)
     dst_addr = str(plan.host(dst[0]).nic(dst[1]).address.ip)
@@ -143,7 +144,7 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
     t0 = time.monotonic()
     plan: Plan = lab.plan
     src, dst = fe_pair(plan)
-    leaf, uplinks = _uplinks(plan, src)
+    leaf, uplinks = source_uplinks(plan, src)
     dst_nic = plan.host(dst[0]).nic(dst[1])
     dst_addr, prefix = str(dst_nic.address.ip), plan.route_prefix(dst_nic)
     objectives = plan.fabric.cluster.objectives
@@ -187,9 +188,10 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
     # a stall belongs to the event just before it began (its last read can precede the event
     # by a packet's spacing, hence the margin)
     boundary = restored_ns - _ATTRIBUTION_NS
-    stall = {_sport(s.remote): _worst(s, None, boundary) for s in received.streams}
-    stall_at = {_sport(s.remote): _worst_start(s, None, boundary, failed_ns) for s in received.streams}
-    restore_stall = {_sport(s.remote): _worst(s, boundary, None) for s in received.streams}
+    failing = {_sport(s.remote): _worst(s, None, boundary) for s in received.streams}
+    stall = {s: round(length / 1e6, 1) for s, (length, _) in failing.items()}
+    stall_at = {s: round((begin - failed_ns) / 1e6, 1) if length else 0.0 for s, (length, begin) in failing.items()}
+    restore_stall = {_sport(s.remote): round(_worst(s, boundary, None)[0] / 1e6, 1) for s in received.streams}
     problems = []
     for s, ms in sorted(stall.items()):
         if ms > budget:
@@ -227,17 +229,11 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
 _ATTRIBUTION_NS = 50_000_000
 
 
-def _worst(stream: TcpStream, since_ns: int | None, until_ns: int | None) -> float:
-    """The longest stall of a stream that began in [since, until), in ms."""
-    found = [length for begin, length in stream.stalls
-             if (since_ns is None or begin >= since_ns) and (until_ns is None or begin < until_ns)]
-    return round(max(found, default=0) / 1e6, 1)
-
-
-def _worst_start(stream: TcpStream, since_ns: int | None, until_ns: int | None, origin_ns: int) -> float:
-    found = [(length, begin) for begin, length in stream.stalls
-             if (since_ns is None or begin >= since_ns) and (until_ns is None or begin < until_ns)]
-    return round((max(found)[1] - origin_ns) / 1e6, 1) if found else 0.0
+def _worst(stream: TcpStream, since_ns: int | None, until_ns: int | None) -> tuple[int, int]:
+    """(length, start) of the longest stall of a stream that began in [since, until), in ns;
+    (0, 0) if none did."""
+    return max(((length, begin) for begin, length in stream.stalls
+                if (since_ns is None or begin >= since_ns) and (until_ns is None or begin < until_ns)), default=(0, 0))
 
 
 def _index(lab, leaf: str, port: str, peer: str) -> int:

@@ -30,11 +30,13 @@ from ipaddress import IPv4Address
 
 from harness.acl import AclEntry, compile_acl, verdict
 from harness.checks.result import Outcome
+from harness.model import ACL_PROTOCOLS, Plane, Role
 from harness.plan import Plan, TenantMember
 from harness.traffic.frames import Landing, Shot, TapSession
 from harness.traffic.probe import PROBE_PORT, new_nonce
 
-UDP = 17
+ICMP, TCP, UDP = (ACL_PROTOCOLS[p] for p in ("icmp", "tcp", "udp"))
+_NAMES = {number: name for name, number in ACL_PROTOCOLS.items() if number is not None}
 _EPHEMERAL = 40000
 _TYPE2 = re.compile(r"\[2\]:\[\d+\]:\[48\]:\[([0-9a-f:]{17})\](?::\[32\]:\[([\d.]+)\])?")
 
@@ -49,8 +51,8 @@ class Expectation:
 
     def __str__(self) -> str:
         s = self.shot
-        proto = {1: "icmp", 6: "tcp", 17: "udp"}[s.protocol]
-        ports = f" {s.sport}->{s.dport}" if s.protocol != 1 else ""
+        proto = _NAMES[s.protocol]
+        ports = f" {s.sport}->{s.dport}" if s.protocol != ICMP else ""
         where = f"{self.must_land[0]}:{self.must_land[1]}" if self.must_land else "nowhere"
         rule = f" [{self.entry}]" if self.entry else ""
         return (f"{self.kind}{rule} {s.src_node}:{s.src_port} {s.src_addr} -> {s.dst_addr} {proto}{ports} "
@@ -88,8 +90,8 @@ def plan_shots(plan: Plan, nonce=new_nonce) -> tuple[list[Expectation], list[str
                     dport)
         out.append(Expectation(shot, kind, must, entry, m.leaf))
 
-    routed = [(h, n) for h in plan.hosts for n in h.nics if n.plane.value == "fe" and n.tenant is None]
-    spines = [s for s in plan.switches if s.plane.value == "fe" and s.role.value == "fe-spine"]
+    routed = [(h, n) for h in plan.hosts for n in h.nics if n.plane is Plane.FE and n.tenant is None]
+    spines = [s for s in plan.switches if s.role is Role.FE_SPINE]
     for t in plan.tenants:
         if len(t.members) < 2:
             gaps.append(f"tenant {t.name} has {len(t.members)} member: no control can prove its segment carries")
@@ -126,10 +128,10 @@ def plan_shots(plan: Plan, nonce=new_nonce) -> tuple[list[Expectation], list[str
 def permitted_tuple(entries: tuple[AclEntry, ...], src: IPv4Address, dst: IPv4Address) -> tuple[int, int, int] | None:
     """(protocol, sport, dport) of a frame the ACL lets from src to dst: the probe port over
     UDP if it may, else ICMP, else what a permit entry covering the pair opens; None if nothing."""
-    candidates = [(UDP, PROBE_PORT, PROBE_PORT), (1, 0, 0), (6, _EPHEMERAL, PROBE_PORT)]
+    candidates = [(UDP, PROBE_PORT, PROBE_PORT), (ICMP, 0, 0), (TCP, _EPHEMERAL, PROBE_PORT)]
     for e in entries:
         protocol = e.protocol or UDP
-        ports = (0, 0) if protocol == 1 else (e.src_ports.low if e.src_ports else _EPHEMERAL,
+        ports = (0, 0) if protocol == ICMP else (e.src_ports.low if e.src_ports else _EPHEMERAL,
                                               e.dst_ports.low if e.dst_ports else PROBE_PORT)
         if e.action == "permit" and e.matches(src, dst, protocol, *ports):
             candidates.append((protocol, *ports))
@@ -154,7 +156,7 @@ def _acl_shots(plan: Plan, entries: tuple[AclEntry, ...], start: int, nonce) -> 
 def _tuple_for(plan: Plan, e: AclEntry, entries: tuple[AclEntry, ...], members: list[TenantMember]):
     """A (source, destination, protocol, sport, dport) that entry e decides, between two
     members of one tenant; None when every such tuple is decided earlier (a shadowed entry)."""
-    protocols = [e.protocol] if e.protocol is not None else [UDP, 6, 1]
+    protocols = [e.protocol] if e.protocol is not None else [UDP, TCP, ICMP]
     for m in members:
         if e.src is not None and m.address.ip not in e.src:
             continue
@@ -167,7 +169,7 @@ def _tuple_for(plan: Plan, e: AclEntry, entries: tuple[AclEntry, ...], members: 
                 dports = [e.dst_ports.low, e.dst_ports.high] if e.dst_ports else [PROBE_PORT + 1]
                 sport = e.src_ports.low if e.src_ports else _EPHEMERAL
                 for dport in dports:
-                    if protocol == 1:
+                    if protocol == ICMP:
                         sport_, dport_ = 0, 0
                     else:
                         sport_, dport_ = sport, dport
@@ -190,12 +192,16 @@ def check_tenants(lab, timeout: float = 5.0, resend: int = 2) -> TenantResult:
     for x in shots:
         sends[x.shot.src_node].add(x.shot.src_port)
         macs[x.shot.to_node].add(x.shot.to_port)
+    for t in plan.tenants:  # every member's MAC, for its type-2 route
+        for m in t.members:
+            macs[m.host].add(m.nic)
     taps = _tap_ports(plan)
     leaves = sorted({m.leaf for t in plan.tenants for m in t.members})
     before = {leaf: lab.acl_counters(leaf) for leaf in leaves}
     landings: list[Landing] = []
     must = {x.shot.id: x.must_land for x in shots if x.must_land is not None}
     with TapSession(lab.in_namespace, taps, sends, macs) as session:
+        member_macs = {(m.host, m.nic): session.mac(m.host, m.nic).hex(":") for t in plan.tenants for m in t.members}
         _announce(lab, plan)
         batch = shots
         for attempt in range(1 + resend):
@@ -215,7 +221,7 @@ def check_tenants(lab, timeout: float = 5.0, resend: int = 2) -> TenantResult:
                 break
     after = {leaf: lab.acl_counters(leaf) for leaf in leaves}
     counted = {leaf: {k: after[leaf].get(k, 0) - before[leaf].get(k, 0) for k in after[leaf]} for leaf in leaves}
-    evpn_expected, missing = _evpn(lab, plan)
+    evpn_expected, missing = _evpn(lab, plan, member_macs)
     return _verdict(plan, shots, landings, counted, gaps, evpn_expected, missing, t0)
 
 
@@ -225,10 +231,10 @@ def _tap_ports(plan: Plan) -> dict[str, set[str]]:
     taps: dict[str, set[str]] = defaultdict(set)
     for h in plan.hosts:
         for n in h.nics:
-            if n.plane.value == "fe":
+            if n.plane is Plane.FE:
                 taps[h.name].add(n.name)
     for s in plan.switches:
-        if s.role.value == "fe-spine":
+        if s.role is Role.FE_SPINE:
             taps[s.name] |= {p.name for p in s.fabric_ports}
     return taps
 
@@ -242,10 +248,9 @@ def _announce(lab, plan: Plan) -> None:
             lab.in_namespace(m.host, lambda m=m: send_garp(m.nic, str(m.address.ip)))
 
 
-def _evpn(lab, plan: Plan, timeout: float = 10.0) -> tuple[int, tuple[str, ...]]:
+def _evpn(lab, plan: Plan, mac_of: dict[tuple[str, str], str], timeout: float = 10.0) -> tuple[int, tuple[str, ...]]:
     """Remote members' MAC/IP type-2 routes on every VTEP leaf, polled until complete."""
     rt_asn = plan.fabric.cluster.addressing.fe_asn
-    mac_of = {(m.host, m.nic): _nic_mac(lab, m.host, m.nic) for t in plan.tenants for m in t.members}
     want = {(leaf, t.vni, mac_of[(m.host, m.nic)], str(m.address.ip), m.host)
             for t in plan.tenants for leaf in t.leaves for m in t.members if m.leaf != leaf}
     deadline = time.monotonic() + timeout
@@ -279,17 +284,6 @@ def type2_routes(text: str, rt_asn: int) -> set[tuple[int, str, str]]:
             out |= {(int(r.group(1)), mac, ip) for mac, ip in pending}
             pending = []
     return out
-
-
-def _nic_mac(lab, node: str, nic: str) -> str:
-    from harness.traffic.probe import mac_of
-    import socket
-
-    def read() -> str:
-        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as s:
-            return mac_of(s, nic).hex(":")
-
-    return lab.in_namespace(node, read)
 
 
 def _verdict(plan: Plan, shots: list[Expectation], landings: list[Landing], counted: dict[str, dict[str, int]],

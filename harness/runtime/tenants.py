@@ -20,9 +20,9 @@ from harness.acl import TABLE, AclEntry, compile_acl
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.plan import HostPlan, Plan, SwitchPlan
 from harness.runtime import nsutil
-from harness.tenancy import NFT_TABLE, VXLAN_OVERHEAD, bridge_device, vxlan_device
+from harness.tenancy import NFT_TABLE, VXLAN_OVERHEAD, VXLAN_PORT, bridge_device, vxlan_device
 
-VXLAN_PORT = 4789
+
 def leaf_commands(plan: Plan, sw: SwitchPlan) -> list[str]:
     """`ip -batch` lines that make sw a VTEP for its tenants: per VNI a bridge holding the
     VXLAN device and the members' ports (the kernel here has no VLAN-aware bridge: SONiC's
@@ -61,8 +61,7 @@ def check_supported(plan: Plan) -> None:
             "(e.g. a gateway per tenant), or run the clab runtime")
 
 
-def acl_ruleset(plan: Plan, sw: SwitchPlan) -> str:
-    entries = compile_acl(plan)
+def acl_ruleset(entries: tuple[AclEntry, ...], sw: SwitchPlan) -> str:
     ports = ", ".join(f'"{p.name}"' for p in sw.tenant_ports)
     lines = [_nft_rule(e) for e in entries]
     body = "\n".join(f"    iifname {{ {ports} }} {line}" for line in lines)
@@ -98,14 +97,15 @@ def _nft_rule(e: AclEntry) -> str:
 
 def apply(plan: Plan, namespace_of: Callable[[str], str]) -> None:
     """Before FRR starts: zebra learns VNIs from the devices it finds."""
+    entries = compile_acl(plan)
     for sw in plan.switches:
         if sw.vnis:
             ns = namespace_of(sw.name)
             _batch(ns, leaf_commands(plan, sw))
             # No SVI snoops ARP here: a tenant bridge takes IP bindings from its members'
-            # gratuitous ARPs instead, and zebra sends them as type-2 MAC/IP routes.
-            # and a frame a member sends to the leaf's own MAC is never routed into the
-            # underlay (SONiC: no VLAN_INTERFACE, so no router MAC in the tenant's VLAN).
+            # gratuitous ARPs instead, and zebra sends them as type-2 MAC/IP routes; and a
+            # frame a member sends to the leaf's own MAC is never routed into the underlay
+            # (SONiC: no VLAN_INTERFACE, so no router MAC in the tenant's VLAN).
             values: dict[str, int] = {}
             for t in plan.tenants:
                 if t.vni in sw.vnis:
@@ -113,7 +113,7 @@ def apply(plan: Plan, namespace_of: Callable[[str], str]) -> None:
                     values |= {f"net.ipv4.conf.{br}.arp_accept": 1, f"net.ipv4.conf.{br}.forwarding": 0,
                                f"net.ipv6.conf.{br}.disable_ipv6": 1}
             nsutil.write_sysctls(ns, values)
-            nsutil.nft(ns, acl_ruleset(plan, sw))
+            nsutil.nft(ns, acl_ruleset(entries, sw))
     for h in plan.hosts:
         lines = host_commands(h)
         if lines:

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
+from harness.tenancy import VXLAN_PORT
 from harness.traffic.probe import (ETH_P_ALL, ETH_P_IP, MAGIC, NONCE_BYTES, OpenIn, internet_checksum, mac_of,
                                    read_until)
 
-PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
 _PACKET_OUTGOING = 4
 _TAG = struct.Struct(f"!8sI{NONCE_BYTES}s")
 
@@ -46,9 +46,6 @@ class Landing:
     node: str
     port: str
     encapsulated: bool = False  # seen inside a VXLAN packet (in transit between VTEPs), not delivered
-
-
-VXLAN_PORT = 4789
 
 
 def is_vxlan(data: bytes) -> bool:
