@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 
 import pytest
 
@@ -32,24 +33,29 @@ def test_a_fresh_lab_is_lossless_on_every_hop(lab):
     assert main(["audit", lab.name]) == 0
 
 
-def test_a_port_mtu_lowered_by_hand_is_named(lab):
-    lab.ns_exec("be-g2-r1", ["ip", "link", "set", "Ethernet20", "mtu", "4000"], check=True)
+@contextmanager
+def mtu_lowered(lab, node: str, port: str, mtu: int):
+    """A port's MTU lowered by hand in the node's kernel, put back as booted afterwards."""
+    booted = lab.mtus(node)[port]
+    lab.ns_exec(node, ["ip", "link", "set", port, "mtu", str(mtu)], check=True)
     try:
+        yield
+    finally:
+        lab.ns_exec(node, ["ip", "link", "set", port, "mtu", str(booted)], check=True)
+
+
+def test_a_port_mtu_lowered_by_hand_is_named(lab):
+    with mtu_lowered(lab, "be-g2-r1", "Ethernet20", 4000):
         found = {(f.node, f.port, f.table) for f in audit_lab(lab).findings}
         assert ("be-g2-r1", "Ethernet20", "PORT") in found
         assert main(["audit", lab.name]) == 3
-    finally:
-        lab.ns_exec("be-g2-r1", ["ip", "link", "set", "Ethernet20", "mtu", "9100"], check=True)
     assert audit_lab(lab).passed  # the control: back as booted, clean again
 
 
 def test_a_gpu_nic_mtu_lowered_by_hand_is_named(lab):
-    lab.ns_exec("gpu06", ["ip", "link", "set", "rail3", "mtu", "2000"], check=True)
-    try:
+    with mtu_lowered(lab, "gpu06", "rail3", 2000):
         found = [(f.node, f.port, f.table, f.found) for f in audit_lab(lab).findings]
         assert found == [("gpu06", "rail3", "kernel link", "2000")]
-    finally:
-        lab.ns_exec("gpu06", ["ip", "link", "set", "rail3", "mtu", "9100"], check=True)
 
 
 def test_a_switch_config_mapping_roce_to_another_priority_is_named(lab):
@@ -71,10 +77,7 @@ def test_a_switch_config_mapping_roce_to_another_priority_is_named(lab):
 def test_an_fe_spine_port_too_small_for_a_tenant_frame_is_named(lab):
     """A VXLAN-encapsulated tenant frame needs the FE MTU on every fabric hop: a spine port
     lowered by hand is named, with the leaf's tenant ports still fine."""
-    lab.ns_exec("fe-s2", ["ip", "link", "set", "Ethernet4", "mtu", "1400"], check=True)
-    try:
+    with mtu_lowered(lab, "fe-s2", "Ethernet4", 1400):
         found = [(f.node, f.port, f.table, f.found) for f in audit_lab(lab).findings]
         assert found == [("fe-s2", "Ethernet4", "PORT", "1400")]
-    finally:
-        lab.ns_exec("fe-s2", ["ip", "link", "set", "Ethernet4", "mtu", "1500"], check=True)
     assert audit_lab(lab).passed
