@@ -5,7 +5,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from harness.errors import HarnessError, TopologyError
+from harness.errors import HarnessError, InputError, Problem, TopologyError
 from harness.model import Cluster, Fabric, build
 
 
@@ -23,36 +23,70 @@ def load_cluster(ref: str) -> Cluster:
     path = Path(ref)
     if path.suffix == ".py" or path.exists():
         return _from_file(path)
-    raise HarnessError(f"unknown topology {ref!r}; built-ins: {', '.join(sorted(registry))} "
+    raise InputError(f"unknown topology {ref!r}; built-ins: {', '.join(sorted(registry))} "
                        "(or give the path of a .py file that defines `cluster` or `build()`)")
 
 
 def _from_file(path: Path) -> Cluster:
     if not path.is_file():
-        raise HarnessError(f"no topology file at {path}")
+        raise InputError(f"no topology file at {path}")
     name = f"fablab_topology_{abs(hash(path.resolve()))}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise HarnessError(f"{path} is not a loadable Python file")
+        raise InputError(f"{path} is not a loadable Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+        obj = getattr(module, "cluster", None)
+        if obj is None and callable(getattr(module, "build", None)):
+            obj = module.build()
+    except TopologyError as e:  # a declaration class called with a field it has not (or without one it needs)
+        raise TopologyError(e.problems, source=_where(path, e)) from None
     except HarnessError:
         raise
     except Exception as e:  # the user's file: report what broke in it, with where
-        raise HarnessError(f"{path}: {type(e).__name__}: {e}") from e
+        raise InputError(f"{_where(path, e)}: {type(e).__name__}: {e}{_near_name(e)}") from e
     finally:
         sys.modules.pop(name, None)
-    obj = getattr(module, "cluster", None)
-    if obj is None and callable(getattr(module, "build", None)):
-        obj = module.build()
     if isinstance(obj, Fabric):
         obj = obj.cluster
+    if obj is None:
+        raise InputError(f"{path} defines no cluster: set `cluster = Cluster(...)` "
+                         "or define `build()` returning a Cluster")
     if not isinstance(obj, Cluster):
-        raise HarnessError(f"{path} defines no cluster: set `cluster = Cluster(...)` "
-                           "or define `build()` returning a Cluster")
+        raise TopologyError([Problem("cluster", f"{path} gives a {type(obj).__name__}, not a Cluster",
+                                     "set `cluster = Cluster(name=..., ...)` or return one from `build()`")],
+                            source=str(path))
     return obj
+
+
+def _near_name(e: Exception) -> str:
+    """For a misspelt name of a declaration class (`Backnd(...)`), the one meant."""
+    import difflib
+
+    from harness import model
+
+    name = getattr(e, "name", None) if isinstance(e, NameError) else None
+    if not isinstance(name, str):
+        return ""
+    near = difflib.get_close_matches(name, [n for n in dir(model) if not n.startswith("_")], n=1, cutoff=0.7)
+    return f" (did you mean {near[0]!r}, from harness.model?)" if near else ""
+
+
+def _where(path: Path, e: BaseException) -> str:
+    """`path, line N`: the last line of the user's file the error went through."""
+    line = None
+    tb = e.__traceback__
+    target = path.resolve()
+    while tb is not None:
+        try:
+            if Path(tb.tb_frame.f_code.co_filename).resolve() == target:
+                line = tb.tb_lineno
+        except (OSError, ValueError):
+            pass
+        tb = tb.tb_next
+    return f"{path}, line {line}" if line is not None else str(path)
 
 
 def load_fabric(ref: str) -> Fabric:
@@ -61,5 +95,6 @@ def load_fabric(ref: str) -> Fabric:
         return build(cluster)
     except TopologyError as e:
         if ref != cluster.name:
-            raise TopologyError(e.problems, source=f"{ref} ({cluster.name})") from None
+            name = cluster.name if isinstance(cluster.name, str) else "its name unusable"
+            raise TopologyError(e.problems, source=f"{ref} ({name})") from None
         raise

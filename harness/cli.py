@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from rich.table import Table
 from harness import interrupt
 from harness.catalog import builtins, load_fabric
 from harness.console import err, out
-from harness.errors import HarnessError, TopologyError
+from harness.errors import HarnessError, InputError, TopologyError
 from harness.plan import make_plan, summary
 from harness.render import artifacts, write_artifacts
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE
@@ -91,11 +92,25 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    plan = make_plan(load_fabric(args.topology))
-    files = artifacts(plan, lab=args.name, sonic_image=args.sonic_image, host_image=args.host_image)
-    written = write_artifacts(files, Path(args.output))
+    from harness.model import check_lab_name
+
+    # A bad --name is reported with the declaration's problems, before anything is written.
+    problems = check_lab_name(args.name, "--name") if args.name is not None else []
+    try:
+        fabric = load_fabric(args.topology)
+    except TopologyError as e:
+        if problems:
+            raise TopologyError(problems + list(e.problems), e.source) from None
+        raise
+    if problems:
+        raise TopologyError(problems, "fablab render")
+    plan = make_plan(fabric)
+    lab = args.name or plan.name
+    files = artifacts(plan, lab=lab, sonic_image=args.sonic_image, host_image=args.host_image)
+    written = write_artifacts(files, Path(args.output),
+                              about={"topology": args.topology, "cluster": plan.name, "lab": lab})
     if args.json:
-        print(json.dumps({"lab": args.name or plan.name, "output": str(args.output),
+        print(json.dumps({"lab": lab, "output": str(args.output),
                           "files": [str(p) for p in written]}, indent=2))
     else:
         switches = len(plan.switches)
@@ -105,7 +120,10 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fablab", description="Declare, render, boot and prove AI data-center fabrics.")
+    p = argparse.ArgumentParser(prog="fablab", description="Declare, render, boot and prove AI data-center fabrics. "
+                                "Exit status: 0 pass, 1 fablab failed, 2 bad input or usage, 3 a check or audit "
+                                "found a problem.")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("list", help="list the built-in topologies")
@@ -119,8 +137,11 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("render", help="write the clab file, config_db.json, frr.conf, cabling and diagram")
     s.add_argument("topology", help="built-in name or path to a .py file")
-    s.add_argument("-o", "--output", required=True, help="output directory")
-    s.add_argument("--name", help="lab name (default: the cluster's name)")
+    s.add_argument("-o", "--output", required=True,
+                   help="output directory: new, empty, or an earlier fablab render, which is replaced whole "
+                        "(files of an earlier render that this one does not write are gone)")
+    s.add_argument("--name", help="lab name (default: the cluster's name): lower-case letters, digits and '-', "
+                                  "starting with a letter, at most 24")
     s.add_argument("--sonic-image", default=SONIC_IMAGE)
     s.add_argument("--host-image", default=HOST_IMAGE)
     s.add_argument("--json", action="store_true")
@@ -133,21 +154,72 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Version(argparse.Action):
+    """--version: the version, and the commit when fablab runs from a git checkout (git is
+    asked only when --version is given)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help="print fablab's version (and git commit) and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
+# One exit code per kind of outcome, the same on every command (docs/cli.md).
+EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_FOUND = 0, 1, 2, 3
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # SIGTERM takes the same path as Ctrl-C, so a lab being booted is torn down.
     interrupt.install()
     try:
         return args.func(args)
-    except TopologyError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
-        return 2
     except HarnessError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
-        return 1
+        code = EXIT_INPUT if isinstance(e, InputError) else EXIT_FAILURE
+        _error(args, e, code)
+        return code
+    except BrokenPipeError:
+        return _closed_pipe()
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
+
+
+def _error(args: argparse.Namespace, e: HarnessError, code: int) -> None:
+    """The error on stderr; with --json also as a JSON document on stdout, for the program that
+    reads it (a declaration's problems one object each)."""
+    err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+    if getattr(args, "json", False):
+        doc: dict = {"error": str(e), "kind": type(e).__name__, "exit": code}
+        if isinstance(e, TopologyError):
+            doc["source"] = e.source
+            doc["problems"] = [{"field": p.field, "message": p.message, "hint": p.hint} for p in e.problems]
+        try:
+            print(json.dumps(doc, indent=2))
+        except BrokenPipeError:
+            _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """The reader went away (`fablab ... | head`): end quietly, as a Unix filter does. Python
+    would otherwise report the pipe again when it flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no real file (a test's capture): nothing to flush
+        pass
+    return 141  # 128 + SIGPIPE, what the shell reports for a filter ended by a closed pipe
+
+
+def version_text() -> str:
+    from harness.provenance import fablab_version, git_commit
+
+    commit, dirty = git_commit()
+    where = f" (git {commit[:12]}{', modified' if dirty else ''})" if commit else ""
+    return f"fablab {fablab_version() or 'unknown'}{where}"
 
 
 if __name__ == "__main__":

@@ -1,6 +1,10 @@
-"""`fablab audit DIR|LAB`: the lossless contract checked hop by hop, and the FE tenant tables of
-every VTEP leaf, in a render's config_db.json files or in a running lab's CONFIG_DB and kernel
-MTUs."""
+"""`fablab audit --against TOPOLOGY DIR` and `fablab audit LAB`: the lossless contract checked
+hop by hop, and the FE tenant tables of every VTEP leaf, in a render's config_db.json files or
+in a running lab's CONFIG_DB and kernel MTUs.
+
+The judge is always a declaration: the one named by `--against`, or for a running lab the one
+fablab recorded when it booted the lab. Never a file that travels with the configs under test
+(a render's lossless.json is documentation only)."""
 from __future__ import annotations
 
 import argparse
@@ -10,33 +14,37 @@ from pathlib import Path
 
 from rich.table import Table
 
+from harness.catalog import load_fabric
 from harness.checks.lossless import audit, audit_lab, load_dir
-from harness.console import err, out
-from harness.errors import HarnessError
+from harness.console import out
+from harness.errors import InputError
 from harness.lab import Lab
+from harness.plan import make_plan
+from harness.render.lossless import contract_of
 from harness.runtime.state import labs
 
 
-def _result(target: str):
+def _result(target: str, against: str | None):
+    plan = make_plan(load_fabric(against)) if against else None
     if Path(target).is_dir():
-        return audit(*load_dir(Path(target)))
+        if plan is None:
+            raise InputError(f"{target} is a render directory: name the declaration its configs must meet, e.g. "
+                             f"`fablab audit --against ai-cluster {target}` (a built-in name or a .py file). "
+                             "The lossless.json beside the configs travels with them, so it cannot judge them")
+        return audit(contract_of(plan), load_dir(Path(target), contract_of(plan)))
     if target in labs():
-        return audit_lab(Lab.attach(target))
-    raise HarnessError(f"{target!r} is neither a render directory nor a running lab "
-                       f"(running: {', '.join(labs()) or 'none'}; `fablab render TOPOLOGY -o DIR` makes a directory)")
+        return audit_lab(Lab.attach(target), plan)
+    raise InputError(f"{target!r} is neither a render directory nor a running lab "
+                     f"(running: {', '.join(labs()) or 'none'}; `fablab render TOPOLOGY -o DIR` makes a directory)")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    try:
-        result = _result(args.target)
-    except HarnessError as e:
-        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
-        return 2
+    result = _result(args.target, args.against)
     contract = result.contract
     if args.json:
-        print(json.dumps({"passed": result.passed, "reason": result.reason, "switches": result.switches,
-                          "ports": result.ports, "links": result.links, "vtep_leaves": result.vtep_leaves,
-                          "tenant_ports": result.tenant_ports,
+        print(json.dumps({"passed": result.passed, "reason": result.reason, "against": args.against,
+                          "switches": result.switches, "ports": result.ports, "links": result.links,
+                          "vtep_leaves": result.vtep_leaves, "tenant_ports": result.tenant_ports,
                           "contract": {"lossless": asdict(contract.lossless), "be_switches": list(contract.be_switches)},
                           "findings": [asdict(f) for f in result.findings]}, indent=2))
         return 0 if result.passed else 3
@@ -52,8 +60,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("audit", help="check the lossless contract (PFC, DSCP/TC/queue/PG, ECN, CNP, watchdog, "
                                      "buffers, MTU) hop by hop, and the FE tenant tables (VLAN, VXLAN, ACL) of every "
-                                     "VTEP leaf, in a render directory or a running lab (exit 0 clean, 3 findings, "
-                                     "2 bad input)")
+                                     "VTEP leaf, in a render directory or a running lab, against a declaration "
+                                     "(exit 0 clean, 3 findings, 2 bad input)")
     s.add_argument("target", help="a `fablab render` output directory, or a running lab")
+    s.add_argument("--against", metavar="TOPOLOGY",
+                   help="the declaration to hold the configs to (built-in name or .py file); required for a "
+                        "directory; a running lab defaults to the declaration it was booted from")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_audit)

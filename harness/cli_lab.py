@@ -12,12 +12,12 @@ from rich.table import Table
 
 from harness.catalog import load_fabric
 from harness.console import err, out
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError, TopologyError, UnknownLab
+from harness.model import check_lab_name
 from harness.lab import Lab
-from harness.observe.convergence import cached_expectations
 from harness.plan import make_plan
 from harness.runtime import RUNTIMES, get_runtime
-from harness.runtime.state import labs, load
+from harness.runtime.state import labs, load, namespaces_present
 
 
 def progress_printer(enabled: bool = True):
@@ -30,22 +30,6 @@ def progress_printer(enabled: bool = True):
     return progress
 
 
-def _sessions(lab: Lab) -> dict[str, int]:
-    looks = lab.observe()
-    return {"bgp_up": sum(s.sessions_up for s in looks), "bgp_expected": sum(s.sessions_expected for s in looks),
-            "bfd_up": sum(s.bfd_up for s in looks), "bfd_expected": sum(s.bfd_expected for s in looks),
-            "switches_converged": sum(1 for s in looks if s.ok), "switches": len(looks)}
-
-
-def _sessions_at_convergence(lab: Lab) -> dict[str, int]:
-    """What the boot's last look saw: it returns only once every switch showed every planned
-    session up (a fresh look at 86 switches would cost the user another 20 s)."""
-    exp = cached_expectations(lab.plan).values()
-    bgp, bfd = sum(e.sessions for e in exp), sum(e.bfd for e in exp)
-    return {"bgp_up": bgp, "bgp_expected": bgp, "bfd_up": bfd, "bfd_expected": bfd,
-            "switches_converged": len(exp), "switches": len(exp)}
-
-
 def cmd_up(args: argparse.Namespace) -> int:
     fabric = load_fabric(args.topology)
     lab = Lab.up(make_plan(fabric), name=args.name, runtime=args.runtime, replace=args.replace,
@@ -54,7 +38,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     summary = {"lab": lab.name, "topology": args.topology, "runtime": args.runtime,
                "nodes": len(lab.plan.fabric.nodes), "switches": len(lab.plan.switches),
                "timings_s": {k: v for k, v in lab.state.timings.items() if k != "memory_mb"},
-               "memory_mb": round(lab.state.timings.get("memory_mb", 0.0), 1), **_sessions_at_convergence(lab)}
+               "memory_mb": round(lab.state.timings.get("memory_mb", 0.0), 1), **lab.state.converged}
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -83,9 +67,16 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def _runtime_of(lab: str) -> str:
+    """The runtime of a lab, from its state or, for one whose state is gone, from what it left
+    on the system; a name nothing on the system carries is bad input."""
     try:
         return load(lab).runtime
-    except HarnessError:
+    except UnknownLab:
+        for name in RUNTIMES:
+            if lab in get_runtime(name).leftovers(everything=True):
+                return name
+        raise
+    except HarnessError:  # unreadable state: the netns runtime removes what carries the name
         return "netns"
 
 
@@ -110,9 +101,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         try:
             st = load(name)
             rows.append({"lab": name, "runtime": st.runtime, "topology": st.topology, "phase": st.phase,
-                         "nodes": len(st.namespaces), "age_s": round(time.time() - st.created)})
+                         "nodes": namespaces_present(st), "nodes_declared": len(st.namespaces),
+                         "age_s": round(time.time() - st.created)})
         except HarnessError as e:
-            rows.append({"lab": name, "runtime": "?", "topology": "?", "phase": f"broken: {e}", "nodes": 0, "age_s": 0})
+            rows.append({"lab": name, "runtime": "?", "topology": "?", "phase": f"broken: {e}", "nodes": 0,
+                         "nodes_declared": 0, "age_s": 0})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -120,10 +113,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         out.print("no lab is running")
         return 0
     t = Table(title="labs")
-    for col in ("lab", "runtime", "topology", "phase", "nodes", "age"):
+    for col in ("lab", "runtime", "topology", "phase", "nodes present", "age"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["lab"], r["runtime"], r["topology"], r["phase"], str(r["nodes"]), f"{r['age_s']} s")
+        t.add_row(r["lab"], r["runtime"], r["topology"], r["phase"], f"{r['nodes']}/{r['nodes_declared']}",
+                  f"{r['age_s']} s")
     out.print(t)
     return 0
 
@@ -132,7 +126,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     lab = Lab.attach(args.lab)
     argv = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
     if not argv:
-        raise HarnessError("no command given: fablab exec LAB NODE -- CMD [ARGS...]")
+        raise InputError("no command given: fablab exec LAB NODE -- CMD [ARGS...]")
     lab.check_node(args.node)
     return subprocess.call(lab.runtime.exec_argv(lab.name, args.node, argv))
 
@@ -175,6 +169,7 @@ def _checks(only: str | None):
 def cmd_check(args: argparse.Namespace) -> int:
     """Run the checks on a lab that is already up, e.g. after changing something by hand."""
     from harness.checks.registry import run_checks
+    from harness.provenance import collect, lab_frr_version
     from harness.report import Results
     from harness.runtime.state import is_stale
 
@@ -192,42 +187,70 @@ def cmd_check(args: argparse.Namespace) -> int:
             "was left behind by a process that is gone (`fablab clean` removes it)"
         err.print(f"[red]error:[/red] lab {escape(args.lab)} {why}: nothing to check", soft_wrap=True)
         return 2
-    verdicts = run_checks(lab, checks, Results(Path(args.results)), progress_printer(not args.json))
+    if args.against:
+        _same_declaration(lab, args.against)
+    provenance = collect(lab.plan.fabric.cluster, lab.state.topology, lab.state.runtime, lab.name,
+                         frr_version=lab_frr_version(lab))
+    results = Results(Path(args.results), lab.name, provenance)
+    verdicts = run_checks(lab, checks, results, progress_printer(not args.json))
+    results.finish()
     return _report(args, f"fablab check {lab.name}", verdicts, lab.plan,
-                   {"lab": lab.name, "topology": lab.state.topology, "runtime": lab.state.runtime})
+                   {"lab": lab.name, "topology": lab.state.topology, "runtime": lab.state.runtime}, results)
+
+
+def _same_declaration(lab: Lab, against: str) -> None:
+    """The checks judge a lab by the declaration fablab recorded when it booted the lab; with
+    --against the engineer names the judge, and a lab booted from anything else is refused."""
+    from harness.catalog import load_cluster
+    from harness.provenance import declaration_sha256
+
+    judge, booted = declaration_sha256(load_cluster(against)), declaration_sha256(lab.state.cluster)
+    if judge != booted:
+        raise InputError(f"lab {lab.name} was not booted from {against}: its recorded declaration hashes to "
+                         f"{booted[:12]}, {against}'s to {judge[:12]}; boot it with `fablab up {against}`, or check "
+                         "without --against")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from harness.provenance import collect
+    from harness.report import Results
     from harness.validate import validate
 
     checks = _checks(args.only)
     if checks is None:
         return 2
     plan = make_plan(load_fabric(args.topology))
-    verdicts = validate(plan, Path(args.results), name=args.name, runtime=args.runtime,
+    lab = args.name or plan.name
+    if problems := check_lab_name(lab, "--name"):  # before the results directory is made
+        raise TopologyError(problems, source=args.topology)
+    results = Results(Path(args.results), lab, collect(plan.fabric.cluster, args.topology, args.runtime, lab))
+    verdicts = validate(plan, results, name=args.name, runtime=args.runtime,
                         progress=progress_printer(not args.json), topology=args.topology, checks=checks)
     return _report(args, f"fablab validate {args.topology}", verdicts, plan,
-                   {"topology": args.topology, "runtime": args.runtime})
+                   {"topology": args.topology, "runtime": args.runtime}, results)
 
 
-def _report(args: argparse.Namespace, title: str, verdicts, plan, about: dict) -> int:
-    """The same output for `check` and `validate`: table or JSON, and JUnit/HTML files when asked.
+def _report(args: argparse.Namespace, title: str, verdicts, plan, about: dict, results) -> int:
+    """The same output for `check` and `validate`: table or JSON, and JUnit/HTML files when asked,
+    each with the run's provenance; `results` is the run's Results (its directory is named).
     Exit 0 when nothing failed (not applicable is not a failure), 3 when a check failed."""
     from harness.report import check_document, junit_xml
 
     failed = [v for v in verdicts if v.passed is False]
+    provenance = results.provenance
     written = []
     if args.junit:
         path = Path(args.junit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(junit_xml(verdicts, title))
+        path.write_text(junit_xml(verdicts, title, provenance))
         written.append(f"JUnit {path}")
     if args.html:
         from harness.report_html import write_html
 
-        written.append(f"HTML {write_html(Path(args.html), verdicts, plan, title, about)}")
+        written.append(f"HTML {write_html(Path(args.html), verdicts, plan, title, about, provenance)}")
     if args.json:
-        print(json.dumps(check_document(verdicts, **about, results=args.results), indent=2, default=str))
+        print(json.dumps(check_document(verdicts, provenance, **about, results=str(results.directory)),
+                         indent=2, default=str))
         return 3 if failed else 0
     t = Table(title=title, show_lines=True)
     for col in ("check", "result", "seconds", "figures", "plot"):
@@ -236,7 +259,8 @@ def _report(args: argparse.Namespace, title: str, verdicts, plan, about: dict) -
         mark = "[green]PASS[/green]" if v.passed else "[red]FAIL[/red]" if v.passed is False else "n/a"
         t.add_row(v.check, mark, f"{v.seconds:.2f}", escape(v.reason), "\n".join(v.plots))
     out.print(t)
-    out.print(f"checks' cost {sum(v.seconds for v in verdicts):.1f} s; results (JSON, PNG): {args.results}/"
+    out.print(f"checks' cost {sum(v.seconds for v in verdicts):.1f} s; results (JSON, PNG): {results.directory}/"
+              + (f" ({results.latest}/ until the next run)" if results.latest else "")
               + "".join(f"; {w}" for w in written)
               + ("" if not failed else f"  — {len(failed)} check(s) failed: {', '.join(v.check for v in failed)}"))
     return 3 if failed else 0
@@ -246,7 +270,9 @@ def _report_options(s: argparse.ArgumentParser) -> None:
     from harness.checks.registry import NAMES
 
     s.add_argument("--only", metavar="NAME,...", help=f"run only these checks, of: {', '.join(NAMES)}")
-    s.add_argument("--results", default="results", help="directory for JSON results and PNG plots")
+    s.add_argument("--results", default="results", metavar="DIR",
+                   help="parent of the run's own results directory (DIR/<UTC time>-<lab>-<random>/: JSON, "
+                        "PNG plots, summary.json with provenance); DIR/latest points at the newest run")
     s.add_argument("--json", action="store_true", help="one JSON document with every check's result")
     s.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per check) for CI")
     s.add_argument("--html", metavar="FILE", help="also write one self-contained HTML report")
@@ -262,6 +288,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = sub.add_parser("check", help="run the checks on a running lab (exit 0 pass, 3 a check failed, 2 bad input)")
     s.add_argument("lab", help="a lab booted by `fablab up`")
+    s.add_argument("--against", metavar="TOPOLOGY",
+                   help="refuse (exit 2) unless the lab was booted from this declaration (built-in name or .py file)")
     _report_options(s)
     s.set_defaults(func=cmd_check)
 

@@ -21,7 +21,16 @@ class HarnessError(Exception):
     """Base of every error fablab raises on purpose."""
 
 
-class TopologyError(HarnessError):
+class InputError(HarnessError):
+    """What the user gave is wrong: a name, a path, a file, a declaration, an option. The CLI
+    exits 2 for it (1 is kept for fablab's own failures, 3 for a check that found a problem)."""
+
+
+class UnknownLab(InputError):
+    """No running lab has this name."""
+
+
+class TopologyError(InputError):
     """A declaration is invalid. Carries every problem found, not just the first."""
 
     def __init__(self, problems: list[Problem] | tuple[Problem, ...], source: str = "") -> None:
@@ -32,6 +41,12 @@ class TopologyError(HarnessError):
         lines = [f"{head}{count} problem{'s' if count != 1 else ''} in the declaration:"]
         lines += [f"  - {p}" for p in self.problems]
         super().__init__("\n".join(lines))
+
+
+class DeclarationArgumentError(TopologyError, TypeError):
+    """A declaration class was called with a field it does not have, without one it needs, or
+    with more values by position than it has fields. A TopologyError, so the CLI reports it as
+    a bad declaration; still a TypeError, as Python's own error for such a call is."""
 
 
 class RenderError(HarnessError):

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import TypeVar
 
-from harness.errors import HarnessError
-from harness.model import Cluster, Fabric, Plane, build
+from harness.errors import HarnessError, InputError, TopologyError
+from harness.model import Cluster, Fabric, Plane, build, check_lab_name
 from harness.observe.convergence import Shortfall
 from harness.observe.counters import Counters, interface_counters
 from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers
@@ -89,8 +89,11 @@ class Lab:
         """Boot and wait until converged. The lab belongs to this process (`fablab clean`
         removes it once the process is gone) unless `detached`, as `fablab up` makes it."""
         plan = _plan_of(cluster)
-        rt = get_runtime(runtime)
         lab = name or plan.name
+        problems = check_lab_name(lab, "name" if name else "name (default: the cluster's name)")
+        if problems:  # before anything is booted or written
+            raise TopologyError(problems, "lab")
+        rt = get_runtime(runtime)
         state = rt.up(plan, lab, topology or plan.name, progress=progress, replace=replace, timeout=timeout,
                       detached=detached)
         return cls(state, plan, rt)
@@ -173,7 +176,7 @@ class Lab:
     def check_node(self, node: str) -> None:
         names = [n.name for n in self.plan.fabric.nodes]
         if node not in names:
-            raise HarnessError(f"lab {self.name} has no node {node!r}; nodes: {', '.join(names)}")
+            raise InputError(f"lab {self.name} has no node {node!r}; nodes: {', '.join(names)}")
 
     # ------------------------------------------------------------------ links
 
@@ -186,9 +189,9 @@ class Lab:
     def link(self, a: str, b: str, index: int = 0) -> LinkHandle:
         found = self.cables(a, b)
         if not found:
-            raise HarnessError(f"no cable between {a!r} and {b!r} in lab {self.name}")
+            raise InputError(f"no cable between {a!r} and {b!r} in lab {self.name}")
         if index >= len(found):
-            raise HarnessError(f"{a}–{b} has {len(found)} cable(s); index {index} is out of range")
+            raise InputError(f"{a}–{b} has {len(found)} cable(s); index {index} is out of range")
         return LinkHandle(self, found[index])
 
     # ------------------------------------------------------------------ observation

@@ -7,14 +7,16 @@ a hint. Nothing here touches the system.
 """
 from __future__ import annotations
 
+import difflib
+import functools
 import ipaddress
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
 
-from harness.errors import Problem, TopologyError
+from harness.errors import DeclarationArgumentError, Problem, TopologyError
 
 
 class Plane(str, Enum):
@@ -61,6 +63,19 @@ BACKEND_KINDS = ("rail-only", "rail-optimized")
 ECMP_HASHES = {"l3": 0, "l4": 1}  # value of net.ipv4.fib_multipath_hash_policy
 SPEEDS_GBPS = (1, 10, 25, 40, 50, 100, 200, 400, 800, 1600)
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+# A lab name: a cluster name of at most 24 characters, the runtimes' limit (run directory
+# /run/fablab/<lab>, namespaces fl_<lab>_<node>, FRR's -N pathspace, containers fablab-<lab>-<node>).
+_LAB_NAME = re.compile(r"[a-z][a-z0-9-]{0,23}")
+
+
+def check_lab_name(name: object, field: str = "name") -> list[Problem]:
+    """The problem with a lab name (`render --name`, `Lab.up(name=...)`), if any."""
+    if isinstance(name, str) and _LAB_NAME.fullmatch(name):
+        return []
+    return [Problem(field, f"{name!r} is not a usable lab name",
+                    "lower-case letters, digits and '-', starting with a letter, at most 24, e.g. lab1")]
+
+
 _SWITCH_MGMT_PORT = "eth0"  # SONiC's management port name
 
 
@@ -263,7 +278,11 @@ class Acl:
 class Cable:
     """A cable beyond what the builders lay: between two nodes, by name.
 
-    Ports on switches are assigned by the plan; a host end needs its NIC name.
+    Ports on switches are assigned by the plan unless named (`Ethernet<N>` of the switch's
+    HwSKU); a host end needs its NIC name (`rail<r>`, `fe0`, `st0`, `mgmt0`). A NIC or port
+    takes one cable. `speed` defaults to the speed of the links it joins (the plane's uplinks,
+    or the host NIC's); a cable of another speed is refused, as it would sit in an ECMP group
+    of faster or slower links, unless `mixed_speed=True` says it is on purpose.
     """
 
     a: str
@@ -271,6 +290,7 @@ class Cable:
     a_port: str | None = None
     b_port: str | None = None
     speed: int | None = None
+    mixed_speed: bool = False
 
 
 @dataclass(frozen=True)
@@ -290,6 +310,72 @@ class Cluster:
     lossless: Lossless = field(default_factory=Lossless)
     tenants: tuple[Tenant, ...] = ()
     acl: Acl = field(default_factory=Acl)
+
+
+def _section_names() -> dict[type, str]:
+    """Each declaration class and where it sits in a Cluster (`backend`, `cables`, `acl.rules`)."""
+    import typing
+
+    out: dict[type, str] = {Cluster: "cluster"}
+    todo = [(Cluster, "")]
+    while todo:
+        cls, path = todo.pop()
+        for name, t in typing.get_type_hints(cls).items():
+            for arg in (t, *typing.get_args(t)):
+                if isinstance(arg, type) and hasattr(arg, "__dataclass_fields__") and arg not in out:
+                    out[arg] = f"{path}.{name}" if path else name
+                    todo.append((arg, out[arg]))
+    return out
+
+
+def _guard_init(cls: type, section: str) -> None:
+    """A wrong call of a declaration class (an unknown field, a missing one, too many values
+    by position) raises DeclarationArgumentError naming its section and the fix, not Python's
+    bare TypeError: the CLI then reports it as a bad declaration (exit 2)."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except TypeError:
+            problems = call_problems(cls, section, args, kwargs)
+            if not problems:
+                raise
+            raise DeclarationArgumentError(problems, source=f"{cls.__name__}(...)") from None
+
+    cls.__init__ = __init__
+
+
+def call_problems(cls: type, section: str, args: tuple, kwargs: dict) -> list[Problem]:
+    """What is wrong with calling declaration class `cls` with these arguments."""
+    names = [f.name for f in fields(cls) if f.init]
+    shown = f"{cls.__name__}'s fields: {', '.join(names)}"
+    p: list[Problem] = []
+    if len(args) > len(names):
+        p.append(Problem(section, f"{cls.__name__}() takes {len(names)} values by position, {len(args)} were given",
+                         f"name them; {shown}"))
+    by_position = set(names[:len(args)])
+    meant = set()
+    for key in kwargs:
+        if key not in names:
+            near = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+            meant.update(near)
+            p.append(Problem(section, f"{cls.__name__} has no field {key!r}",
+                             (f"did you mean {near[0]!r}? " if near else "") + shown))
+        elif key in by_position:
+            p.append(Problem(section, f"{cls.__name__}() got {key!r} twice, by position and by name",
+                             f"give it once; {shown}"))
+    missing = [f.name for f in fields(cls) if f.init and f.default is MISSING and f.default_factory is MISSING
+               and f.name not in by_position and f.name not in kwargs and f.name not in meant]
+    if missing:
+        p.append(Problem(section, f"{cls.__name__}() needs {' and '.join(map(repr, missing))}", shown))
+    return p
+
+
+DECLARATIONS: dict[type, str] = _section_names()  # every declaration class, and where it sits in a Cluster
+for _cls, _section in DECLARATIONS.items():
+    _guard_init(_cls, _section)
 
 
 # --------------------------------------------------------------------------- the built fabric
@@ -374,20 +460,47 @@ def switch_mgmt_port() -> str:
 
 
 def build(cluster: Cluster) -> Fabric:
-    """Expand and validate a declaration; raise TopologyError listing every problem."""
-    problems = _check_declaration(cluster)
-    nodes, links = _expand(cluster)
-    cable_links, cable_problems = _cables(cluster, nodes)
-    links += cable_links
-    problems += cable_problems
-    fabric = Fabric(cluster, tuple(nodes), tuple(links))
-    problems += _check_fabric(fabric)
+    """Expand and validate a declaration; raise TopologyError listing every problem.
+
+    First every field's type, choice and limit (harness.declcheck); then the declaration's
+    rules, skipping what reads a field that failed; then, when gpu, backend, frontend and
+    mgmt passed whole and the totals are within what fablab can plan, the expansion and the
+    checks over the expanded graph (cables, port budgets, tenants).
+    """
+    from harness import declcheck
     from harness.tenancy import check_tenancy  # it resolves members over the built nodes
 
-    problems += check_tenancy(fabric)
-    if problems:
-        raise TopologyError(_dedupe(problems), source=cluster.name)
+    checked = declcheck.check(cluster)
+    cluster, ok = checked.cluster, checked.ok
+    problems = _check_declaration(cluster, ok)
+    said = {p.field for p in (*checked.problems, *problems)}
+
+    def settled(*paths: str) -> bool:  # no problem yet at, above or below these fields
+        return not any(declcheck.related(path, f) for path in paths for f in said)
+
+    fabric = None
+    if checked.can_expand:
+        nodes, links = _expand(cluster)
+        cable_links, cable_problems = _cables(cluster, nodes, links, ok)
+        later = cable_problems
+        fabric = Fabric(cluster, tuple(nodes), tuple(links + cable_links))
+        later += _check_fabric(fabric, balance=settled(*_BE_SHAPE))
+        if ok("tenants", "acl", "addressing") and settled(*_HOSTS):
+            later += check_tenancy(fabric)
+        problems += [p for p in later if p.field not in said]  # one problem per field the user wrote
+    problems = checked.after(problems)
+    if problems or fabric is None:
+        raise TopologyError(_dedupe(problems), source=checked.source)
     return fabric
+
+
+# The fields that shape the BE's leaves and uplinks, and those that name and count the hosts:
+# with a problem on one, the oversubscription, resp. the tenants, would be judged on a made-up
+# expansion, so they wait for it to be fixed.
+_BE_SHAPE = ("gpu.count", "gpu.gpus_per_node", "backend.kind", "backend.rails", "backend.groups",
+             "backend.spines", "backend.uplinks_per_spine")
+_HOSTS = ("gpu.count", "gpu.prefix", "frontend.leaves", "frontend.cpu_servers", "frontend.storage_servers",
+          "frontend.gateways")
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -483,109 +596,154 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
     return nodes, links
 
 
-def _cables(cluster: Cluster, nodes: list[Node]) -> tuple[list[Link], list[Problem]]:
+_PORT = re.compile(r"^Ethernet\d{1,5}$")  # a switch data port; the plan checks it against the HwSKU
+
+
+def host_nics(cluster: Cluster, node: Node) -> dict[str, Plane]:
+    """The NICs a host has, and the plane each is cabled into."""
+    gpu = node.role is Role.GPU
+    nics = {rail_nic(r): Plane.BE for r in range(cluster.gpu.gpus_per_node if gpu else 0)}
+    nics[FE_NIC] = Plane.FE
+    if gpu and cluster.frontend.storage_nics:
+        nics[STORAGE_NIC] = Plane.FE
+    nics[MGMT_NIC] = Plane.MGMT
+    return nics
+
+
+def _nic_speed(cluster: Cluster, node: Node, nic: str) -> int:
+    gpu, fe = cluster.gpu, cluster.frontend
+    if nic == MGMT_NIC:
+        return cluster.mgmt.speed
+    if nic == STORAGE_NIC:
+        return fe.storage_nic_speed
+    if nic == FE_NIC:
+        return gpu.fe_speed if node.role is Role.GPU else fe.host_speed
+    return gpu.nic_speed
+
+
+def _cables(cluster: Cluster, nodes: list[Node], laid: list[Link], ok) -> tuple[list[Link], list[Problem]]:
+    """The declared cables, checked against the nodes and the cables the builders laid."""
     by_name = {n.name: n for n in nodes}
+    taken = {(end, port): f"cabled to {other}" for lk in laid
+             for end, port, other in ((lk.a, lk.a_port, lk.b), (lk.b, lk.b_port, lk.a)) if port is not None}
     links: list[Link] = []
     problems: list[Problem] = []
-    for i, c in enumerate(cluster.cables):
+    for i, c in enumerate(cluster.cables if isinstance(cluster.cables, tuple) else ()):
         where = f"cables[{i}]"
+        if not ok(where):
+            continue
+        found = len(problems)
         ends = []
-        for end, port in ((c.a, c.a_port), (c.b, c.b_port)):
+        for end, port, side in ((c.a, c.a_port, "a_port"), (c.b, c.b_port, "b_port")):
             node = by_name.get(end)
+            ends.append(node)
             if node is None:
-                problems.append(Problem(where, f"no node named {end!r}",
-                                        "use a name from `fablab show`"))
+                problems.append(Problem(where, f"no node named {end!r}", "use a name from `fablab show`"))
             elif not node.is_switch and not port:
                 problems.append(Problem(where, f"host {end!r} needs its NIC name",
-                                        f"set the port of {end!r}, e.g. a_port='eth9'"))
-            ends.append(node)
+                                        f"set the port of {end!r}, e.g. {side}='fe0'"))
+            elif not node.is_switch and port not in host_nics(cluster, node):
+                problems.append(Problem(f"{where}.{side}", f"{end} has no NIC {port!r}",
+                                        f"its NICs: {', '.join(host_nics(cluster, node))}"))
+            elif node.is_switch and port is not None and not _PORT.match(port):
+                problems.append(Problem(f"{where}.{side}", f"{end} has no port {port!r}",
+                                        "name a data port, Ethernet<N>, or leave it out and let the plan number it"))
+            elif port is not None and (end, port) in taken:
+                problems.append(Problem(f"{where}.{side}", f"{end}:{port} is already {taken[(end, port)]}",
+                                        "a NIC or port takes one cable: remove this one or use a free port"))
         a, b = ends
-        if a is None or b is None:
+        if a is None or b is None or len(problems) > found:
+            continue
+        if a is b:
+            problems.append(Problem(where, f"cable from {a.name} to itself", "a cable joins two different nodes"))
             continue
         planes = {n.role.plane for n in (a, b) if n.is_switch}
         if {Plane.FE, Plane.BE} <= planes:
             problems.append(Problem(where, f"cable {a.name}–{b.name} joins the FE and the BE fabric",
                                     "FE and BE must stay physically separate: remove this cable"))
-            plane = Plane.BE
-        elif Plane.MGMT in planes and len(planes) > 1:
+            continue
+        if Plane.MGMT in planes and len(planes) > 1:
             problems.append(Problem(where, f"cable {a.name}–{b.name} joins the mgmt plane to a data fabric",
                                     "management ports only plug into the OOB switch"))
-            plane = Plane.MGMT
-        elif planes:
-            plane = planes.pop()
-        else:
-            problems.append(Problem(where, f"cable {a.name}–{b.name} joins two hosts",
-                                    "cable a host to a leaf"))
             continue
-        speed = c.speed or (cluster.backend.uplink_speed if plane is Plane.BE else cluster.frontend.uplink_speed)
-        links.append(Link(a.name, b.name, plane, speed, a_port=c.a_port, b_port=c.b_port, declared=True))
+        if not planes:
+            problems.append(Problem(where, f"cable {a.name}–{b.name} joins two hosts", "cable a host to a leaf"))
+            continue
+        plane = planes.pop()
+        host, nic = next(((n, port) for n, port in ((a, c.a_port), (b, c.b_port)) if not n.is_switch), (None, None))
+        if host is not None and (nic_plane := host_nics(cluster, host)[nic]) is not plane:
+            problems.append(Problem(where, f"{host.name}'s {nic} is a {nic_plane.value.upper()} NIC, cabled here "
+                                           f"into the {plane.value.upper()} plane",
+                                    "cable a NIC to a switch of its plane"))
+            continue
+        group = (_nic_speed(cluster, host, nic) if host is not None else cluster.mgmt.speed if plane is Plane.MGMT
+                 else cluster.backend.uplink_speed if plane is Plane.BE else cluster.frontend.uplink_speed)
+        if c.speed is not None and c.speed != group and not c.mixed_speed:
+            problems.append(Problem(f"{where}.speed", f"a {c.speed}G cable among the {group}G links it joins",
+                                    f"use speed={group} (or leave it out), or set mixed_speed=True on purpose"))
+            continue
+        for end, port in ((a.name, c.a_port), (b.name, c.b_port)):
+            if port is not None:
+                taken[(end, port)] = f"cabled by {where}"
+        links.append(Link(a.name, b.name, plane, c.speed or group, a_port=c.a_port, b_port=c.b_port, declared=True))
     return links, problems
 
 
-def _check_declaration(c: Cluster) -> list[Problem]:
+def _check_declaration(c: Cluster, ok) -> list[Problem]:
+    """The declaration's own rules. `ok(*fields)`: none of them failed the first pass
+    (declcheck: type, choice, limit); a rule reading one that did is skipped."""
     p: list[Problem] = []
-    gpu, be, fe, addr = c.gpu, c.backend, c.frontend, c.addressing
-    if not _NAME.match(c.name or ""):
+    gpu, be, fe = c.gpu, c.backend, c.frontend
+    if ok("name") and not _NAME.match(c.name):
         p.append(Problem("name", f"{c.name!r} is not a usable cluster name",
                          "lower-case letters, digits and '-', starting with a letter, at most 31"))
-    if not _NAME.match(gpu.prefix or ""):
+    if ok("gpu.prefix") and not _NAME.match(gpu.prefix):
         p.append(Problem("gpu.prefix", f"{gpu.prefix!r} is not a usable name prefix", "e.g. 'gpu'"))
-    if gpu.count < 1:
+    if ok("gpu.count") and gpu.count < 1:
         p.append(Problem("gpu.count", f"{gpu.count} GPU nodes: a cluster needs at least one",
                          "set gpu.count >= 1"))
-    if gpu.gpus_per_node < 1:
+    if ok("gpu.gpus_per_node") and gpu.gpus_per_node < 1:
         p.append(Problem("gpu.gpus_per_node", f"{gpu.gpus_per_node} GPUs per node", "set it >= 1"))
-    if be.kind not in BACKEND_KINDS:
-        p.append(Problem("backend.kind", f"unknown backend kind {be.kind!r}",
-                         f"valid kinds: {', '.join(BACKEND_KINDS)}"))
-    if be.rails != gpu.gpus_per_node:
+    if ok("backend.rails", "gpu.gpus_per_node") and be.rails != gpu.gpus_per_node >= 1:
         p.append(Problem("backend.rails",
                          f"{be.rails} rails but {gpu.gpus_per_node} GPUs per node",
                          "one rail per GPU: set backend.rails = gpu.gpus_per_node"))
-    if be.kind == "rail-only" and be.spines:
+    if ok("backend.kind", "backend.spines") and be.kind == "rail-only" and be.spines:
         p.append(Problem("backend.spines", f"a rail-only backend has no spine tier, but spines={be.spines}",
                          "set spines=0, or kind='rail-optimized'"))
-    if be.kind == "rail-optimized":
-        if be.spines < 1:
+    if ok("backend.kind") and be.kind == "rail-optimized":
+        if ok("backend.spines") and be.spines < 1:
             p.append(Problem("backend.spines", f"rail-optimized needs a spine tier, spines={be.spines}",
                              "set spines >= 1, or kind='rail-only'"))
-        if be.groups < 1:
+        if ok("backend.groups") and be.groups < 1:
             p.append(Problem("backend.groups", f"{be.groups} groups", "set groups >= 1"))
-        elif gpu.count >= 1 and gpu.count % be.groups:
+        elif ok("backend.groups", "gpu.count") and gpu.count >= 1 and gpu.count % be.groups:
             p.append(Problem("backend.groups",
                              f"{gpu.count} GPU nodes do not split evenly into {be.groups} groups",
                              "make gpu.count a multiple of backend.groups"))
-        if be.uplinks_per_spine < 1:
+        if ok("backend.uplinks_per_spine") and be.uplinks_per_spine < 1:
             p.append(Problem("backend.uplinks_per_spine", f"{be.uplinks_per_spine}", "set it >= 1"))
-    if fe.leaves < 1:
+    if ok("frontend.leaves") and fe.leaves < 1:
         p.append(Problem("frontend.leaves", f"{fe.leaves} FE leaves", "set frontend.leaves >= 1"))
-    if fe.spines < 1:
+    if ok("frontend.spines") and fe.spines < 1:
         p.append(Problem("frontend.spines", f"{fe.spines} FE spines", "set frontend.spines >= 1"))
-    for fname, value in (("frontend.cpu_servers", fe.cpu_servers), ("frontend.storage_servers", fe.storage_servers),
-                         ("frontend.gateways", fe.gateways)):
-        if value < 0:
+    for fname in ("frontend.cpu_servers", "frontend.storage_servers", "frontend.gateways"):
+        if ok(fname) and (value := getattr(fe, fname.split(".")[1])) < 0:
             p.append(Problem(fname, f"{value} is negative", "set it >= 0"))
-    for fname, value in (("gpu.nic_speed", gpu.nic_speed), ("gpu.fe_speed", gpu.fe_speed),
-                         ("backend.uplink_speed", be.uplink_speed), ("frontend.host_speed", fe.host_speed),
-                         ("frontend.uplink_speed", fe.uplink_speed), ("mgmt.speed", c.mgmt.speed),
-                         ("frontend.storage_nic_speed", fe.storage_nic_speed)):
-        if value not in SPEEDS_GBPS:
-            p.append(Problem(fname, f"{value}G is not a port speed",
-                             f"use one of {', '.join(f'{s}G' for s in SPEEDS_GBPS)}"))
-    for fname, mtu in (("backend.mtu", be.mtu), ("frontend.mtu", fe.mtu)):
-        if not 1280 <= mtu <= 9216:
+    for fname in ("backend.mtu", "frontend.mtu"):
+        if ok(fname) and not 1280 <= (mtu := getattr(c, fname.split(".")[0]).mtu) <= 9216:
             p.append(Problem(fname, f"MTU {mtu} out of range", "use 1280..9216 (9100 is usual on the BE)"))
-    for fname, h in (("backend.ecmp_hash", be.ecmp_hash), ("frontend.ecmp_hash", fe.ecmp_hash)):
-        if h not in ECMP_HASHES:
-            p.append(Problem(fname, f"unknown ECMP hash {h!r}", f"valid: {', '.join(ECMP_HASHES)}"))
-    if c.bfd.interval_ms < 10 or c.bfd.multiplier < 1:
+    if ok("bfd.interval_ms", "bfd.multiplier") and (c.bfd.interval_ms < 10 or c.bfd.multiplier < 1):
         p.append(Problem("bfd", f"interval {c.bfd.interval_ms} ms × {c.bfd.multiplier}",
                          "use interval_ms >= 10 and multiplier >= 1"))
-    if not _NAME.match(c.bfd.profile or ""):
+    if ok("bfd.profile") and not _NAME.match(c.bfd.profile):
         p.append(Problem("bfd.profile", f"{c.bfd.profile!r} is not a usable profile name", "e.g. 'fabric'"))
-    p += _check_addressing(addr)
-    p += _check_objectives(c.objectives)
-    p += check_lossless(c.lossless, be.mtu)
+    if isinstance(c.addressing, Addressing):
+        p += _check_addressing(c.addressing, ok)
+    if isinstance(c.objectives, Objectives):
+        p += _check_objectives(c.objectives, ok)
+    if ok("lossless", "backend.mtu"):  # an MTU out of range is reported as such, not as too small for RoCE
+        p += check_lossless(c.lossless, be.mtu if 1280 <= be.mtu <= 9216 else 1 << 30)
     return p
 
 
@@ -615,11 +773,11 @@ def check_lossless(q: Lossless, be_mtu: int) -> list[Problem]:
     return p
 
 
-def _check_objectives(o: Objectives) -> list[Problem]:
+def _check_objectives(o: Objectives, ok) -> list[Problem]:
     p: list[Problem] = []
-    if not isinstance(o, Objectives):
-        return [Problem("objectives", f"{o!r} is not an Objectives", "write objectives=Objectives(hard_ms=50, ...)")]
     for name in ("hard_ms", "remote_ms", "gray_ms", "restore_ms"):
+        if not ok(f"objectives.{name}"):
+            continue
         value = getattr(o, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             p.append(Problem(f"objectives.{name}", f"{value!r} is not a number of milliseconds",
@@ -634,10 +792,12 @@ def _check_objectives(o: Objectives) -> list[Problem]:
     return p
 
 
-def _check_addressing(addr: Addressing) -> list[Problem]:
+def _check_addressing(addr: Addressing, ok) -> list[Problem]:
     p: list[Problem] = []
     nets: dict[str, ipaddress.IPv4Network] = {}
     for plane in ("be", "fe", "mgmt", "tenants"):
+        if not ok(f"addressing.{plane}"):
+            continue
         text = getattr(addr, plane)
         try:
             nets[plane] = ipaddress.IPv4Network(text)
@@ -650,13 +810,13 @@ def _check_addressing(addr: Addressing) -> list[Problem]:
             if nets[x].overlaps(nets[y]):
                 p.append(Problem(f"addressing.{y}", f"{nets[y]} overlaps addressing.{x} {nets[x]}",
                                  "each plane needs its own disjoint range"))
-    for fname, asn in (("addressing.be_asn", addr.be_asn), ("addressing.fe_asn", addr.fe_asn)):
-        if not 1 <= asn <= 4294967294:
+    for fname in ("addressing.be_asn", "addressing.fe_asn"):
+        if ok(fname) and not 1 <= (asn := getattr(addr, fname.split(".")[1])) <= 4294967294:
             p.append(Problem(fname, f"ASN {asn} out of range", "use a private ASN, e.g. 64600"))
     return p
 
 
-def _check_fabric(f: Fabric) -> list[Problem]:
+def _check_fabric(f: Fabric, balance: bool = True) -> list[Problem]:
     p: list[Problem] = []
     c = f.cluster
     counts = Counter(n.name for n in f.nodes)
@@ -684,7 +844,7 @@ def _check_fabric(f: Fabric) -> list[Problem]:
     for leaf in f.nodes_with(Role.BE_LEAF):
         down = sum(lk.speed for lk in f.links if lk.b == leaf.name and lk.plane is Plane.BE)
         up = sum(lk.speed for lk in f.links if lk.a == leaf.name and lk.plane is Plane.BE)
-        if up and down > up and not c.backend.allow_oversubscription:
+        if balance and up and down > up and not c.backend.allow_oversubscription:
             p.append(Problem("backend", f"{leaf.name} is oversubscribed {down / up:.2f}:1 "
                                         f"({down}G down, {up}G up); the BE must be non-blocking",
                              "add spines or uplinks_per_spine, raise uplink_speed, "
@@ -723,22 +883,46 @@ def cluster_to_dict(cluster: Cluster) -> dict:
 
 
 def cluster_from_dict(data: dict) -> Cluster:
-    """The inverse of cluster_to_dict. Sections come from Cluster's own fields, so a new
-    section survives the state file without being listed here (routing once did not:
-    an attached lab then expected /31s where it advertised summaries). A section missing
-    from an older state file gets its default."""
-    kwargs: dict = {}
-    for f in fields(Cluster):
-        if f.name not in data or f.name in _LISTS:
+    """The inverse of cluster_to_dict, driven by the classes' own annotations, so a new field
+    or section survives the state file without being listed here (routing once did not: an
+    attached lab then expected /31s where it advertised summaries). A field or section missing
+    from an older state file gets its default; a key no class has, a section that is no
+    object, is a TopologyError naming where it is (source "state file")."""
+    problems: list[Problem] = []
+    cluster = _from_plain(Cluster, data, "", problems)
+    if problems or cluster is None:
+        raise TopologyError(problems or [Problem("cluster", "no cluster", "")], source="state file")
+    return cluster
+
+
+def _from_plain(cls: type, data: object, path: str, problems: list[Problem]):
+    import typing
+
+    from harness.declcheck import hints
+
+    where = path or "cluster"
+    if not isinstance(data, dict):
+        problems.append(Problem(where, f"{type(data).__name__} where a {cls.__name__} object belongs",
+                                "the state file is damaged: tear the lab down and boot it again"))
+        return None
+    kwargs = {}
+    for name, value in data.items():
+        if not isinstance(name, str):
+            problems.append(Problem(where, f"key {name!r} is no field name", "the state file is damaged"))
             continue
-        kwargs[f.name] = _SECTIONS[f.name](**data[f.name])
-    kwargs["cables"] = tuple(Cable(**c) for c in data.get("cables", ()))
-    kwargs["tenants"] = tuple(Tenant(**{**t, "members": tuple(t["members"])}) for t in data.get("tenants", ()))
-    acl = data.get("acl", {})
-    kwargs["acl"] = Acl(tuple(AclRule(**r) for r in acl.get("rules", ())), acl.get("default", "permit"))
-    return Cluster(name=data["name"], **kwargs)
-
-
-# Section name → its class, from the annotations (strings under `from __future__ import annotations`).
-_LISTS = ("name", "cables", "tenants", "acl")  # not a flat section: read back by hand
-_SECTIONS = {f.name: globals()[f.type] for f in fields(Cluster) if f.name not in _LISTS}
+        t = hints(cls).get(name)
+        sub = f"{path}.{name}" if path else name
+        args = typing.get_args(t)
+        item = next((a for a in args if hasattr(a, "__dataclass_fields__")), None)
+        if hasattr(t, "__dataclass_fields__"):
+            kwargs[name] = _from_plain(t, value, sub, problems)
+        elif typing.get_origin(t) is tuple and isinstance(value, list):
+            kwargs[name] = tuple(_from_plain(item, v, f"{sub}[{i}]", problems) if item else v
+                                 for i, v in enumerate(value))
+        else:
+            kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except DeclarationArgumentError as e:
+        problems += [Problem(where, p.message, p.hint) for p in e.problems]
+        return None

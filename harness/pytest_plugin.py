@@ -1,8 +1,11 @@
 """fablab's pytest plugin: `pytest labs/` gets a booted lab and a results directory.
 
 Options: --topology (built-in name or .py path, default ai-cluster), --runtime (netns),
---results-dir (default results/). Fixtures: `cluster` (the declaration), `lab` (booted once
-per session, always torn down), `results` (JSON and PNG per check).
+--results-dir (default results/: the parent of the session's own run directory, see
+harness.report). Fixtures: `cluster` (the declaration), `lab` (booted once per session,
+always torn down), `results` (JSON and PNG per check, with the session's provenance: the
+`cluster` declaration, the runtime, the pytest command line; the end time is written when
+the session finishes, not when it is interrupted).
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fablab")
     group.addoption("--topology", default="ai-cluster", help="built-in topology or path to a .py file")
     group.addoption("--runtime", default="netns", help="runtime for the lab fixture (netns or clab)")
-    group.addoption("--results-dir", default="results", help="where check results (JSON, PNG) go")
+    group.addoption("--results-dir", default="results",
+                    help="parent of this session's results directory (<UTC time>-<topology>-<random>/: JSON, PNG, "
+                         "summary.json with provenance); DIR/latest points at the newest run")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -90,8 +95,25 @@ def rdma_lane():
         pytest.skip(f"no rdma_rxe here and no microVM: {e}")
 
 
+_RESULTS = pytest.StashKey[object]()
+
+
 @pytest.fixture(scope="session")
-def results(pytestconfig: pytest.Config):
+def results(pytestconfig: pytest.Config, cluster):
+    from harness.provenance import collect
     from harness.report import Results
 
-    return Results(Path(pytestconfig.getoption("results_dir")))
+    topology = pytestconfig.getoption("topology")
+    runtime = pytestconfig.getoption("runtime")
+    command = ["pytest", *pytestconfig.invocation_params.args]
+    run = Results(Path(pytestconfig.getoption("results_dir")), topology,
+                  collect(cluster, topology, runtime, command=command))
+    pytestconfig.stash[_RESULTS] = run
+    return run
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The session's results get their end time, unless it was interrupted (then `ended` stays null)."""
+    run = session.config.stash.get(_RESULTS, None)
+    if run is not None and exitstatus != pytest.ExitCode.INTERRUPTED:
+        run.finish()

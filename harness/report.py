@@ -1,10 +1,29 @@
-"""Results of checks as files: one JSON per check, PNG plots, and a summary."""
+"""Results of checks as files: one directory per run, with one JSON per check, PNG plots,
+and a summary, each carrying the run's provenance (harness.provenance).
+
+Layout under the parent the user names (`--results DIR`, `--results-dir DIR`)::
+
+    DIR/20260314T101502Z-ai-cluster-3f9a1c/   one run, created exclusively (never shared)
+        summary.json     {"provenance": {...}, "written": ..., "checks": {name: verdict, json, plots}}
+        <check>.json     the check's result, with the run's "provenance" as known when it was written
+        <check>.png      its plot, where it has one
+    DIR/latest -> 20260314T101502Z-ai-cluster-3f9a1c   the newest run (relative symlink)
+
+summary.json is rewritten after every check and once more when the run ends, with the end time;
+a summary whose provenance has `"ended": null` is a run that is still going or was interrupted.
+Every file is written whole (a temporary file, then rename), so a reader never sees half of one.
+"""
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
+import secrets
 import time
 from pathlib import Path
+
+from harness.provenance import Provenance
 
 
 def to_data(obj: object) -> object:
@@ -23,30 +42,102 @@ def to_data(obj: object) -> object:
     return str(obj)
 
 
-class Results:
-    """A results directory: `record(name, result)` writes <name>.json and keeps a summary."""
+def write_atomic(path: Path, text: str) -> Path:
+    """Write the whole file or nothing: a reader sees the old content or the new, never a part."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+
+def run_dir_name(label: str) -> str:
+    """<UTC timestamp>-<label>-<random>: sorts by time, says what ran, and two runs in the
+    same second still differ. A topology given as a path is labelled by its file's stem."""
+    stem = Path(label).stem if label.endswith(".py") else label
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._-") or "run"
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{safe[:40]}-{secrets.token_hex(3)}"
+
+
+def new_run_dir(parent: Path, label: str) -> Path:
+    """A directory for one run under `parent`, created exclusively: if the name is taken, take
+    another; never write into one another run made."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(16):
+        directory = parent / run_dir_name(label)
+        try:
+            directory.mkdir()
+        except FileExistsError:
+            continue
+        return directory
+    raise FileExistsError(f"no free run directory under {parent}")
+
+
+def point_latest(parent: Path, directory: Path) -> Path | None:
+    """Make `parent/latest` point at `directory`, atomically (a new symlink renamed over the old),
+    so a reader of latest/ sees one run or the next, never a missing link. None where the
+    filesystem cannot (no symlinks, or a real `latest` directory in the way)."""
+    link = parent / "latest"
+    tmp = parent / f".latest.{os.getpid()}.{secrets.token_hex(3)}"
+    try:
+        os.symlink(directory.name, tmp)
+        os.replace(tmp, link)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        return None
+    return link
+
+
+class Results:
+    """One run's results directory, made under `parent` (see the module doc). `record(name,
+    result)` writes <name>.json and keeps the summary; `finish()` writes the end time."""
+
+    def __init__(self, parent: Path, label: str = "run", provenance: Provenance | None = None) -> None:
+        self.parent = Path(parent)
+        self.directory = new_run_dir(self.parent, label)
+        self.provenance = provenance
         self.entries: dict[str, dict] = {}
+        self.write_summary()
+        self.latest = point_latest(self.parent, self.directory)
 
     def path(self, filename: str) -> Path:
         return self.directory / filename
 
+    def _provenance(self) -> dict | None:
+        return None if self.provenance is None else self.provenance.as_dict()
+
     def record(self, name: str, result: object, plots: tuple[Path, ...] = ()) -> Path:
         data = to_data(result)
-        path = self.directory / f"{name}.json"
-        path.write_text(json.dumps(data, indent=2))
+        if not isinstance(data, dict) or "provenance" in data:
+            data = {"result": data}
+        data["provenance"] = self._provenance()
+        path = write_atomic(self.directory / f"{name}.json", json.dumps(data, indent=2))
         self.entries[name] = {"passed": getattr(result, "passed", None), "reason": getattr(result, "reason", ""),
                               "json": str(path), "plots": [str(p) for p in plots]}
         self.write_summary()
         return path
 
+    def amend(self, **changes: object) -> None:
+        """Fields of the provenance learnt during the run (e.g. the FRR the booted lab runs)."""
+        if self.provenance is not None:
+            self.provenance = dataclasses.replace(self.provenance, **changes)
+            self.write_summary()
+
+    def finish(self) -> Path:
+        """The run has ended: the summary gets its end time."""
+        if self.provenance is not None:
+            self.provenance = self.provenance.ending()
+        return self.write_summary()
+
     def write_summary(self) -> Path:
-        path = self.directory / "summary.json"
-        path.write_text(json.dumps({"written": time.strftime("%Y-%m-%dT%H:%M:%S"), "checks": self.entries}, indent=2))
-        return path
+        written = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return write_atomic(self.directory / "summary.json", json.dumps(
+            {"provenance": self._provenance(), "written": written, "checks": self.entries}, indent=2))
 
 
 def verdict_data(v) -> dict:
@@ -55,17 +146,19 @@ def verdict_data(v) -> dict:
             "problems": list(v.problems), "plots": list(v.plots), "result": to_data(v.result)}
 
 
-def check_document(verdicts, **about: object) -> dict:
+def check_document(verdicts, provenance: Provenance | None = None, **about: object) -> dict:
     """The JSON document of one `fablab check` or `fablab validate` run."""
     failed = [v.check for v in verdicts if v.passed is False]
-    return {**about, "passed": not failed, "failed": failed,
+    extra = {} if provenance is None else {"provenance": provenance.as_dict()}
+    return {**about, **extra, "passed": not failed, "failed": failed,
             "seconds": round(sum(v.seconds for v in verdicts), 2),
             "checks": [verdict_data(v) for v in verdicts]}
 
 
-def junit_xml(verdicts, suite: str) -> str:
+def junit_xml(verdicts, suite: str, provenance: Provenance | None = None) -> str:
     """JUnit XML as CI tools read it: one testcase per check; a failure element carries the
-    check's problems, a skipped element a check that does not apply."""
+    check's problems, a skipped element a check that does not apply. The run's provenance is
+    the testsuite's <properties> (one <property name= value=/> per field)."""
     from xml.etree import ElementTree as ET
 
     failures = sum(1 for v in verdicts if v.passed is False)
@@ -74,7 +167,12 @@ def junit_xml(verdicts, suite: str) -> str:
     counts = {"tests": str(len(verdicts)), "failures": str(failures), "errors": "0", "skipped": str(skipped),
               "time": f"{total:.3f}"}
     root = ET.Element("testsuites", name="fablab", **counts)
-    ts = ET.SubElement(root, "testsuite", name=suite, timestamp=time.strftime("%Y-%m-%dT%H:%M:%S"), **counts)
+    stamp = provenance.started[:19] if provenance else time.strftime("%Y-%m-%dT%H:%M:%S")
+    ts = ET.SubElement(root, "testsuite", name=suite, timestamp=stamp, **counts)
+    if provenance is not None:
+        props = ET.SubElement(ts, "properties")
+        for key, value in provenance.properties():
+            ET.SubElement(props, "property", name=key, value=value)
     for v in verdicts:
         case = ET.SubElement(ts, "testcase", classname=suite.replace(" ", "."), name=v.check, time=f"{v.seconds:.3f}")
         if v.passed is False:

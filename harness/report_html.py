@@ -2,9 +2,10 @@
 
 Everything is inside the file (inline CSS, images as data: URIs) so it can be attached to a
 ticket or a CI run and opened anywhere, offline: the verdict table with each check's cost,
-the failing paths (cabling rows, leak paths, problems), each check's figures and plots, and
-the topology diagram of the lab's plan. Each image notes in a data attribute that the
-browser decoded it, so a headless browser can prove the report renders.
+the failing paths (cabling rows, leak paths, problems), each check's figures and plots, the
+topology diagram of the lab's plan, and in a header table the run's provenance (fablab's
+version and commit, the declaration's hash, runtime, FRR, command line). Each image notes in
+a data attribute that the browser decoded it, so a headless browser can prove the report renders.
 """
 from __future__ import annotations
 
@@ -95,7 +96,20 @@ def _failing_paths(v) -> str:
     return "".join(parts)
 
 
-def html_report(verdicts, plan: Plan, title: str, about: dict[str, object] | None = None) -> str:
+def _provenance_table(provenance) -> str:
+    """Where the results came from: fablab's version and commit, the declaration, the runtime."""
+    if provenance is None:
+        return ""
+    rows = []
+    for key, value in provenance.properties():
+        if key == "commit" and value and provenance.dirty:
+            value += " (modified)"
+        rows.append(f'<tr data-field="{_e(key)}"><th>{_e(key)}</th><td><code>{_e(value or "—")}</code></td></tr>')
+    return '<table id="provenance">' + "".join(rows) + "</table>"
+
+
+def html_report(verdicts, plan: Plan, title: str, about: dict[str, object] | None = None,
+                provenance=None) -> str:
     failed = [v for v in verdicts if v.passed is False]
     total = sum(v.seconds for v in verdicts)
     banner = (f'<p class="banner fail">{len(failed)} of {len(verdicts)} checks FAILED: '
@@ -105,6 +119,7 @@ def html_report(verdicts, plan: Plan, title: str, about: dict[str, object] | Non
     out = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>",
            f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>", banner,
            "<dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{_e(val)}</dd>" for k, val in meta.items()) + "</dl>",
+           _provenance_table(provenance),
            '<h2>Verdicts</h2><table id="verdicts"><tr><th>check</th><th>result</th><th>seconds</th><th>figures</th></tr>']
     for v in verdicts:
         out.append(f'<tr class="verdict" data-check="{_e(v.check)}"><td>{_e(v.check)}</td><td>{_mark(v.passed)}</td>'
@@ -128,8 +143,9 @@ def html_report(verdicts, plan: Plan, title: str, about: dict[str, object] | Non
     return "\n".join(out)
 
 
-def write_html(path: Path, verdicts, plan: Plan, title: str, about: dict[str, object] | None = None) -> Path:
+def write_html(path: Path, verdicts, plan: Plan, title: str, about: dict[str, object] | None = None,
+               provenance=None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html_report(verdicts, plan, title, about))
+    path.write_text(html_report(verdicts, plan, title, about, provenance))
     return path

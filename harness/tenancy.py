@@ -234,7 +234,7 @@ def check_acl(fabric: Fabric) -> list[Problem]:
             except ValueError as e:
                 p.append(Problem(f"{where}.{side}", str(e), "write '2049' or '8000-8100', or '' for any"))
                 continue
-            if ports is not None and r.protocol not in ("tcp", "udp"):
+            if ports is not None and r.protocol in ACL_PROTOCOLS and r.protocol not in ("tcp", "udp"):
                 p.append(Problem(f"{where}.{side}", f"ports with protocol {r.protocol!r}",
                                  "ports need protocol 'tcp' or 'udp'"))
     return p

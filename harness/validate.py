@@ -10,17 +10,27 @@ from pathlib import Path
 from harness.checks.registry import CHECKS, Check, Verdict, has_spine_tier, run_checks
 from harness.lab import Lab
 from harness.plan import Plan
+from harness.provenance import collect, lab_frr_version
 from harness.report import Results
 from harness.runtime.base import Progress, quiet
 
 __all__ = ["Verdict", "has_spine_tier", "validate"]
 
 
-def validate(plan: Plan, results_dir: Path, name: str | None = None, runtime: str = "netns",
+def validate(plan: Plan, results: Results | Path, name: str | None = None, runtime: str = "netns",
              progress: Progress = quiet, topology: str | None = None,
              checks: tuple[Check, ...] = CHECKS) -> list[Verdict]:
-    results = Results(results_dir)
+    """`results`: this run's Results, or a parent directory to make a new run's under. Its
+    summary gets the FRR the booted switches run, and the end time once the lab is down (an
+    interrupted run keeps `ended: null`)."""
+    if not isinstance(results, Results):
+        results = Results(Path(results), name or topology or plan.name,
+                          collect(plan.fabric.cluster, topology or plan.name, runtime, name or plan.name))
     with Lab.up(plan, name=name, runtime=runtime, progress=progress, topology=topology) as lab:
+        frr = lab_frr_version(lab)
+        if frr:
+            results.amend(frr_version=frr)
         verdicts = run_checks(lab, checks, results, progress)
         progress("teardown", f"removing lab {lab.name}")
+    results.finish()
     return verdicts

@@ -38,7 +38,7 @@ def test_show_table(capsys):
 
 def test_unknown_topology_lists_the_builtins(capsys):
     code, _, err = run(capsys, "show", "nope")
-    assert code == 1 and "ai-cluster" in err and "rail-only" in err
+    assert code == 2 and "ai-cluster" in err and "rail-only" in err
 
 
 def test_render_a_cluster_declared_in_a_file(capsys, tmp_path):
@@ -84,4 +84,4 @@ def test_file_without_cluster_is_explained(capsys, tmp_path):
     topo = tmp_path / "empty.py"
     topo.write_text("x = 1\n")
     code, _, err = run(capsys, "show", str(topo))
-    assert code == 1 and "defines no cluster" in err
+    assert code == 2 and "defines no cluster" in err

@@ -102,15 +102,19 @@ def check_collective(lab, pattern: str, rail: int = 0, packets: int = 300, qps_p
         receivers.stop()
         received = receivers.result(60).results
     # Flow ids are unique across the pattern: account per flow, whoever sent or received it.
-    sent_by_flow = {f.flow_id: f.packets for s in sent for f in s.flows}
+    # Loss is counted against the plan (every planned QP, `packets` each), not against what the
+    # sources' kernels accepted: a NIC downed or a route deleted at a source refuses packets
+    # before they are counted as sent, and must not make them vanish from the books.
+    expected = {p.flow.flow_id: packets for p in planned}
     got_by_flow = {f.flow_id: f.unique for r in received for f in r.flows}
-    lost = sum(max(0, n - got_by_flow.get(fid, 0)) for fid, n in sent_by_flow.items())
-    total_sent = sum(sent_by_flow.values())
+    lost = sum(max(0, n - got_by_flow.get(fid, 0)) for fid, n in expected.items())
+    refused = sum(f.refused for s in sent for f in s.flows)
+    total_sent = sum(f.packets for s in sent for f in s.flows)
     total_received = sum(got_by_flow.values())
     reordered = sum(f.reordered for r in received for f in r.flows)
     problems = []
     if lost:
-        problems.append(f"{lost} packets lost")
+        problems.append(f"{lost} packets lost" + (f" ({refused} refused by the sources' own kernels)" if refused else ""))
     if reordered:
         problems.append(f"{reordered} packets reordered")
     return CollectiveResult(pattern, rail, len(members), len(planned), total_sent, total_received, lost, reordered,
@@ -278,20 +282,21 @@ def _fan_in(lab, receiver, senders, rate_pps, payload_len, packets, wire, shaped
             received = f.unique if f else 0
             per.append(SenderFigures(
                 sender=f"{ep.node}:{ep.nic}", sent=fs.packets, received=received,
-                loss_pct=round(100 * (fs.packets - received) / fs.packets, 2),
+                loss_pct=round(100 * (packets - received) / packets, 2),  # of the planned packets
                 completion_ms=round((f.last_ns - start_ns) / 1e6, 1) if f else 0.0,
                 queue_avg_ms=round(max(0.0, f.latency_avg_ns / 1e6 - base_delay), 3) if f else 0.0,
                 queue_max_ms=round(max(0.0, f.latency_max_ns / 1e6 - base_delay), 3) if f else 0.0,
                 gaps=f.psn_gaps if f else 0))
     total_sent = sum(p.sent for p in per)
     total_got = sum(p.received for p in per)
+    planned_total = packets * len(per)
     last = max((f.last_ns for f in got.flows), default=start_ns)
     span_s = max((last - start_ns) / 1e9, 1e-9)
     counts = [p.received for p in per]
     return FanIn(
         senders=len(senders), offered_mbit=round(len(senders) * rate_pps * wire * 8 / 1e6, 3),
         shaped_mbit=round(shaped_bit / 1e6, 3), sent=total_sent, received=total_got,
-        loss_pct=round(100 * (total_sent - total_got) / total_sent, 2) if total_sent else 0.0,
+        loss_pct=round(100 * (planned_total - total_got) / planned_total, 2) if planned_total else 0.0,
         delivered_mbit=round(total_got * wire * 8 / span_s / 1e6, 3),
         completion_ms=max((p.completion_ms for p in per), default=0.0),
         ideal_ms=round(max(total_sent * wire * 8 / shaped_bit, packets / rate_pps) * 1000, 1),

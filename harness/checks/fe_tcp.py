@@ -79,6 +79,13 @@ class FeFailoverResult(Outcome):
     restore_stall_ms: dict[int, float] = field(default_factory=dict)  # source port -> longest stall after the restore
     restore_budget_ms: float = 0.0
     back_ms: float | None = None  # restore -> the uplink back in the leaf's route (None: not while streams ran)
+    not_measurable: str = ""  # why restore_ms could not be judged, or ""
+
+    @property
+    def passed(self) -> bool | None:
+        """None when nothing failed but the restore objective could not be judged: a declared
+        objective is never passed unmeasured."""
+        return False if self.problems else None if self.not_measurable else True
 
 
 def fe_pair(plan: Plan) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -218,12 +225,17 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
     restore = (f"back in the route after {back_ms:.0f} ms, worst stall after it {worst_restore:.0f} ms (budget "
                f"{restore_budget:.0f})" if back_ms is not None else
                f"restore not measured under traffic: {busiest} back in the route only after the streams' last second")
-    reason = (f"{'held' if not problems else 'NOT held'}: {link} down under {streams} TCP streams "
+    not_measurable = "" if back_ms is not None or not back else (
+        f"restore_ms ({restore_budget:.0f} ms with TCP's RTO) not judged: {busiest} rejoined {leaf}'s route only "
+        "after the streams' last second")
+    verdict = "NOT held" if problems else "NOT MEASURABLE" if not_measurable else "held"
+    reason = (f"{verdict}: {link} down under {streams} TCP streams "
               f"({len(on_failed)} on it): worst stall {worst:.0f} ms (budget {budget:.0f}), route moved in {moved}; "
               f"{restore}; {received.bytes}/{sent.bytes} bytes" + (f"; {problems[0]}" if problems else ""))
     return FeFailoverResult(reason, round(time.monotonic() - t0, 2), tuple(problems), f"{src[0]}:{src[1]}",
                             f"{dst[0]}:{dst[1]} ({dst_addr})", str(link), streams, on_failed, stall, stall_at, budget,
-                            moved_ms, sent.bytes, received.bytes, restore_stall, restore_budget, back_ms)
+                            moved_ms, sent.bytes, received.bytes, restore_stall, restore_budget, back_ms,
+                            not_measurable)
 
 
 _ATTRIBUTION_NS = 50_000_000

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.checks.result import Outcome
-from harness.errors import HarnessError
+from harness.errors import InputError
 from harness.model import Lossless
-from harness.render.lossless import CONTRACT_FILE, Contract, contract_of
+from harness.plan import Plan
+from harness.render.lossless import Contract, contract_of
 
 @dataclass(frozen=True)
 class Finding:
@@ -58,16 +59,13 @@ class LosslessAudit(Outcome):
             (" ..." if len(self.findings) > 10 else "") + f" | {figures}"
 
 
-def load_dir(directory: Path) -> tuple[Contract, dict[str, dict]]:
-    """The contract and every switch's config_db.json of a render directory."""
+def load_dir(directory: Path, contract: Contract) -> dict[str, dict]:
+    """Every config_db.json of a render directory that the contract (the declaration's, never
+    one read from the directory) holds to account. A switch the declaration has and the
+    directory lacks is left out: `audit` reports it as a finding."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise HarnessError(f"{directory}: no such directory; give a `fablab render` output directory")
-    contract_path = directory / CONTRACT_FILE
-    if not contract_path.exists():
-        raise HarnessError(f"{contract_path} is missing: render the topology with this fablab "
-                           "(`fablab render TOPOLOGY -o DIR`), which writes the declared contract beside the configs")
-    contract = Contract.from_json(contract_path.read_text(), str(contract_path))
+        raise InputError(f"{directory}: no such directory; give a `fablab render` output directory")
     configs = {}
     for name in contract.switches:
         path = directory / "configs" / name / "config_db.json"
@@ -75,29 +73,30 @@ def load_dir(directory: Path) -> tuple[Contract, dict[str, dict]]:
             configs[name] = json.loads(path.read_text())
             _check_shape(str(path), configs[name])
         except FileNotFoundError:
-            raise HarnessError(f"{path} is missing: switch {name} has no config_db.json") from None
+            continue
         except ValueError as e:
-            raise HarnessError(f"{path}: not JSON ({e})") from e
-    return contract, configs
+            raise InputError(f"{path}: not JSON ({e})") from e
+    return configs
 
 
 def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
     """Every declared port of every BE switch against the contract, both ends of every BE link,
     every VTEP leaf's tenant tables, and every FE port a tenant frame crosses."""
+    findings: list[Finding] = [Finding(name, "", "config_db.json", "the switch's configuration", "absent")
+                               for name in contract.switches if name not in configs]
     for name in contract.switches:
         _check_shape(name, configs.get(name, {}))
-    findings: list[Finding] = []
     across: list[Finding] = []  # after every port's own findings: a link names the hop twice
     ports = links = 0
     seen: set[tuple[str, str]] = set()
     for name in contract.be_switches:
         db = configs.get(name, {})
-        for port, far in sorted(_cabling(contract, name, db).items()):
+        for port, far in sorted(contract.be_ports.get(name, {}).items()):
             ports += 1
             if _row(db, "PORT", port) is None:
                 findings.append(Finding(name, port, "PORT", f"a row for the port cabled to {far}", "absent"))
                 continue
-            findings += _port(contract.lossless, name, port, db)
+            findings += _port(contract.lossless, name, port, db, contract.be_speeds.get(name, {}).get(port))
             peer, _, peer_port = far.partition(":")
             if peer not in contract.be_switches or (peer, peer_port) in seen:
                 continue
@@ -121,21 +120,13 @@ def _check_shape(switch: str, db: object) -> None:
     of fields. Anything else is no config SONiC would load (bad input, not a finding)."""
     fix = "SONiC's config_db.json is {TABLE: {KEY: {field: value}}}; render again or fix the file"
     if not isinstance(db, dict):
-        raise HarnessError(f"{switch}: config_db is a {type(db).__name__}, not an object of tables; {fix}")
+        raise InputError(f"{switch}: config_db is a {type(db).__name__}, not an object of tables; {fix}")
     for table, rows in db.items():
         if not isinstance(rows, dict):
-            raise HarnessError(f"{switch}: table {table} is a {type(rows).__name__}, not an object of rows; {fix}")
+            raise InputError(f"{switch}: table {table} is a {type(rows).__name__}, not an object of rows; {fix}")
         for key, row in rows.items():
             if not isinstance(row, dict):
-                raise HarnessError(f"{switch}: {table}|{key} is a {type(row).__name__}, not an object of fields; {fix}")
-
-
-def _cabling(contract: Contract, switch: str, db: dict) -> dict[str, str]:
-    """port -> "peer:peer_port": the declared cabling; a contract written before it was
-    declared falls back on the configs' own port descriptions."""
-    if switch in contract.be_ports:
-        return contract.be_ports[switch]
-    return {port: str(row.get("description", "")) for port, row in db.get("PORT", {}).items()}
+                raise InputError(f"{switch}: {table}|{key} is a {type(row).__name__}, not an object of fields; {fix}")
 
 
 # Tables a VTEP leaf holds only for the declared tenants: an entry the declaration does not
@@ -261,9 +252,10 @@ def _number(value: object) -> int | None:
 _ECN_MARKS_GREEN = {"ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all"}
 
 
-def _port(q: Lossless, sw: str, port: str, db: dict) -> list[Finding]:
-    """One BE port: admin state, MTU, PFC and its watchdog, the DSCP -> TC -> queue/PG maps,
-    ECN on the lossless queue, CNPs on a strict queue, buffers and cable length."""
+def _port(q: Lossless, sw: str, port: str, db: dict, speed_gbps: int | None = None) -> list[Finding]:
+    """One BE port: admin state, declared speed, MTU, PFC and its watchdog, the DSCP -> TC ->
+    queue/PG maps, ECN on the lossless queue, CNPs on the declared strict queue, buffers and
+    cable length."""
     out: list[Finding] = []
     roce, cnp = str(q.roce_priority), str(q.cnp_priority)
 
@@ -273,6 +265,8 @@ def _port(q: Lossless, sw: str, port: str, db: dict) -> list[Finding]:
     row = _row(db, "PORT", port) or {}
     if row.get("admin_status") != "up":
         miss("PORT", "admin_status up (a BE path crosses it)", row.get("admin_status", "unset (SONiC's default: down)"))
+    if speed_gbps is not None and str(row.get("speed")) != str(speed_gbps * 1000):
+        miss("PORT", f"speed {speed_gbps * 1000} (the declared {speed_gbps}G)", row.get("speed"))
     mtu = row.get("mtu")
     if (_number(mtu) or 0) < q.roce_frame_bytes:
         miss("PORT", f"mtu >= {q.roce_frame_bytes} (RoCE MTU {q.roce_mtu} with its headers)", mtu)
@@ -315,8 +309,9 @@ def _port(q: Lossless, sw: str, port: str, db: dict) -> list[Finding]:
         found = to_queue if table == "TC_TO_QUEUE_MAP" else mapped(map_field, table)
         if found is not None and str(found.get(roce)) != roce:
             miss(table, f"{source} {roce} -> {target} {roce}", f"{target} {found.get(roce)}")
-    cnp_queue = str((to_queue or {}).get(cnp) or cnp)
-    out += _queues(sw, port, roce, cnp_queue, db)
+    if to_queue is not None and str(to_queue.get(cnp)) != cnp:
+        miss("TC_TO_QUEUE_MAP", f"TC {cnp} -> queue {cnp} (CNPs, lossless.cnp_priority)", f"queue {to_queue.get(cnp)}")
+    out += _queues(sw, port, roce, cnp, db)
     out += _buffers(sw, port, roce, db)
     lengths = next(iter(db.get("CABLE_LENGTH", {}).values()), {})
     if port not in lengths:
@@ -406,18 +401,24 @@ def _link(a: str, a_port: str, a_db: dict, b: str, b_port: str, b_db: dict) -> l
     return out
 
 
-def audit_lab(lab) -> LosslessAudit:
+def audit_lab(lab, plan: Plan | None = None) -> LosslessAudit:
     """The running lab: every BE switch's CONFIG_DB as it runs (`Lab.running_config_db`) held
-    to the lab's declaration, and every GPU NIC's MTU in its node's kernel (the first and last
-    hop of every BE path)."""
-    contract = contract_of(lab.plan)
-    configs = {name: lab.running_config_db(name) for name in contract.switches}
+    to `plan` (by default the declaration the lab was booted from, as fablab recorded it), and
+    every GPU NIC's MTU in its node's kernel (the first and last hop of every BE path)."""
+    plan = plan or lab.plan
+    contract = contract_of(plan)
+    running = {n.name for n in lab.plan.switches}
+    configs = {name: lab.running_config_db(name) for name in contract.switches if name in running}
     result = audit(contract, configs)
     hosts: list[Finding] = []
     need = contract.lossless.roce_frame_bytes
-    for host in lab.plan.hosts:
+    lab_hosts = {n.name for n in lab.plan.hosts}
+    for host in plan.hosts:
         nics = [n for n in host.nics if n.rail is not None]
         if not nics:
+            continue
+        if host.name not in lab_hosts:
+            hosts.append(Finding(host.name, "", "node", "a GPU node of the declaration", "not in the lab"))
             continue
         mtus = lab.mtus(host.name)
         for nic in nics:

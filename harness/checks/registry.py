@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError
 from harness.plan import Plan
 
 FAILOVER_CASES = ("local", "remote", "gray", "spine")  # harness.checks.failover.CASES, without importing it
@@ -46,7 +46,7 @@ class Check:
     not_applicable: Callable[[Plan], str | None] = lambda plan: None
 
 
-class UnknownCheck(HarnessError):
+class UnknownCheck(InputError):
     """A check name that is not in the registry."""
 
 

@@ -1,13 +1,16 @@
-"""lossless.json: the contract a render declares, beside its configs, so that `fablab audit
-DIR` holds the configs to the declaration and not to themselves: the lossless settings of the
-BE, and the FE tenant tables of every VTEP leaf."""
+"""The contract `fablab audit` holds configs to, computed from a declaration's plan: the
+lossless settings of the BE, and the FE tenant tables of every VTEP leaf.
+
+A render also writes it as lossless.json, for people to read. Nothing reads that file back:
+it travels with the configs it would judge, so an edited copy beside edited configs would make
+them pass. The audit computes the contract from the declaration it is given (`--against`) or
+the one a running lab was booted from."""
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
 
-from harness.errors import HarnessError
-from harness.model import Lossless, Plane, check_lossless
+from harness.model import Lossless, Plane
 from harness.tenancy import VXLAN_OVERHEAD
 
 CONTRACT_FILE = "lossless.json"
@@ -29,6 +32,9 @@ class Contract:
     # FE switch -> port -> the least MTU that carries a tenant frame there: the tenant MTU on
     # a member port, that plus VXLAN's overhead on every fabric port a tenant frame crosses
     fe_mtu: dict[str, dict[str, int]] = field(default_factory=dict)
+    # BE switch -> port -> its declared speed in Gb/s (both ends at the same wrong speed pass a
+    # comparison of the two ends; the declaration does not)
+    be_speeds: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def switches(self) -> tuple[str, ...]:
@@ -38,30 +44,8 @@ class Contract:
     def to_json(self) -> str:
         return json.dumps({"lossless": asdict(self.lossless), "be_switches": list(self.be_switches),
                            "tenants": self.tenants, "l2_ports": {k: list(v) for k, v in self.l2_ports.items()},
-                           "be_ports": self.be_ports, "fe_mtu": self.fe_mtu},
+                           "be_ports": self.be_ports, "fe_mtu": self.fe_mtu, "be_speeds": self.be_speeds},
                           indent=1, sort_keys=True) + "\n"
-
-    @classmethod
-    def from_json(cls, text: str, source: str) -> Contract:
-        try:
-            data = json.loads(text)
-            if not isinstance(data, dict):
-                raise TypeError(f"a {type(data).__name__}, not an object")
-            for name in ("tenants", "l2_ports", "be_ports", "fe_mtu"):
-                if not isinstance(data.get(name, {}), dict) or not all(
-                        isinstance(v, (dict, list)) for v in data.get(name, {}).values()):
-                    raise TypeError(f"{name} is not an object of switches")
-            lossless = Lossless(**data["lossless"])
-            bad = [k for k, v in asdict(lossless).items() if isinstance(v, bool) or not isinstance(v, int)]
-            problems = [f"lossless.{k} is not an integer" for k in bad] or [
-                str(p) for p in check_lossless(lossless, be_mtu=1 << 30)]
-            if problems:
-                raise TypeError("; ".join(problems))
-            return cls(lossless, tuple(data["be_switches"]), data.get("tenants", {}),
-                       {k: tuple(v) for k, v in data.get("l2_ports", {}).items()}, data.get("be_ports", {}),
-                       data.get("fe_mtu", {}))
-        except (ValueError, KeyError, TypeError) as e:
-            raise HarnessError(f"{source}: not a lossless contract ({e}); render the topology again") from e
 
 
 def contract_of(plan) -> Contract:
@@ -73,7 +57,7 @@ def contract_of(plan) -> Contract:
                     {s.name: tenant_tables(plan, s) for s in leaves},
                     {s.name: tuple(p.name for p in s.tenant_ports) for s in leaves},
                     {s.name: {p.name: f"{p.peer}:{p.peer_port}" for p in s.ports} for s in be},
-                    _tenant_path_mtus(plan))
+                    _tenant_path_mtus(plan), {s.name: {p.name: p.speed for p in s.ports} for s in be})
 
 
 def _tenant_path_mtus(plan) -> dict[str, dict[str, int]]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.errors import HarnessError
+from harness.errors import InputError
 from harness.runtime.base import Runtime
 
 
@@ -26,4 +26,4 @@ def get_runtime(name: str) -> Runtime:
     try:
         return RUNTIMES[name]()
     except KeyError:
-        raise HarnessError(f"unknown runtime {name!r}; valid runtimes: {', '.join(RUNTIMES)}") from None
+        raise InputError(f"unknown runtime {name!r}; valid runtimes: {', '.join(RUNTIMES)}") from None

@@ -268,6 +268,13 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
             time.sleep(0.1)
 
 
+def session_counts(looks: list[Shortfall]) -> dict[str, int]:
+    """The figures of one look at every switch: sessions up and expected, switches converged."""
+    return {"bgp_up": sum(s.sessions_up for s in looks), "bgp_expected": sum(s.sessions_expected for s in looks),
+            "bfd_up": sum(s.bfd_up for s in looks), "bfd_expected": sum(s.bfd_expected for s in looks),
+            "switches_converged": sum(1 for s in looks if s.ok), "switches": len(looks)}
+
+
 def _rule(fib: bool, bfd: bool) -> str:
     sessions = "every session up" if bfd else "every BGP session up"
     return sessions + (", every prefix at its ECMP width" if fib else "")

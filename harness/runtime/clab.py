@@ -31,7 +31,8 @@ from harness.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
 from harness.render.containerlab import SONIC_IMAGE
 from harness.runtime import nsutil, processes
-from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
+from harness.runtime.base import (NamespaceAccess, Progress, TeardownReport, quiet, session_counts,
+                                  wait_converged)
 from harness.runtime.frr import json_documents
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, LabState, check_lab_name, is_stale, lab_of_namespace, labs, load, run_dir,
@@ -244,7 +245,7 @@ class ClabRuntime(NamespaceAccess):
             self._wait_hosts(plan, lab, deadline, progress)
             timings["config"] = time.monotonic() - t
             t = time.monotonic()
-            wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress)
+            looks = wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress)
             timings["converged"] = time.monotonic() - t
             interrupt.checkpoint()  # a signal swallowed during the boot (see harness/interrupt.py)
         except BaseException:
@@ -254,7 +255,8 @@ class ClabRuntime(NamespaceAccess):
                 self.down(lab)
             raise
         timings["total"] = sum(timings.values())
-        state = state.with_(phase="up", timings={k: round(v, 3) for k, v in timings.items()})
+        state = state.with_(phase="up", timings={k: round(v, 3) for k, v in timings.items()},
+                            converged=session_counts(looks))
         save(state)
         return state
 

@@ -20,12 +20,13 @@ from pyroute2 import IPRoute
 from harness import interrupt
 from harness.errors import PrerequisiteError, RuntimeError_
 from harness.model import Plane, Role, cluster_to_dict
-from harness.observe.convergence import cached_expectations
+from harness.observe.convergence import Shortfall, cached_expectations
 from harness.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.render.sonic import config_db_json
 from harness.runtime import neighbours, nsutil, processes, tenants
-from harness.runtime.base import NamespaceAccess, Progress, TeardownReport, quiet, wait_converged
+from harness.runtime.base import (NamespaceAccess, Progress, TeardownReport, quiet, session_counts,
+                                  wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
                                  pathspace_dirs, remove_path)
 from harness.runtime.processes import start_time
@@ -149,12 +150,12 @@ class NetnsRuntime(NamespaceAccess):
             defer_bfd = _defer_bfd(plan)
             state = self._daemons(plan, lab, state, configs, progress, defer_bfd)
             timings["daemons"] = time.monotonic() - t
-            checked = False
+            looks = None
             if defer_bfd:
-                state, checked = self._bgp_then_bfd(plan, lab, state, deadline, progress, timings)
-            if not checked:
+                state, looks = self._bgp_then_bfd(plan, lab, state, deadline, progress, timings)
+            if looks is None:
                 t = time.monotonic()
-                wait_converged(self, plan, lab, max(1.0, deadline - t), progress)
+                looks = wait_converged(self, plan, lab, max(1.0, deadline - t), progress)
                 timings["converged"] = time.monotonic() - t
             interrupt.checkpoint()  # a signal swallowed during the boot (see harness/interrupt.py)
         except BaseException:
@@ -165,7 +166,8 @@ class NetnsRuntime(NamespaceAccess):
             raise
         timings["total"] = sum(timings.values())
         timings["memory_mb"] = max(0.0, (mem_before - _mem_available()) / 1024)
-        state = state.with_(phase="up", timings={k: round(v, 3) for k, v in timings.items()})
+        state = state.with_(phase="up", timings={k: round(v, 3) for k, v in timings.items()},
+                            converged=session_counts(looks))
         save(state)
         return state
 
@@ -267,14 +269,14 @@ class NetnsRuntime(NamespaceAccess):
         return state
 
     def _bgp_then_bfd(self, plan: Plan, lab: str, state: LabState, deadline: float, progress: Progress,
-                      timings: dict[str, float]) -> tuple[LabState, bool]:
+                      timings: dict[str, float]) -> tuple[LabState, list[Shortfall] | None]:
         """Converge BGP and check every FIB while bfdd is not running, then start bfdd and wait
         for every BFD session. At a thousand sessions BFD's packets (3.3 a second each way per
         session at 300 ms) take most of both cores, which slowed BGP and every FIB read.
         bgpd registers its sessions again when bfdd comes (zebra replays them). The FIBs need
         no second read if no BGP session went down since they were checked (a route here only
-        changes with a session: the counts of sessions gone down are compared); returns False
-        when one did, for a full look."""
+        changes with a session: the counts of sessions gone down are compared); returns the
+        last look, or None when one did, for a full look."""
         t = time.monotonic()
         checked = wait_converged(self, plan, lab, max(1.0, deadline - t), progress, bfd=False, phase="bgp")
         drops = {s.switch: s.drops for s in checked}  # a session may have flapped while the boot began
@@ -293,7 +295,7 @@ class NetnsRuntime(NamespaceAccess):
             progress("bfd", f"BGP sessions went down since the FIBs were checked ({', '.join(dropped[:5])}): "
                             "looking at every FIB again")
         timings["bfd"] = time.monotonic() - t
-        return state, not dropped
+        return state, None if dropped else looks
 
     # ------------------------------------------------------------------ teardown
 

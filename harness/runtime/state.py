@@ -9,22 +9,22 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError, UnknownLab
 from harness.model import Cluster, cluster_from_dict
+from harness.model import check_lab_name as model_check_lab_name
 
 RUN_ROOT = Path(os.environ.get("FABLAB_RUN_DIR", "/run/fablab"))
 NS_PREFIX = "fl_"
-_LAB_NAME = re.compile(r"^[a-z][a-z0-9-]{0,23}$")
 
 
 def check_lab_name(name: str) -> str:
-    if not _LAB_NAME.match(name or ""):
-        raise HarnessError(f"lab name {name!r} is not usable: lower-case letters, digits and '-', "
-                           "starting with a letter, at most 24 characters (e.g. --name lab1)")
+    """The name, if usable (harness.model's rule, which `fablab render --name` applies too)."""
+    problems = model_check_lab_name(name)
+    if problems:
+        raise InputError(f"lab name {name!r} is not usable: {problems[0].hint}")
     return name
 
 
@@ -64,6 +64,7 @@ class LabState:
     created: float = 0.0
     timings: dict = field(default_factory=dict)
     mgmt_network: str = ""  # clab: the lab's own mgmt subnet (Docker refuses overlapping ones)
+    converged: dict = field(default_factory=dict)  # what the boot's last look at every switch saw
 
     @property
     def run_dir(self) -> Path:
@@ -95,7 +96,9 @@ def load(lab: str) -> LabState:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise HarnessError(f"no lab named {lab!r} is running (see `fablab status`)") from None
+        running = ", ".join(labs()) or "none"
+        raise UnknownLab(f"no lab named {lab!r} is running (running: {running}; `fablab up TOPOLOGY --name "
+                         f"{lab}` boots one)") from None
     except (OSError, ValueError) as e:
         raise HarnessError(f"state of lab {lab!r} is unreadable ({e}); `fablab clean` removes it") from e
     data["namespaces"] = tuple(data["namespaces"])
@@ -112,7 +115,15 @@ def is_stale(state: LabState) -> bool:
     return bool(state.owner_pid) and not same_process(state.owner_pid, state.owner_start)
 
 
+def namespaces_present(state: LabState) -> int:
+    """How many of the lab's namespaces are on the system now: read, not remembered."""
+    from harness.runtime.nsutil import list_namespaces
+
+    present = set(list_namespaces())
+    return sum(1 for ns in state.namespaces if ns in present)
+
+
 def labs() -> list[str]:
     if not RUN_ROOT.is_dir():
         return []
-    return sorted(p.name for p in RUN_ROOT.iterdir() if p.is_dir() and _LAB_NAME.match(p.name))
+    return sorted(p.name for p in RUN_ROOT.iterdir() if p.is_dir() and not model_check_lab_name(p.name))

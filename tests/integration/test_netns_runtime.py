@@ -192,6 +192,7 @@ def _poll(condition, what: str, timeout: float = 15.0) -> None:
 
 def test_cli_validate_on_rail_only_reports_every_check(lab_name, tmp_path):
     import json
+    from pathlib import Path
 
     run = subprocess.run(FABLAB + ["validate", "rail-only", "--name", lab_name, "--results", str(tmp_path), "--json"],
                          capture_output=True, text=True, timeout=300)
@@ -200,7 +201,9 @@ def test_cli_validate_on_rail_only_reports_every_check(lab_name, tmp_path):
     checks = {c["check"]: c for c in report["checks"]}
     assert checks["isolation"]["passed"] is True
     assert checks["ecmp"]["passed"] is None and "no spine tier" in checks["ecmp"]["reason"]
-    assert (tmp_path / "isolation.json").exists() and (tmp_path / "summary.json").exists()
+    run_dir = tmp_path / "latest"  # the run's own directory under --results
+    assert Path(report["results"]).resolve() == run_dir.resolve() and report["provenance"]["lab"] == lab_name
+    assert (run_dir / "isolation.json").exists() and (run_dir / "summary.json").exists()
     assert leftovers_of(lab_name) == []
 
 
