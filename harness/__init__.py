@@ -1,7 +1,7 @@
 """fablab: declare, render, boot and prove AI data-center fabrics (FE and BE)."""
 from __future__ import annotations
 
-from harness.errors import HarnessError, PrerequisiteError, Problem, RenderError, RuntimeError_, TopologyError
+from harness.errors import HarnessError, LabError, PrerequisiteError, Problem, RenderError, TopologyError
 from harness.model import (Addressing, Backend, Bfd, Cable, Cluster, Fabric, Frontend, GpuNodes, Link,
                            Management, Node, Plane, Role, build)
 from harness.plan import Plan, make_plan
@@ -11,5 +11,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Addressing", "Backend", "Bfd", "Cable", "Cluster", "Fabric", "Frontend", "GpuNodes", "Link",
     "Management", "Node", "Plane", "Role", "Plan", "build", "make_plan",
-    "HarnessError", "PrerequisiteError", "Problem", "RenderError", "RuntimeError_", "TopologyError",
+    "HarnessError", "LabError", "PrerequisiteError", "Problem", "RenderError", "TopologyError",
 ]

@@ -15,16 +15,16 @@ from pathlib import Path
 from rich.table import Table
 
 from harness.catalog import load_fabric
-from harness.checks.lossless import audit, audit_lab, load_dir
 from harness.console import out
 from harness.errors import InputError
 from harness.lab import Lab
 from harness.plan import make_plan
 from harness.render.lossless import contract_of
-from harness.runtime.state import labs
 
 
 def _result(target: str, against: str | None):
+    from harness.checks.lossless import audit, audit_lab, load_dir  # a check module: loaded when it runs
+
     plan = make_plan(load_fabric(against)) if against else None
     if Path(target).is_dir():
         if plan is None:
@@ -32,10 +32,10 @@ def _result(target: str, against: str | None):
                              f"`fablab audit --against ai-cluster {target}` (a built-in name or a .py file). "
                              "The lossless.json beside the configs travels with them, so it cannot judge them")
         return audit(contract_of(plan), load_dir(Path(target), contract_of(plan)))
-    if target in labs():
+    if target in Lab.names():
         return audit_lab(Lab.attach(target), plan)
     raise InputError(f"{target!r} is neither a render directory nor a running lab "
-                     f"(running: {', '.join(labs()) or 'none'}; `fablab render TOPOLOGY -o DIR` makes a directory)")
+                     f"(running: {', '.join(Lab.names()) or 'none'}; `fablab render TOPOLOGY -o DIR` makes a directory)")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ import argparse
 import json
 import subprocess
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.markup import escape
@@ -12,12 +13,11 @@ from rich.table import Table
 
 from harness.catalog import load_fabric
 from harness.console import err, out
-from harness.errors import HarnessError, InputError, TopologyError, UnknownLab
-from harness.model import check_lab_name
+from harness.errors import HarnessError, InputError, TopologyError
 from harness.lab import Lab
+from harness.model import check_lab_name
 from harness.plan import make_plan
-from harness.runtime import RUNTIMES, get_runtime
-from harness.runtime.state import labs, load, namespaces_present
+from harness.runtime import RUNTIMES
 
 
 def progress_printer(enabled: bool = True):
@@ -57,27 +57,13 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    report = get_runtime(_runtime_of(args.lab)).down(args.lab)
+    report = Lab.remove(args.lab)
     if args.json:
         print(json.dumps(report.__dict__, indent=2))
     else:
         out.print(f"lab {report.lab} removed: {report.processes} processes, {report.namespaces} namespaces "
                   f"in {report.seconds:.2f} s")
     return 0
-
-
-def _runtime_of(lab: str) -> str:
-    """The runtime of a lab, from its state or, for one whose state is gone, from what it left
-    on the system; a name nothing on the system carries is bad input."""
-    try:
-        return load(lab).runtime
-    except UnknownLab:
-        for name in RUNTIMES:
-            if lab in get_runtime(name).leftovers(everything=True):
-                return name
-        raise
-    except HarnessError:  # unreadable state: the netns runtime removes what carries the name
-        return "netns"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -96,16 +82,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                       "ok" if not s.missing_routes else f"{len(s.missing_routes)} short")
         out.print(t)
         return 0
-    rows = []
-    for name in labs():
-        try:
-            st = load(name)
-            rows.append({"lab": name, "runtime": st.runtime, "topology": st.topology, "phase": st.phase,
-                         "nodes": namespaces_present(st), "nodes_declared": len(st.namespaces),
-                         "age_s": round(time.time() - st.created)})
-        except HarnessError as e:
-            rows.append({"lab": name, "runtime": "?", "topology": "?", "phase": f"broken: {e}", "nodes": 0,
-                         "nodes_declared": 0, "age_s": 0})
+    rows = [asdict(r) for r in Lab.listing()]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -127,8 +104,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     argv = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
     if not argv:
         raise InputError("no command given: fablab exec LAB NODE -- CMD [ARGS...]")
-    lab.check_node(args.node)
-    return subprocess.call(lab.runtime.exec_argv(lab.name, args.node, argv))
+    return subprocess.call(lab.exec_argv(args.node, argv))
 
 
 def cmd_link(args: argparse.Namespace) -> int:
@@ -140,11 +116,7 @@ def cmd_link(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    removed = []
-    for name in RUNTIMES:
-        rt = get_runtime(name)
-        for lab in rt.leftovers(everything=args.all):
-            removed.append(rt.down(lab).__dict__)
+    removed = [r.__dict__ for r in Lab.clean(everything=args.all)]
     if args.json:
         print(json.dumps(removed, indent=2))
     elif not removed:
@@ -171,8 +143,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     from harness.checks.registry import run_checks
     from harness.provenance import collect, lab_frr_version
     from harness.report import Results
-    from harness.runtime.state import is_stale
-
     checks = _checks(args.only)
     if checks is None:
         return 2
@@ -182,8 +152,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/red] {escape(str(e))}; boot one with `fablab up TOPOLOGY --name {escape(args.lab)}`",
                   soft_wrap=True)
         return 2
-    if lab.state.phase != "up" or is_stale(lab.state):
-        why = "is still booting" if lab.state.phase == "booting" and not is_stale(lab.state) else \
+    if lab.state.phase != "up" or lab.stale:
+        why = "is still booting" if lab.state.phase == "booting" and not lab.stale else \
             "was left behind by a process that is gone (`fablab clean` removes it)"
         err.print(f"[red]error:[/red] lab {escape(args.lab)} {why}: nothing to check", soft_wrap=True)
         return 2

@@ -61,9 +61,9 @@ class NamespaceError(HarnessError):
     """A network namespace is missing or cannot be entered."""
 
 
-class RuntimeError_(HarnessError):
+class LabError(HarnessError):
     """Booting, driving or tearing down a lab failed."""
 
 
-class PrerequisiteError(RuntimeError_):
+class PrerequisiteError(LabError):
     """Something the runtime needs is missing on this machine (root, a package, a kernel feature)."""

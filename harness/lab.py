@@ -10,21 +10,22 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import TypeVar
 
-from harness.errors import HarnessError, InputError, TopologyError
+from harness.errors import HarnessError, InputError, TopologyError, UnknownLab
 from harness.model import Cluster, Fabric, Plane, build, check_lab_name
 from harness.observe.convergence import Shortfall
 from harness.observe.counters import Counters, interface_counters
 from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers
 from harness.plan import CableRow, Plan, make_plan
 from harness.rdma.session import RdmaResult, RdmaRun, RdmaSpec, run_rdma
-from harness.runtime import get_runtime
+from harness.runtime import RUNTIMES, get_runtime
 from harness.runtime.base import Progress, Runtime, TeardownReport, quiet
-from harness.runtime.state import LabState, load
+from harness.runtime.state import LabState, is_stale, labs, load, namespaces_present
 
 T = TypeVar("T")
 
@@ -73,6 +74,17 @@ def set_carriers(handles: Sequence[LinkHandle], up: bool) -> None:
         lab.runtime.set_links(lab.name, node, ports, up)
 
 
+@dataclass(frozen=True)
+class LabSummary:
+    lab: str
+    runtime: str
+    topology: str
+    phase: str
+    nodes: int  # of its namespaces, those present on the system now
+    nodes_declared: int
+    age_s: int
+
+
 class Lab:
     def __init__(self, state: LabState, plan: Plan, runtime: Runtime) -> None:
         self.state = state
@@ -103,6 +115,61 @@ class Lab:
         state = load(name)
         plan = make_plan(build(state.declared_cluster()))
         return cls(state, plan, get_runtime(state.runtime))
+
+    @staticmethod
+    def names() -> list[str]:
+        """The labs on this machine (those with a state, whatever their phase)."""
+        return labs()
+
+    @staticmethod
+    def listing() -> list[LabSummary]:
+        """Every lab on this machine, as `fablab status` shows them: its nodes counted on the
+        system now, not taken from its state."""
+        rows = []
+        for name in labs():
+            try:
+                st = load(name)
+            except HarnessError as e:
+                rows.append(LabSummary(name, "?", "?", f"broken: {e}", 0, 0, 0))
+                continue
+            rows.append(LabSummary(name, st.runtime, st.topology, st.phase, namespaces_present(st),
+                                   len(st.namespaces), round(time.time() - st.created)))
+        return rows
+
+    @staticmethod
+    def remove(name: str) -> TeardownReport:
+        """Tear down lab `name`, also one whose state is gone but whose namespaces, processes
+        or containers are left (each runtime finds its own); UnknownLab if nothing carries it."""
+        try:
+            runtime = load(name).runtime
+        except UnknownLab:
+            runtime = next((r for r in RUNTIMES if name in get_runtime(r).leftovers(everything=True)), None)
+            if runtime is None:
+                raise
+        except HarnessError:  # unreadable state: the netns runtime removes what carries the name
+            runtime = "netns"
+        return get_runtime(runtime).down(name)
+
+    @staticmethod
+    def clean(everything: bool = False) -> list[TeardownReport]:
+        """Remove what labs left behind (their owner is gone), or with `everything` every
+        lab on this machine; each runtime removes only its own."""
+        removed = []
+        for name in RUNTIMES:
+            runtime = get_runtime(name)
+            removed += [runtime.down(lab) for lab in runtime.leftovers(everything=everything)]
+        return removed
+
+    @property
+    def stale(self) -> bool:
+        """Left behind by a process that is gone."""
+        return is_stale(self.state)
+
+    def exec_argv(self, node: str, argv: Sequence[str]) -> list[str]:
+        """The command line that runs `argv` in `node` (for a caller that runs it itself, with
+        the terminal: `fablab exec`)."""
+        self.check_node(node)
+        return self.runtime.exec_argv(self.name, node, list(argv))
 
     def down(self) -> TeardownReport:
         return self.runtime.down(self.name)

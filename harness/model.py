@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
 
+from harness.codec import CodecError, from_plain, to_plain
 from harness.errors import DeclarationArgumentError, Problem, TopologyError
 
 
@@ -189,7 +190,7 @@ class Bfd:
 class Objectives:
     """The loss window each QP may suffer, in ms, per kind of event: what the job can bear,
     declared by the user and never derived from the configuration under test (raising BFD
-    timers must not raise the budget). Defaults, and why, in the README ("Failover").
+    timers must not raise the budget). Defaults, and why, in docs/concepts.md ("Failover objectives").
 
     hard_ms: carrier loss next to the switch that must reroute (a leaf uplink, a whole spine).
     remote_ms: carrier loss one hop away: the news must travel as a BGP withdrawal.
@@ -877,52 +878,19 @@ def oversubscription(fabric: Fabric, leaf: str) -> float | None:
 
 def cluster_to_dict(cluster: Cluster) -> dict:
     """Plain data, for a running lab's state file (the declaration it was booted from)."""
-    from dataclasses import asdict
-
-    return asdict(cluster)
+    return to_plain(cluster)
 
 
 def cluster_from_dict(data: dict) -> Cluster:
-    """The inverse of cluster_to_dict, driven by the classes' own annotations, so a new field
-    or section survives the state file without being listed here (routing once did not: an
-    attached lab then expected /31s where it advertised summaries). A field or section missing
-    from an older state file gets its default; a key no class has, a section that is no
-    object, is a TopologyError naming where it is (source "state file")."""
-    problems: list[Problem] = []
-    cluster = _from_plain(Cluster, data, "", problems)
-    if problems or cluster is None:
-        raise TopologyError(problems or [Problem("cluster", "no cluster", "")], source="state file")
-    return cluster
-
-
-def _from_plain(cls: type, data: object, path: str, problems: list[Problem]):
-    import typing
-
-    from harness.declcheck import hints
-
-    where = path or "cluster"
-    if not isinstance(data, dict):
-        problems.append(Problem(where, f"{type(data).__name__} where a {cls.__name__} object belongs",
-                                "the state file is damaged: tear the lab down and boot it again"))
-        return None
-    kwargs = {}
-    for name, value in data.items():
-        if not isinstance(name, str):
-            problems.append(Problem(where, f"key {name!r} is no field name", "the state file is damaged"))
-            continue
-        t = hints(cls).get(name)
-        sub = f"{path}.{name}" if path else name
-        args = typing.get_args(t)
-        item = next((a for a in args if hasattr(a, "__dataclass_fields__")), None)
-        if hasattr(t, "__dataclass_fields__"):
-            kwargs[name] = _from_plain(t, value, sub, problems)
-        elif typing.get_origin(t) is tuple and isinstance(value, list):
-            kwargs[name] = tuple(_from_plain(item, v, f"{sub}[{i}]", problems) if item else v
-                                 for i, v in enumerate(value))
-        else:
-            kwargs[name] = value
+    """The inverse of cluster_to_dict (harness.codec, driven by the classes' own annotations,
+    so a new field or section survives the state file without being listed here: routing
+    once did not, and an attached lab then expected /31s where it advertised summaries). A
+    field or section missing from an older state file gets its default; data that does not
+    fit (a key no class has, a section that is no object) is a TopologyError naming where it
+    is (source "state file")."""
     try:
-        return cls(**kwargs)
-    except DeclarationArgumentError as e:
-        problems += [Problem(where, p.message, p.hint) for p in e.problems]
-        return None
+        return from_plain(Cluster, data, where="cluster")
+    except CodecError as e:
+        field = e.where.removeprefix("cluster.") if e.where != "cluster" else "cluster"
+        hint = e.hint or "the state file is damaged: tear the lab down and boot it again"
+        raise TopologyError([Problem(field, e.message, hint)], source="state file") from None

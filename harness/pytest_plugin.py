@@ -10,7 +10,6 @@ the session finishes, not when it is interrupted).
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -45,14 +44,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def skip_reason(runtime: str) -> str | None:
-    """Why a netns lab cannot boot here, or None. The labs skip with it rather than fail."""
+    """Why a netns lab cannot boot here, or None: the runtime's own prerequisites (root,
+    FRR, nftables, ...). The labs skip with it rather than fail."""
     if runtime != "netns":
         return None
-    if os.geteuid() != 0:
-        return "booting a lab needs root (network namespaces)"
-    for tool, package in (("vtysh", "frr"), ("nft", "nftables")):
-        if shutil.which(tool) is None:
-            return f"{tool} is missing: apt-get install {package} (make test installs it)"
+    from harness.errors import PrerequisiteError
+    from harness.runtime import get_runtime
+
+    try:
+        get_runtime(runtime).check_prerequisites()
+    except PrerequisiteError as e:
+        return f"{e} (`make test` installs what is missing; CI runs as root)"
     return None
 
 

@@ -21,25 +21,17 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
+from harness.checks.base import Outcome, Verdict
+from harness.codec import to_plain
 from harness.provenance import Provenance
 
 
 def to_data(obj: object) -> object:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        data = {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-        for extra in ("passed", "reason"):
-            if hasattr(obj, extra) and extra not in data:
-                data[extra] = to_data(getattr(obj, extra))
-        return data
-    if isinstance(obj, dict):
-        return {str(k): to_data(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set)):
-        return [to_data(v) for v in obj]
-    if isinstance(obj, (str, int, float, bool)) or obj is None:
-        return obj
-    return str(obj)
+    """A check's result as JSON-ready data (harness.codec), with its verdict (passed, reason)."""
+    return to_plain(obj, extras=("passed", "reason"))
 
 
 def write_atomic(path: Path, text: str) -> Path:
@@ -111,13 +103,13 @@ class Results:
     def _provenance(self) -> dict | None:
         return None if self.provenance is None else self.provenance.as_dict()
 
-    def record(self, name: str, result: object, plots: tuple[Path, ...] = ()) -> Path:
+    def record(self, name: str, result: Outcome, plots: tuple[Path, ...] = ()) -> Path:
         data = to_data(result)
         if not isinstance(data, dict) or "provenance" in data:
             data = {"result": data}
         data["provenance"] = self._provenance()
         path = write_atomic(self.directory / f"{name}.json", json.dumps(data, indent=2))
-        self.entries[name] = {"passed": getattr(result, "passed", None), "reason": getattr(result, "reason", ""),
+        self.entries[name] = {"passed": result.passed, "reason": result.reason,
                               "json": str(path), "plots": [str(p) for p in plots]}
         self.write_summary()
         return path
@@ -140,13 +132,13 @@ class Results:
             {"provenance": self._provenance(), "written": written, "checks": self.entries}, indent=2))
 
 
-def verdict_data(v) -> dict:
+def verdict_data(v: Verdict) -> dict:
     """One check's verdict with its full result, as plain data (dataclasses as dicts)."""
     return {"check": v.check, "passed": v.passed, "reason": v.reason, "seconds": v.seconds,
             "problems": list(v.problems), "plots": list(v.plots), "result": to_data(v.result)}
 
 
-def check_document(verdicts, provenance: Provenance | None = None, **about: object) -> dict:
+def check_document(verdicts: Sequence[Verdict], provenance: Provenance | None = None, **about: object) -> dict:
     """The JSON document of one `fablab check` or `fablab validate` run."""
     failed = [v.check for v in verdicts if v.passed is False]
     extra = {} if provenance is None else {"provenance": provenance.as_dict()}
@@ -155,7 +147,7 @@ def check_document(verdicts, provenance: Provenance | None = None, **about: obje
             "checks": [verdict_data(v) for v in verdicts]}
 
 
-def junit_xml(verdicts, suite: str, provenance: Provenance | None = None) -> str:
+def junit_xml(verdicts: Sequence[Verdict], suite: str, provenance: Provenance | None = None) -> str:
     """JUnit XML as CI tools read it: one testcase per check; a failure element carries the
     check's problems, a skipped element a check that does not apply. The run's provenance is
     the testsuite's <properties> (one <property name= value=/> per field)."""
@@ -183,106 +175,3 @@ def junit_xml(verdicts, suite: str, provenance: Provenance | None = None) -> str
         ET.SubElement(case, "system-out").text = v.reason
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(plt, fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return Path(path)
-
-
-def plot_ecmp(result, path: Path) -> Path:
-    """QPs per uplink (measured) against the expected count and the band a fair hash keeps to."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(result.paths) + 2), 3.5))
-    names = [p.uplink for p in result.paths]
-    counts = [p.qps for p in result.paths]
-    colors = ["#1f77b4" if p.within else "#d62728" for p in result.paths]
-    ax.bar(names, counts, color=colors, label="QPs measured")
-    ax.axhline(result.expected_per_path, color="black", linewidth=1, label=f"expected {result.expected_per_path:.0f}")
-    ax.axhspan(result.low, result.high, color="green", alpha=0.12,
-               label=f"fair band {result.low}..{result.high} ({result.false_fail:.1%} false-fail)")
-    ax.set_ylim(0, max(max(counts), result.high) * 1.15)
-    ax.set_title(f"ECMP on {result.leaf}: {result.qps} RoCEv2 QPs, {result.split_qps} split"
-                 + ("" if result.passed else " — FAIL"), fontsize=10)
-    ax.set_ylabel("QPs per uplink (nftables, per QP)")
-    ax.tick_params(axis="x", labelrotation=45 if len(names) > 4 else 0, labelsize=8)
-    ax.legend(loc="upper right", fontsize=7)
-    return _save(plt, fig, path)
-
-
-def plot_rdma_spread(result, path: Path) -> Path:
-    """rxe QPs per uplink of the source leaf against the fair band, and their source ports."""
-    plt = _pyplot()
-    fig, (ax, ports) = plt.subplots(1, 2, figsize=(10, 3.5), gridspec_kw={"width_ratios": [1, 2]})
-    names = list(result.per_uplink)
-    counts = [result.per_uplink[n] for n in names]
-    ax.bar(names, counts, color=["#1f77b4" if result.low <= c <= result.high else "#d62728" for c in counts])
-    ax.axhspan(result.low, result.high, color="green", alpha=0.12,
-               label=f"fair band {result.low}..{result.high} ({result.false_fail:.1%} false-fail)")
-    ax.set_ylabel("rxe QPs per uplink (nftables)")
-    ax.set_title(f"{len(result.rows)} rdma_rxe QPs on {result.leaf}" + ("" if result.passed else " — FAIL"),
-                 fontsize=10)
-    ax.legend(loc="lower right", fontsize=7)
-    for i, name in enumerate(names):
-        rows = [r for r in result.rows if r.uplinks == (name,)]
-        ports.scatter([r.qpn for r in rows], [r.formula_sport for r in rows], s=8, label=name)
-    ports.set_xlabel("QPN (perftest)")
-    ports.set_ylabel("UDP source port seen (= roce_sport)")
-    ports.legend(fontsize=7, title="left by", title_fontsize=7)
-    return _save(plt, fig, path)
-
-
-def plot_rdma_gray(result, path: Path) -> Path:
-    """Packets delivered to the RDMA responder over time, the gray failure and the route change marked."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.2))
-    xs = [t / 1000 for t, _ in result.timeline]
-    ax.plot(xs, [n for _, n in result.timeline], linewidth=1, color="#1f77b4" if result.passed else "#d62728",
-            label="delivered to the responder (leaf port tx)")
-    ax.axvline(0, color="#d62728", label="gray failure")
-    if result.detected_ms == result.detected_ms:
-        ax.axvline(result.detected_ms / 1000, color="#ff7f0e", linestyle="--",
-                   label=f"route moved ({result.detected_ms:.0f} ms)")
-    ax.set_xlabel("seconds from the failure")
-    ax.set_ylabel("packets")
-    t = result.transfer
-    ax.set_title(f"rping -V over {result.element}: stall {result.stall_ms:.0f} ms, "
-                 f"{t.retransmissions} RC retransmissions" + ("" if result.passed else " — FAIL"), fontsize=10)
-    ax.legend(loc="upper left", fontsize=7)
-    return _save(plt, fig, path)
-
-
-def plot_failover(result, path: Path) -> Path:
-    """Received rate over time per failover case, failure and restore marked, with the worst
-    loss window against its declared objective. `result`: a FailoverResult or one FailoverCase."""
-    plt = _pyplot()
-    cases = list(getattr(result, "cases", None) or [result])
-    fig, axes = plt.subplots(len(cases), 1, figsize=(8, 2.6 * len(cases)), squeeze=False)
-    for ax, case in zip(axes[:, 0], cases):
-        t = case.timeline
-        width_s = t["bucket_ms"] / 1000
-        xs = [i * width_s for i in range(len(t["received"]))]
-        ys = [n / width_s for n in t["received"]]
-        colour = {True: "#1f77b4", False: "#d62728", None: "#ff7f0e"}[case.passed]
-        ax.plot(xs, ys, linewidth=1, color=colour, label="received (pps)")
-        ax.axhline(t["offered_pps"], color="grey", linestyle=":", label="offered")
-        ax.axvline(t["failure_ms"] / 1000, color="#d62728", label="failure")
-        ax.axvline(t["restore_ms"] / 1000, color="#2ca02c", label="restore")
-        ax.set_ylabel("packets/s")
-        ax.set_title(f"{case.case}: {case.element} — window {case.worst_window_ms:.1f} ms "
-                     f"(objective {case.objective_ms:g}), restore {case.worst_restore_ms:.1f} ms "
-                     f"(objective {case.restore_objective_ms:g})", fontsize=9)
-        ax.legend(loc="lower right", fontsize=7)
-    axes[-1, 0].set_xlabel("s")
-    return _save(plt, fig, path)

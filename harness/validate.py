@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.checks.registry import CHECKS, Check, Verdict, has_spine_tier, run_checks
+from harness.checks.registry import Check, Verdict, has_spine_tier, run_checks
 from harness.lab import Lab
 from harness.plan import Plan
 from harness.provenance import collect, lab_frr_version
@@ -19,8 +19,9 @@ __all__ = ["Verdict", "has_spine_tier", "validate"]
 
 def validate(plan: Plan, results: Results | Path, name: str | None = None, runtime: str = "netns",
              progress: Progress = quiet, topology: str | None = None,
-             checks: tuple[Check, ...] = CHECKS) -> list[Verdict]:
-    """`results`: this run's Results, or a parent directory to make a new run's under. Its
+             checks: tuple[Check, ...] | None = None) -> list[Verdict]:
+    """`checks`: those to run (None: every check of the registry). `results`: this run's
+    Results, or a parent directory to make a new run's under. Its
     summary gets the FRR the booted switches run, and the end time once the lab is down (an
     interrupted run keeps `ended: null`)."""
     if not isinstance(results, Results):

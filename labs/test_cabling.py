@@ -25,7 +25,6 @@ import pytest
 
 from harness.checks.cabling import check_cabling
 from harness.checks.sabotage import rogue_cable, stray_cable, stray_ends, swap_cables
-from harness.model import Role
 from harness.wait import until
 
 

@@ -25,11 +25,10 @@ the two negative controls below do exactly that, next to the positive control.
 """
 from __future__ import annotations
 
-from harness.checks.ecmp import check_ecmp, default_pair, distinct_sport_qpns
+from harness.checks.ecmp import check_ecmp, default_pair, distinct_sport_qpns, plot_ecmp
 from harness.checks.ecmp_faults import hash_seed, weighted_uplink
 from harness.checks.sabotage import l3_hashing
 from harness.observe.flowcount import FlowCounters, paths_of
-from harness.report import plot_ecmp
 from harness.traffic.flows import RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport
 from harness.traffic.runner import run_sender

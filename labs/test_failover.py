@@ -2,7 +2,7 @@
 
 Claim: while RoCEv2 QPs run at 1000 packets/s each across the spines, an element of the
 fabric fails and comes back, and each QP's loss window stays within the objective declared
-with the cluster (`Cluster(objectives=Objectives(...))`, defaults in the README):
+with the cluster (`Cluster(objectives=Objectives(...))`, defaults in docs/concepts.md):
 
 - local: a leaf–spine cable is pulled (the leaf sees carrier loss): hard_ms, 50 ms;
 - remote: a spine loses its cable to the far leaf: the spine cannot reroute, the source leaf
@@ -36,10 +36,9 @@ is kept for `remote`, where it bites every time, not for the restore.)
 from __future__ import annotations
 
 
-from harness.checks.failover import check_failover_case
+from harness.checks.failover import check_failover_case, plot_failover
 from harness.checks.sabotage import bfd_off, carrier_blind, fib_lag, forwarding_blackhole, slow_bfd
 from harness.checks.ecmp import _far_peer, first_gpu_nic
-from harness.report import plot_failover
 
 
 def _ends(lab):

@@ -22,7 +22,7 @@ the passing run, and the verdict names the hop.
 """
 from __future__ import annotations
 
-from harness.checks.jumbo import check_jumbo, probe_pairs
+from harness.checks.lossless_wire import check_jumbo, probe_pairs
 from harness.checks.lossless import audit_lab
 
 

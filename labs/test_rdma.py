@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.rdma import check_rdma_gray, check_rdma_path, check_rdma_rails, check_rdma_spread
+from harness.checks.rdma import (check_rdma_gray, check_rdma_path, check_rdma_rails, check_rdma_spread, plot_rdma_gray,
+                                  plot_rdma_spread)
 from harness.pytest_plugin import boot
-from harness.report import plot_rdma_gray, plot_rdma_spread
 from topologies.rail_only import rail_only
 
 

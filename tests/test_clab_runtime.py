@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import PrerequisiteError, RuntimeError_
+from harness.errors import PrerequisiteError, LabError
 from harness.model import build
 from harness.plan import make_plan
 from harness.runtime import clab, state
@@ -71,12 +71,12 @@ def test_inspect_of_nothing_is_no_container():
 
 
 def test_inspect_garbage_is_a_clear_error():
-    with pytest.raises(RuntimeError_, match="no JSON"):
+    with pytest.raises(LabError, match="no JSON"):
         parse_inspect("time=... level=error msg=no containers found")
 
 
 def test_inspect_entry_without_name_is_refused():
-    with pytest.raises(RuntimeError_, match="without a name"):
+    with pytest.raises(LabError, match="without a name"):
         parse_inspect(json.dumps({"containers": [{"state": "running"}]}))
 
 
@@ -120,7 +120,7 @@ def test_poll_all_returns_once_every_item_is_ready():
 
 def test_poll_all_names_what_is_still_waiting_at_the_deadline():
     clock = Clock()
-    with pytest.raises(RuntimeError_, match=r"switch init: 1/2 not ready after 5 s: b"):
+    with pytest.raises(LabError, match=r"switch init: 1/2 not ready after 5 s: b"):
         poll_all(["a", "b"], lambda i: i == "a", 5, "switch init", clock.now, clock.pause)
 
 
@@ -128,9 +128,9 @@ def test_poll_all_stops_at_the_first_failure():
     clock = Clock()
 
     def probe(item: str) -> bool:
-        raise RuntimeError_(f"{item}: init step 'config_db' failed")
+        raise LabError(f"{item}: init step 'config_db' failed")
 
-    with pytest.raises(RuntimeError_, match="config_db"):
+    with pytest.raises(LabError, match="config_db"):
         poll_all(["be-s1"], probe, 60, "switch init", clock.now, clock.pause)
     assert clock.t == 0.0
 
@@ -163,7 +163,7 @@ def test_a_failed_init_step_fails_the_boot_naming_switch_and_step():
                         "fablab-init.log": completed(0, "waiting for redis\n")})
     rt = ClabRuntime(run=run)
     plan = make_plan(build(BUILTINS["ai-cluster"]()))
-    with pytest.raises(RuntimeError_, match=r"be-s1: init step 'config_db' failed: redis did not answer"):
+    with pytest.raises(LabError, match=r"be-s1: init step 'config_db' failed: redis did not answer"):
         rt._switch_ready(plan, "x", "be-s1")
 
 
@@ -171,7 +171,7 @@ def test_ok_is_not_trusted_when_config_db_was_not_loaded():
     run, _ = fake_exec({"fablab-init.status": completed(0, "ok\n"), "HGET": completed(0, "sonic\n")})
     rt = ClabRuntime(run=run)
     plan = make_plan(build(BUILTINS["ai-cluster"]()))
-    with pytest.raises(RuntimeError_, match="hostname 'sonic', not 'be-s1'"):
+    with pytest.raises(LabError, match="hostname 'sonic', not 'be-s1'"):
         rt._switch_ready(plan, "x", "be-s1")
 
 
@@ -187,7 +187,7 @@ def test_link_down_acts_on_the_containerlab_veth_end_not_the_sonic_tap():
         assert port.clab.startswith("eth") and port.clab != port.name
     assert rt.carrier_port("x", "gpu01", "rail0") == "rail0"  # a linux host's NIC is the veth itself
     assert rt.gray_port("x", leaf.name, leaf.ports[0].name) == leaf.ports[0].name  # where the kernel routes
-    with pytest.raises(RuntimeError_, match="no port 'Ethernet999'"):
+    with pytest.raises(LabError, match="no port 'Ethernet999'"):
         rt.carrier_port("x", leaf.name, "Ethernet999")
 
 
@@ -286,7 +286,7 @@ def run_root(tmp_path, monkeypatch):
 def test_a_failed_deploy_is_reported_and_everything_removed(run_root):
     fake = FakeClab(completed(1, "", "Error: failed to create container fablab-x-be-s1: no space left"))
     rt = ClabRuntime(run=fake, which=lambda t: f"/usr/bin/{t}")
-    with pytest.raises(RuntimeError_, match="containerlab deploy of x failed .*no space left"):
+    with pytest.raises(LabError, match="containerlab deploy of x failed .*no space left"):
         rt.up(make_plan(build(BUILTINS["ai-cluster"]())), "x", "ai-cluster")
     assert ["containerlab", "destroy"] == [c[:2] for c in fake.calls if c[0] == "containerlab"][-1]
     assert not (run_root / "x").exists()
@@ -297,7 +297,7 @@ def test_deploy_exit_0_with_a_node_missing_is_not_trusted(run_root):
     rows = [ROW | {"name": container_name("x", n.name)} for n in plan.fabric.nodes if n.name != "gpu03"]
     fake = FakeClab(completed(0), json.dumps({"x": rows}))
     rt = ClabRuntime(run=fake, which=lambda t: f"/usr/bin/{t}")
-    with pytest.raises(RuntimeError_, match="deployed x without nodes gpu03"):
+    with pytest.raises(LabError, match="deployed x without nodes gpu03"):
         rt.up(plan, "x", "ai-cluster")
     assert not (run_root / "x").exists()
 
@@ -314,7 +314,7 @@ def test_up_writes_the_artifacts_it_deploys_with_the_lab_subnet(run_root):
             seen["state"] = state.load("x")
         return fake(argv, **kwargs)
 
-    with pytest.raises(RuntimeError_):
+    with pytest.raises(LabError):
         ClabRuntime(run=run, which=lambda t: f"/usr/bin/{t}").up(make_plan(build(BUILTINS["ai-cluster"]())),
                                                                   "x", "ai-cluster")
     assert "configs/be-s1/init.sh" in seen["files"] and "configs/be-s1/config_db.json" in seen["files"]
@@ -338,7 +338,7 @@ def test_a_second_lab_gets_a_subnet_apart_from_the_running_one(run_root):
             seen["net"] = state.load("y").mgmt_network
         return FakeClab(completed(1, "", "stop here"))(argv, **kwargs)
 
-    with pytest.raises(RuntimeError_):
+    with pytest.raises(LabError):
         ClabRuntime(run=run, which=lambda t: f"/usr/bin/{t}").up(plan, "y", "ai-cluster")
     from ipaddress import IPv4Network
 

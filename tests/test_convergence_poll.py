@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import RuntimeError_
+from harness.errors import LabError
 from harness.model import build
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
 from harness.observe.routing import BfdPeer, BgpPeer, route_widths
@@ -94,7 +94,7 @@ def test_a_timeout_names_the_stuck_sessions():
             return [Shortfall("be-s1", 0, 4, 0, 4, (), ("Ethernet0: BGP Idle (no peer address learned)",))]
 
     ticks = iter(range(100))
-    with pytest.raises(RuntimeError_, match=r"1 BGP Idle \(no peer address learned\)"):
+    with pytest.raises(LabError, match=r"1 BGP Idle \(no peer address learned\)"):
         wait_converged(Stuck(plan, []), plan, "x", timeout=1, now=lambda: next(ticks))
 
 
@@ -134,13 +134,13 @@ def test_vty_client_speaks_vtysh_protocol(tmp_path):
     _fake_daemon(path, {"enable": (0, ""), "show bgp summary json": (0, big), "show nonsense": (1, "% Unknown")})
     client = VtyClient(path, timeout=5)
     assert client.command("show bgp summary json") == big
-    with pytest.raises(RuntimeError_, match="failed"):
+    with pytest.raises(LabError, match="failed"):
         client.command("show nonsense")
     client.close()
 
 
 def test_vty_client_names_a_missing_socket(tmp_path):
-    with pytest.raises(RuntimeError_, match="bfdd.vty"):
+    with pytest.raises(LabError, match="bfdd.vty"):
         VtyClient(tmp_path / "bfdd.vty", timeout=1).command("show bfd peers json")
 
 

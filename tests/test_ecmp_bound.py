@@ -94,7 +94,7 @@ def _result(counts, low=156, high=224, problems=()):
                   for i, n in enumerate(counts))
     return EcmpResult("gpu01:rail0", "gpu05:rail0 (10.0.1.0)", "be-g1-r0", sum(counts), 3, paths,
                       sum(counts) / len(counts), low, high, FALSE_FAIL, 2, 0.999, 0, 0, 1.0, 0.5, 0, 0, 1,
-                      {"Ethernet4": 1, "Ethernet8": 1}, 3.0, tuple(problems))
+                      {"Ethernet4": 1, "Ethernet8": 1}, seconds=3.0, problems=tuple(problems))
 
 
 def test_result_serialises_and_says_why(tmp_path):
@@ -107,7 +107,7 @@ def test_result_serialises_and_says_why(tmp_path):
 
 
 def test_plot_ecmp_writes_a_png(tmp_path):
-    from harness.report import plot_ecmp
+    from harness.checks.ecmp import plot_ecmp
 
     path = plot_ecmp(_result([263, 117], problems=("skewed",)), tmp_path / "ecmp.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

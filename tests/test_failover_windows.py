@@ -153,12 +153,12 @@ def test_one_result_for_every_case():
     from harness.model import Objectives
 
     ok, unsure, bad = _case(), _case(not_measurable="sender lag"), _case(problems=("window 80 ms > 50",))
-    assert FailoverResult((ok, ok), Objectives(), 2.0).passed is True
-    assert FailoverResult((ok, unsure), Objectives(), 2.0).passed is None  # never a pass
-    assert "NOT MEASURABLE" in FailoverResult((ok, unsure), Objectives(), 2.0).reason
-    failed = FailoverResult((ok, unsure, bad), Objectives(), 2.0, problems=("local: window 80 ms > 50",))
+    assert FailoverResult((ok, ok), Objectives(), seconds=2.0).passed is True
+    assert FailoverResult((ok, unsure), Objectives(), seconds=2.0).passed is None  # never a pass
+    assert "NOT MEASURABLE" in FailoverResult((ok, unsure), Objectives(), seconds=2.0).reason
+    failed = FailoverResult((ok, unsure, bad), Objectives(), seconds=2.0, problems=("local: window 80 ms > 50",))
     assert failed.passed is False and "FAILED" in failed.reason
-    na = FailoverResult((), Objectives(), 0.0, not_applicable="rail-only")
+    na = FailoverResult((), Objectives(), not_applicable="rail-only")
     assert na.passed is None and na.reason.startswith("not applicable")
     assert json.loads(json.dumps(dataclasses.asdict(failed), default=str))["objectives"]["hard_ms"] == 50.0
 
@@ -168,13 +168,13 @@ def test_plot_every_case(tmp_path):
 
     from harness.checks.failover import FailoverResult
     from harness.model import Objectives
-    from harness.report import plot_failover
+    from harness.checks.failover import plot_failover
 
     timeline = {"bucket_ms": 10.0, "received": [120] * 50 + [60] * 3 + [120] * 50, "failure_ms": 500.0,
                 "restore_ms": 800.0, "offered_pps": 12000.0}
     cases = (replace(_case(), timeline=timeline), replace(_case(not_measurable="lag"), case="gray", timeline=timeline))
     one = plot_failover(cases[0], tmp_path / "one.png")
-    both = plot_failover(FailoverResult(cases, Objectives(), 1.0), tmp_path / "both.png")
+    both = plot_failover(FailoverResult(cases, Objectives(), seconds=1.0), tmp_path / "both.png")
     assert one.stat().st_size > 1000 and both.stat().st_size > one.stat().st_size
 
 

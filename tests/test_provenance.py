@@ -280,6 +280,7 @@ def test_check_json_has_the_results_directory_and_the_labs_frr(tmp_path, monkeyp
 
     class _Lab(_VtyLab):
         name = "prov1"
+        stale = False
 
         @classmethod
         def attach(cls, name):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import RuntimeError_
+from harness.errors import LabError
 from harness.rdma import perftest, vmimage
 from harness.rdma.microvm import MEMORY_MB, Endpoint, qemu_argv, vm_tag
 from harness.rdma.session import DEFAULT_SIZE, RdmaSpec, _result, guest_script
@@ -107,7 +107,7 @@ def test_modules_come_after_what_they_depend_on(tmp_path):
 
 def test_a_missing_module_is_named(tmp_path):
     _fake_ko(tmp_path / "rdma_rxe.ko", "rdma_rxe", "ib_core")
-    with pytest.raises(RuntimeError_, match="ib_core"):
+    with pytest.raises(LabError, match="ib_core"):
         vmimage.ordered_modules(tmp_path, ("rdma_rxe",))
 
 
@@ -118,7 +118,7 @@ def test_vmlinux_is_the_xz_stream_of_the_bzimage():
 
 
 def test_a_bzimage_without_xz_is_refused():
-    with pytest.raises(RuntimeError_, match="xz"):
+    with pytest.raises(LabError, match="xz"):
         vmimage.vmlinux_of(b"MZ" + b"\0" * 100)
 
 

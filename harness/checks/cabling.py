@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from harness.checks.result import Outcome
+from harness.checks.base import Case, Check, Outcome, Table
 from harness.model import Plane, Role
 from harness.plan import Plan
 
@@ -72,20 +72,25 @@ class CablingResult(Outcome):
     matched: int  # planned cables present, up, and where the plan puts them
     findings: tuple[CableFinding, ...]
     scope: str
-    seconds: float
-    problems: tuple[str, ...] = field(default=())
+
+    held = "cabled as planned"
+    shown = 4
 
     @property
-    def reason(self) -> str:
-        figures = f"{self.matched}/{self.planned} planned cables as planned, {self.observed} veth pairs in the kernel"
-        if self.passed:
-            return f"cabled as planned: {figures}, none unknown"
+    def broken(self) -> str:
         kinds: dict[str, int] = {}
         for f in self.findings:
             kinds[f.kind] = kinds.get(f.kind, 0) + 1
-        counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-        more = f" (+{len(self.findings) - 4} more)" if len(self.findings) > 4 else ""
-        return f"NOT cabled as planned ({counts}): " + "; ".join(map(str, self.findings[:4])) + more + f" | {figures}"
+        return f"NOT cabled as planned ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})"
+
+    def sentence(self) -> str:
+        figures = f"{self.matched}/{self.planned} planned cables as planned, {self.observed} veth pairs in the kernel"
+        return figures + (", none unknown" if self.passed else "")
+
+    def findings_table(self) -> Table:
+        return Table(("finding", "node", "port", "expected peer", "actual peer", "notes"),
+                     tuple((f.kind, f.node, f.port, f.expected_peer or "—", f.actual_peer or "—", "; ".join(f.notes))
+                           for f in self.findings))
 
 
 # --------------------------------------------------------------------------- the audit (pure)
@@ -350,3 +355,6 @@ def check_cabling(lab) -> CablingResult:
         planned=sum(1 for c in plan.cables if c.plane in planes), observed=len(pairs),
         matched=matched_cables(plan, ports, findings, planes), findings=tuple(findings), scope=scope,
         seconds=round(time.monotonic() - t0, 2), problems=tuple(str(f) for f in findings))
+
+
+CHECK = Check("cabling", "every cable in the kernel against the plan (cabling.csv)", (Case("cabling", check_cabling),))

@@ -11,9 +11,10 @@ kernel do not act on PFC: it is rendered as configuration only).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from functools import partial
 
-from harness.checks.result import Outcome
+from harness.checks.base import Case, Check, Outcome
 from harness.errors import HarnessError
 from harness.model import Role
 from harness.traffic.flows import ReceiveSpec
@@ -34,18 +35,16 @@ class CollectiveResult(Outcome):
     packets_received: int
     lost: int
     reordered: int
-    seconds: float
-    problems: tuple[str, ...] = field(default=())
     packets_per_qp: int = 0
     rate_pps: float | None = None  # per QP; None: as fast as the senders went
 
-    @property
-    def reason(self) -> str:
+    held = "delivered"
+
+    def sentence(self) -> str:
         pace = f"{self.rate_pps:g} pps" if self.rate_pps else "unpaced"
-        figures = (f"{self.pattern} on rail {self.rail}: {self.members} GPUs, {self.flows} QPs "
-                   f"({self.packets_per_qp} packets each, {pace}), "
-                   f"{self.packets_received}/{self.packets_sent} packets, {self.lost} lost, {self.reordered} reordered")
-        return ("delivered: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ") + figures
+        return (f"{self.pattern} on rail {self.rail}: {self.members} GPUs, {self.flows} QPs "
+                f"({self.packets_per_qp} packets each, {pace}), "
+                f"{self.packets_received}/{self.packets_sent} packets, {self.lost} lost, {self.reordered} reordered")
 
 
 def rail_members(lab, rail: int) -> list[Endpoint]:
@@ -118,7 +117,8 @@ def check_collective(lab, pattern: str, rail: int = 0, packets: int = 300, qps_p
     if reordered:
         problems.append(f"{reordered} packets reordered")
     return CollectiveResult(pattern, rail, len(members), len(planned), total_sent, total_received, lost, reordered,
-                            round(time.monotonic() - t0, 2), tuple(problems), packets, rate_pps and round(rate_pps, 1))
+                            packets, rate_pps and round(rate_pps, 1), seconds=round(time.monotonic() - t0, 2),
+                            problems=tuple(problems))
 
 
 # ---------------------------------------------------------------------------- incast under congestion
@@ -167,16 +167,14 @@ class IncastResult(Outcome):
     base_delay_ms: float  # one-way delay with one sender, below the shaped rate
     fan_ins: tuple[FanIn, ...]
     pfc_enforced: bool  # False: the emulation drops instead of pausing
-    seconds: float
-    problems: tuple[str, ...] = field(default=())
 
-    @property
-    def reason(self) -> str:
+    held = "measured"
+
+    def sentence(self) -> str:
         figures = "; ".join(f"{f.senders}→1 {f.offered_mbit:.0f}/{f.shaped_mbit:.0f} Mbit/s: loss {f.loss_pct:.1f} %, "
                             f"done {f.completion_ms:.0f} ms (ideal {f.ideal_ms:.0f}), queue {f.queue_avg_ms:.1f}/"
                             f"{f.queue_max_ms:.1f} ms avg/max" for f in self.fan_ins)
-        return (("measured: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ")
-                + f"incast into {self.port} shaped to {self.shaped_mbit:g} Mbit/s: " + figures)
+        return f"incast into {self.port} shaped to {self.shaped_mbit:g} Mbit/s: " + figures
 
 
 def default_fan_ins(lab, rail: int = 0) -> tuple[int, ...]:
@@ -305,3 +303,13 @@ def _fan_in(lab, receiver, senders, rate_pps, payload_len, packets, wire, shaped
         gaps=sum(p.gaps for p in per),
         jain=round(sum(counts) ** 2 / (len(counts) * sum(c * c for c in counts)), 3) if any(counts) else 0.0,
         per_sender=tuple(per))
+
+
+def _rail0_too_small(plan) -> str | None:
+    members = sum(1 for h in plan.hosts for n in h.nics if n.rail == 0)
+    return None if members >= 2 else f"rail 0 has {members} GPU NIC(s): a collective needs 2 or more"
+
+
+CHECK = Check("collectives", "ring, all-to-all and incast on rail 0 as RoCEv2 QPs, then incast into a shaped port",
+              tuple(Case(f"collectives-{p}", partial(check_collective, pattern=p)) for p in PATTERNS)
+              + (Case("collectives-incast-congested", partial(check_incast, rail=0)),), _rail0_too_small)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 
+from harness.checks.base import Case, Check, Outcome, needs_spine_tier, pyplot, save
 from harness.checks.ecmp_bound import FALSE_FAIL, SKEW_WEIGHT, bound, qps_for
-from harness.checks.result import Outcome
 from harness.errors import HarnessError
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
@@ -70,22 +71,23 @@ class EcmpResult(Outcome):
     lost: int
     hash_policy: int
     nexthop_weights: dict  # uplink -> weight of the route to the destination in the leaf's FIB
-    seconds: float
-    problems: tuple[str, ...] = field(default=())
+
+    held, broken = "spread", "NOT spread"
 
     @property
     def per_path(self) -> dict[str, int]:
         """Uplink -> QPs."""
         return {p.uplink: p.qps for p in self.paths}
 
-    @property
-    def reason(self) -> str:
-        figures = (f"{self.qps} QPs over {len(self.paths)} uplinks of {self.leaf}, fair band "
-                   f"{self.low}..{self.high} (expected {self.expected_per_path:.0f}, "
-                   f"{self.false_fail:.1%} false-fail): "
-                   + ", ".join(f"{p.uplink} {p.qps}" for p in self.paths)
-                   + f"; {self.split_qps} split, {self.lost} lost, {self.reordered} reordered")
-        return ("spread: " if self.passed else "NOT spread: " + "; ".join(self.problems) + " | ") + figures
+    def sentence(self) -> str:
+        return (f"{self.qps} QPs over {len(self.paths)} uplinks of {self.leaf}, fair band "
+                f"{self.low}..{self.high} (expected {self.expected_per_path:.0f}, "
+                f"{self.false_fail:.1%} false-fail): "
+                + ", ".join(f"{p.uplink} {p.qps}" for p in self.paths)
+                + f"; {self.split_qps} split, {self.lost} lost, {self.reordered} reordered")
+
+    def figures(self) -> dict[str, object]:
+        return {**super().figures(), "per_path": self.per_path}
 
 
 def check_ecmp(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
@@ -238,3 +240,27 @@ def _far_peer(plan, host: str, nic) -> tuple[str, str]:
                 if n.rail == nic.rail:
                     return h.name, n.name
     raise HarnessError(f"no GPU node outside group {group} on rail {nic.rail}: ECMP needs traffic across spines")
+
+
+def plot_ecmp(result: EcmpResult, path: Path) -> Path:
+    """QPs per uplink (measured) against the expected count and the band a fair hash keeps to."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(result.paths) + 2), 3.5))
+    names = [p.uplink for p in result.paths]
+    counts = [p.qps for p in result.paths]
+    colors = ["#1f77b4" if p.within else "#d62728" for p in result.paths]
+    ax.bar(names, counts, color=colors, label="QPs measured")
+    ax.axhline(result.expected_per_path, color="black", linewidth=1, label=f"expected {result.expected_per_path:.0f}")
+    ax.axhspan(result.low, result.high, color="green", alpha=0.12,
+               label=f"fair band {result.low}..{result.high} ({result.false_fail:.1%} false-fail)")
+    ax.set_ylim(0, max(max(counts), result.high) * 1.15)
+    ax.set_title(f"ECMP on {result.leaf}: {result.qps} RoCEv2 QPs, {result.split_qps} split"
+                 + ("" if result.passed else " — FAIL"), fontsize=10)
+    ax.set_ylabel("QPs per uplink (nftables, per QP)")
+    ax.tick_params(axis="x", labelrotation=45 if len(names) > 4 else 0, labelsize=8)
+    ax.legend(loc="upper right", fontsize=7)
+    return save(fig, path)
+
+
+CHECK = Check("ecmp", "RoCEv2 QPs spread over every uplink of a leaf", (Case("ecmp", check_ecmp, plot_ecmp),),
+              needs_spine_tier)

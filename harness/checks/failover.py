@@ -26,104 +26,33 @@ QPs are picked by the path they take: a burst of candidate QPs is counted per QP
 egress port (nftables counters on the source leaf, and on the spines towards the far leaf),
 the failed element is the one that carries the most, and at least `k` QPs on it (plus
 controls elsewhere, which must lose nothing) are chosen, whatever the uplink count.
+The results and their plot: harness/checks/failover_result.py.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 
+from harness.checks.base import Case, Check, needs_spine_tier
 from harness.checks.ecmp import _far_peer, first_gpu_nic
-from harness.checks.failover_windows import QpLoss, judge, measure
+from harness.checks.failover_result import FailoverCase, FailoverResult, plot_failover
+from harness.checks.failover_windows import judge, measure
 from harness.errors import HarnessError
 from harness.lab import set_carriers
 from harness.model import Objectives, Plane, Role
 from harness.observe.flowcount import FlowCounters
+from harness.observe.route_watch import route_change_ms
 from harness.priority import realtime
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport
 from harness.traffic.runner import start_receiver, start_sender
-from harness.wait import Timeout, until
+from harness.wait import pause_until, until, within
 
 CASES = ("local", "remote", "gray", "spine")
 HARD_CASES = ("local", "remote", "spine")
 _PROBE_PACKETS = 3  # per candidate QP when learning paths (plus the sender's priming probe)
-
-
-@dataclass(frozen=True)
-class FailoverCase:
-    case: str  # local | remote | gray | spine
-    element: str
-    objective_ms: float  # the declared one for this kind of failure
-    restore_objective_ms: float
-    qps: int
-    qps_on_element: int
-    min_on_element: int
-    candidates: int  # QPs probed to find them
-    rate_pps: float
-    worst_window_ms: float  # over QPs on the element, failure
-    worst_restore_ms: float  # over all QPs, restore
-    lost_elsewhere: int  # by QPs not on the element, during the failure
-    lost_before: int  # before the failure (baseline)
-    detected_ms: float | None  # failure -> the source leaf's route dropped the element
-    restored_ms: float | None  # restore -> the route has it again
-    returned_packets: int  # carried by the element after the restore
-    sender_lag_ms: float  # worst, within the measured intervals
-    not_measurable: str  # why the windows cannot be judged, or ""
-    per_qp: tuple[QpLoss, ...]
-    timeline: dict  # for plots
-    seconds: float
-    problems: tuple[str, ...] = field(default=())
-    sender_realtime: bool = False  # the sender's loop ran under SCHED_FIFO
-
-    @property
-    def passed(self) -> bool | None:
-        if self.problems:
-            return False
-        return None if self.not_measurable else True
-
-    @property
-    def reason(self) -> str:
-        figures = (f"{self.case} failure of {self.element}: worst window {self.worst_window_ms:.1f} ms "
-                   f"(objective {self.objective_ms:g} ms) over {self.qps_on_element}/{self.qps} QPs on it; "
-                   f"restore {self.worst_restore_ms:.1f} ms (objective {self.restore_objective_ms:g} ms); "
-                   f"other QPs lost {self.lost_elsewhere}")
-        if self.problems:
-            return "FAILED: " + "; ".join(self.problems) + " | " + figures
-        if self.not_measurable:
-            return "NOT MEASURABLE: " + self.not_measurable + " | " + figures
-        return "within objectives: " + figures
-
-
-@dataclass(frozen=True)
-class FailoverResult:
-    """Every failover case on one lab: what `fablab check` runs. passed is None when a case
-    could not be measured (and none failed), or when nothing can fail over (rail-only)."""
-
-    cases: tuple[FailoverCase, ...]
-    objectives: Objectives
-    seconds: float
-    problems: tuple[str, ...] = field(default=())
-    not_applicable: str = ""
-
-    @property
-    def passed(self) -> bool | None:
-        if self.problems:
-            return False
-        if self.not_applicable or any(c.passed is None for c in self.cases):
-            return None
-        return True
-
-    @property
-    def reason(self) -> str:
-        if self.not_applicable:
-            return "not applicable: " + self.not_applicable
-        figures = ", ".join(f"{c.case} {c.worst_window_ms:.1f}/{c.objective_ms:g} ms "
-                            f"(restore {c.worst_restore_ms:.1f}/{c.restore_objective_ms:g})" for c in self.cases)
-        verdict = {True: "within objectives", False: "FAILED", None: "NOT MEASURABLE"}[self.passed]
-        detail = "; ".join(self.problems) or "; ".join(f"{c.case}: {c.not_measurable}" for c in self.cases
-                                                          if c.not_measurable)
-        return f"{verdict}: {figures}" + (f" | {detail}" if detail else "")
 
 
 # ---------------------------------------------------------------------------- the element
@@ -137,7 +66,7 @@ class _Element:
     fail: Callable[[], None]
     restore: Callable[[], None]
     counted_at: tuple[tuple[str, str], ...]  # (switch, egress port) whose traffic crosses the element
-    gone: Callable[[tuple[str, ...]], bool]  # the source leaf's route interfaces -> element avoided
+    route_ports: tuple[str, ...]  # the source leaf's ports to it: none in its route = the element avoided
 
 
 def _port_on(cable, node: str) -> str:
@@ -151,7 +80,7 @@ def _element(lab, case: str, leaf: str, far_leaf: str, choice: tuple[str, str]) 
     if case in ("local", "gray"):
         handle = _link_of(lab, leaf, port)
         fail, restore = (handle.down, handle.up) if case == "local" else (handle.gray, handle.heal)
-        return _Element(str(handle), fail, restore, ((leaf, port),), lambda ifs: port not in ifs)
+        return _Element(str(handle), fail, restore, ((leaf, port),), (port,))
     if case == "spine":
         spine = _peer_of(lab, leaf, port)
         handles = [h for c in lab.all_cables() if spine in (c.a_node, c.b_node) and c.plane is Plane.BE
@@ -164,15 +93,13 @@ def _element(lab, case: str, leaf: str, far_leaf: str, choice: tuple[str, str]) 
         def restore() -> None:
             set_carriers(handles, up=True)
 
-        return _Element(spine, fail, restore, tuple((leaf, p) for p in ports),
-                        lambda ifs: not set(ports) & set(ifs))
+        return _Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports)
     # remote: the spine's link to the far leaf; the source leaf must stop sending to that spine
     # (when it has no other link to the far leaf) or the spine must stop using the port.
     spine = node
     handle = _link_of(lab, spine, port)
     to_spine = tuple(p.name for p in lab.plan.switch(leaf).fabric_ports if p.peer == spine)
-    return _Element(str(handle), handle.down, handle.up, ((spine, port),),
-                    lambda ifs: not set(to_spine) & set(ifs))
+    return _Element(str(handle), handle.down, handle.up, ((spine, port),), to_spine)
 
 
 def _link_of(lab, node: str, port: str):
@@ -355,11 +282,6 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
     """detect_s: at least failed_s (the caller sees to it)."""
     duration = before_s + detect_s + after_s + settle_s  # the longest it runs; stopped once traffic returned
     prefix = lab.plan.route_prefix(lab.plan.host(dst[0]).nic(dst[1]))  # its /31, or its leaf's summary
-
-    def interfaces() -> tuple[str, ...]:
-        route = lab.route(leaf, prefix)  # one prefix: a whole FIB is 1,100 routes of 16 hops at xlarge
-        return route.interfaces if route else ()
-
     sport_list = sorted(set(sports.values()))
     counters: list[FlowCounters] = []
     try:
@@ -382,26 +304,28 @@ def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, point
                 try:
                     # The timeline starts when the sender does, however late that is.
                     sender.wait_ready(30.0, marker=b"SENDING")
-                    _sleep_until(max(start_ns, time.time_ns()) + before_s * 1e9)
+                    pause_until(time.monotonic() + max(0, start_ns - time.time_ns()) / 1e9 + before_s)
                     before = _read(counters)
-                    fail_ns = time.time_ns()
+                    fail_at, fail_ns = time.monotonic(), time.time_ns()
                     el.fail()
                     if while_failed is not None:
                         while_failed()
-                    detected_ms = _timed(lambda: el.gone(interfaces()), fail_ns, detect_s)
-                    _sleep_until(fail_ns + failed_s * 1e9)
+                    detected_ms = route_change_ms(lab, leaf, prefix, el.route_ports, present=False, since=fail_at,
+                                                  deadline=time.monotonic() + detect_s)
+                    pause_until(fail_at + failed_s)
                     at_restore = _read(counters)
                 finally:
-                    restore_ns = time.time_ns()
+                    restore_at, restore_ns = time.monotonic(), time.time_ns()
                     el.restore()
-                restored_ms = _timed(lambda: not el.gone(interfaces()), restore_ns, after_s)
+                restored_ms = route_change_ms(lab, leaf, prefix, el.route_ports, present=True, since=restore_at,
+                                              deadline=time.monotonic() + after_s)
                 if restored_ms is not None:
                     # Traffic moves back onto the element some time after its route returns (at
                     # `large` BGP takes seconds to come back over a whole spine): wait for it, then
                     # keep sending for settle_s, so any loss the move back costs is seen.
-                    _timed(lambda: _returned(counters, at_restore, el) > 0, restore_ns,
-                           max(0.0, after_s - (time.time_ns() - restore_ns) / 1e9))
-                    _sleep_until(time.time_ns() + settle_s * 1e9)
+                    within(lambda: _returned(counters, at_restore, el) > 0,
+                           max(0.0, after_s - (time.monotonic() - restore_at)))
+                    pause_until(time.monotonic() + settle_s)
                 sender.stop()
                 sent = sender.result(duration + 30)
             received = receiver.result(60)
@@ -495,11 +419,11 @@ def check_failover(lab, cases: tuple[str, ...] = CASES, mode: str | None = None,
         raise HarnessError(f"failover cases {unknown}: valid cases are {', '.join(CASES)}")
     objectives = options.pop("objectives", None) or lab.plan.fabric.cluster.objectives
     if not any(s.role is Role.BE_SPINE for s in lab.plan.switches):
-        return FailoverResult((), objectives, 0.0, not_applicable="the backend has no spine tier (rail-only): "
+        return FailoverResult((), objectives, not_applicable="the backend has no spine tier (rail-only): "
                               "no path to fail over to")
     results = tuple(check_failover_case(lab, case, objectives=objectives, **options) for case in cases)
-    return FailoverResult(results, objectives, round(time.monotonic() - t0, 2),
-                          tuple(f"{c.case}: {p}" for c in results for p in c.problems))
+    return FailoverResult(results, objectives, seconds=round(time.monotonic() - t0, 2),
+                          problems=tuple(f"{c.case}: {p}" for c in results for p in c.problems))
 
 
 def _buckets(received) -> list[int]:
@@ -511,16 +435,7 @@ def _buckets(received) -> list[int]:
     return totals
 
 
-def _sleep_until(when_ns: float) -> None:
-    # The experiment's timeline, not a wait for a condition: fail and restore at set offsets.
-    delay = (when_ns - time.time_ns()) / 1e9
-    if delay > 0:
-        time.sleep(delay)
-
-
-def _timed(condition, since_ns: int, timeout: float) -> float | None:
-    try:
-        until(condition, timeout, "route change", interval=0.02)
-    except Timeout:
-        return None
-    return round((time.time_ns() - since_ns) / 1e6, 1)
+CHECK = Check("failover", "loss windows of a local, remote, gray and whole-spine failure and of each restore, "
+              "against the cluster's objectives",
+              tuple(Case(f"failover-{c}", partial(check_failover_case, case=c), plot_failover) for c in CASES),
+              needs_spine_tier)

@@ -30,14 +30,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from harness.checks.base import Case, Check, Outcome
 from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
-from harness.checks.result import Outcome
 from harness.errors import HarnessError
 from harness.observe.flowcount import FlowCounters, paths_of
+from harness.observe.route_watch import route_change_ms
 from harness.model import Plane
 from harness.plan import Plan
 from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpResult, TcpServerSpec, TcpStream
 from harness.traffic.runner import TrafficProcess, run_tcp_client, start_tcp_server
+from harness.wait import pause_until
 
 TCP_RTO_MIN_MS = 200.0  # Linux's TCP_RTO_MIN: the soonest a lost segment is sent again without a probe
 FIRST_SPORT = 21000
@@ -46,9 +48,6 @@ TAIL_S = 0.5  # after the last paced write: the streams' last bytes are in by th
 
 @dataclass(frozen=True)
 class FeEcmpResult(Outcome):
-    reason: str
-    seconds: float
-    problems: tuple[str, ...]
     source: str
     destination: str
     leaf: str
@@ -59,12 +58,17 @@ class FeEcmpResult(Outcome):
     split: int
     unseen: int
 
+    held, broken = "spread", "NOT spread"
+
+    def sentence(self) -> str:
+        spread = ", ".join(f"{u} {k}" for u, k in self.per_uplink.items())
+        return (f"{self.connections} TCP connections {_node(self.source)} -> {_node(self.destination)} over "
+                f"{self.leaf}'s uplinks {spread} (fair band {self.low}..{self.high}), {self.split} split, "
+                f"{self.unseen} unseen")
+
 
 @dataclass(frozen=True)
 class FeFailoverResult(Outcome):
-    reason: str
-    seconds: float
-    problems: tuple[str, ...]
     source: str
     destination: str
     failed: str  # the cable
@@ -80,12 +84,36 @@ class FeFailoverResult(Outcome):
     restore_budget_ms: float = 0.0
     back_ms: float | None = None  # restore -> the uplink back in the leaf's route (None: not while streams ran)
     not_measurable: str = ""  # why restore_ms could not be judged, or ""
+    leaf: str = ""  # the source's leaf ...
+    uplink: str = ""  # ... and its uplink that failed
+
+    held, broken = "held", "NOT held"
 
     @property
     def passed(self) -> bool | None:
         """None when nothing failed but the restore objective could not be judged: a declared
         objective is never passed unmeasured."""
         return False if self.problems else None if self.not_measurable else True
+
+    def why_undecided(self) -> str:
+        return self.not_measurable
+
+    def sentence(self) -> str:
+        worst = max(self.stall_ms.values(), default=0.0)
+        moved = f"{self.route_moved_ms:.0f} ms" if self.route_moved_ms is not None else "never"
+        restore = (f"back in the route after {self.back_ms:.0f} ms, worst stall after it "
+                   f"{max(self.restore_stall_ms.values(), default=0.0):.0f} ms (budget {self.restore_budget_ms:.0f})"
+                   if self.back_ms is not None else
+                   f"restore not measured under traffic: {self.uplink} back in the route only after the streams' "
+                   "last second")
+        return (f"{self.failed} down under {self.streams} TCP streams ({len(self.on_failed)} on it): worst stall "
+                f"{worst:.0f} ms (budget {self.budget_ms:.0f}), route moved in {moved}; {restore}; "
+                f"{self.bytes_received}/{self.bytes_sent} bytes")
+
+
+def _node(end: str) -> str:
+    """The node of "node:nic" (or "node:nic (address)")."""
+    return end.split(":", 1)[0]
 
 
 def fe_pair(plan: Plan) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -135,12 +163,8 @@ def check_fe_ecmp(lab, connections: int | None = None, false_fail: float = FALSE
         problems.append(f"{split} connections split over two uplinks (a TCP flow must keep one path)")
     if unseen:
         problems.append(f"{unseen} connections seen on no uplink of {leaf}")
-    spread = ", ".join(f"{u} {k}" for u, k in per.items())
-    reason = (f"{'spread' if not problems else 'NOT spread'}: {n} TCP connections {src[0]} -> {dst[0]} over "
-              f"{leaf}'s uplinks {spread} (fair band {b.low}..{b.high}), {split} split, {unseen} unseen"
-              + (f"; {problems[0]}" if problems else ""))
-    return FeEcmpResult(reason, round(time.monotonic() - t0, 2), tuple(problems), f"{src[0]}:{src[1]}",
-                        f"{dst[0]}:{dst[1]} ({dst_addr})", leaf, n, per, b.low, b.high, split, unseen)
+    return FeEcmpResult(f"{src[0]}:{src[1]}", f"{dst[0]}:{dst[1]} ({dst_addr})", leaf, n, per, b.low, b.high, split,
+                        unseen, seconds=round(time.monotonic() - t0, 2), problems=tuple(problems))
 
 
 def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s: float = 7.0,
@@ -168,7 +192,7 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
                                                                     timeout_s=duration_s + 60)) as server:
             with TrafficProcess(lab.namespace(src[0]), "harness.traffic.tcp", spec, TcpResult) as client:
                 start = time.monotonic()
-                _sleep_until(start + fail_at_s)
+                pause_until(start + fail_at_s)
                 on = paths_of(counters.read_flows())
                 busiest = max(uplinks, key=lambda u: sum(1 for ports in on.values() if u in ports))
                 on_failed = tuple(s for s, ports in sorted(on.items()) if busiest in ports)
@@ -180,18 +204,21 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
                 try:
                     if while_failed is not None:
                         while_failed(leaf, busiest)
-                    moved_ms = _poll_gone(lab, leaf, prefix, busiest, failed_at, start + fail_at_s + down_s)
-                    _sleep_until(start + fail_at_s + down_s)
+                    moved_ms = route_change_ms(lab, leaf, prefix, busiest, present=False, since=failed_at,
+                                               deadline=start + fail_at_s + down_s, interval=0.005)
+                    pause_until(start + fail_at_s + down_s)
                 finally:
                     link.up()
                 restored_at, restored_ns = time.monotonic(), time.time_ns()
                 # the streams must still run a second on the restored uplink for its stalls to count
-                back_ms = _poll_back(lab, leaf, prefix, busiest, restored_at, start + duration_s - 1.0)
-                _sleep_until(start + duration_s + TAIL_S)
+                back_ms = route_change_ms(lab, leaf, prefix, busiest, present=True, since=restored_at,
+                                          deadline=start + duration_s - 1.0, interval=0.01)
+                pause_until(start + duration_s + TAIL_S)
                 sent = client.result(60)
                 received = server.result(60)
-    back = back_ms is not None or _poll_back(lab, leaf, prefix, busiest, time.monotonic(),
-                                             time.monotonic() + 60) is not None
+    late = time.monotonic()
+    back = back_ms is not None or route_change_ms(lab, leaf, prefix, busiest, present=True, since=late,
+                                                  deadline=late + 60, interval=0.01) is not None
     # a stall belongs to the event just before it began (its last read can precede the event
     # by a packet's spacing, hence the margin)
     boundary = restored_ns - _ATTRIBUTION_NS
@@ -219,23 +246,13 @@ def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s
         problems.append(f"{sent.bytes - received.bytes} bytes sent were never received")
     if moved_ms is None:
         problems.append(f"{leaf}'s route to {prefix} still used {busiest} {down_s:.1f} s after the carrier loss")
-    worst = max(stall.values(), default=0.0)
-    worst_restore = max(restore_stall.values(), default=0.0)
-    moved = f"{moved_ms:.0f} ms" if moved_ms is not None else "never"
-    restore = (f"back in the route after {back_ms:.0f} ms, worst stall after it {worst_restore:.0f} ms (budget "
-               f"{restore_budget:.0f})" if back_ms is not None else
-               f"restore not measured under traffic: {busiest} back in the route only after the streams' last second")
     not_measurable = "" if back_ms is not None or not back else (
         f"restore_ms ({restore_budget:.0f} ms with TCP's RTO) not judged: {busiest} rejoined {leaf}'s route only "
         "after the streams' last second")
-    verdict = "NOT held" if problems else "NOT MEASURABLE" if not_measurable else "held"
-    reason = (f"{verdict}: {link} down under {streams} TCP streams "
-              f"({len(on_failed)} on it): worst stall {worst:.0f} ms (budget {budget:.0f}), route moved in {moved}; "
-              f"{restore}; {received.bytes}/{sent.bytes} bytes" + (f"; {problems[0]}" if problems else ""))
-    return FeFailoverResult(reason, round(time.monotonic() - t0, 2), tuple(problems), f"{src[0]}:{src[1]}",
-                            f"{dst[0]}:{dst[1]} ({dst_addr})", str(link), streams, on_failed, stall, stall_at, budget,
-                            moved_ms, sent.bytes, received.bytes, restore_stall, restore_budget, back_ms,
-                            not_measurable)
+    return FeFailoverResult(f"{src[0]}:{src[1]}", f"{dst[0]}:{dst[1]} ({dst_addr})", str(link), streams, on_failed,
+                            stall, stall_at, budget, moved_ms, sent.bytes, received.bytes, restore_stall,
+                            restore_budget, back_ms, not_measurable, leaf, busiest,
+                            seconds=round(time.monotonic() - t0, 2), problems=tuple(problems))
 
 
 _ATTRIBUTION_NS = 50_000_000
@@ -254,30 +271,18 @@ def _index(lab, leaf: str, port: str, peer: str) -> int:
                 or (c.b_node, c.b_port) == (leaf, port))
 
 
-def _poll_gone(lab, leaf: str, prefix, port: str, since: float, until_t: float) -> float | None:
-    while time.monotonic() < until_t:
-        route = lab.route(leaf, prefix)
-        if route is None or port not in route.interfaces:  # gone, or no route at all
-            return round((time.monotonic() - since) * 1000, 1)
-        time.sleep(0.005)
-    return None
-
-
-def _poll_back(lab, leaf: str, prefix, port: str, since: float, until_t: float) -> float | None:
-    """ms from `since` until the restored uplink is back in the route, or None by until_t."""
-    while time.monotonic() < until_t:
-        route = lab.route(leaf, prefix)
-        if route is not None and port in route.interfaces:
-            return round((time.monotonic() - since) * 1000, 1)
-        time.sleep(0.01)
-    return None
-
-
-def _sleep_until(t: float) -> None:
-    delay = t - time.monotonic()
-    if delay > 0:
-        time.sleep(delay)
-
-
 def _sport(addr: str) -> int:
     return int(addr.rsplit(":", 1)[1])
+
+
+def _fe_pair_missing(plan: Plan) -> str | None:
+    try:
+        source_uplinks(plan, fe_pair(plan)[0])
+    except HarnessError as e:
+        return str(e)
+    return None
+
+
+CHECK = Check("fe-tcp", "TCP on the frontend: connections spread over every FE uplink (fair-hash band), and a failed "
+              "uplink, and its restore, cost a stream no more than TCP's first retransmission after the objective",
+              (Case("fe-ecmp", check_fe_ecmp), Case("fe-failover", check_fe_failover)), _fe_pair_missing)

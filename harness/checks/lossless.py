@@ -11,10 +11,11 @@ under test. Each finding names the switch, the port, the table and what was expe
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.checks.result import Outcome
+from harness.checks.base import Case, Check, Outcome, Table
 from harness.errors import InputError
 from harness.model import Lossless
 from harness.plan import Plan
@@ -40,12 +41,17 @@ class LosslessAudit(Outcome):
     ports: int
     links: int  # switch-to-switch links whose two ends were compared
     findings: tuple[Finding, ...]
-    problems: tuple[str, ...] = field(default=())
     vtep_leaves: int = 0  # FE leaves whose tenant tables were compared
     tenant_ports: int = 0  # FE ports a tenant frame crosses, checked up and with its MTU
 
+    held = "lossless on every hop"
+    shown = 10
+
     @property
-    def reason(self) -> str:
+    def broken(self) -> str:
+        return f"{len(self.findings)} finding(s)"
+
+    def sentence(self) -> str:
         q = self.contract.lossless
         figures = (f"{self.switches} BE switches, {self.ports} ports, {self.links} links against RoCE DSCP "
                    f"{q.roce_dscp} -> priority {q.roce_priority}, CNP DSCP {q.cnp_dscp} -> strict queue "
@@ -53,10 +59,11 @@ class LosslessAudit(Outcome):
         if self.vtep_leaves:
             figures += (f"; tenant tables of {self.vtep_leaves} VTEP leaves as declared, {self.tenant_ports} FE "
                         "ports up and carrying a tenant frame")
-        if self.passed:
-            return f"lossless on every hop: {figures}"
-        return f"{len(self.findings)} finding(s): " + "; ".join(map(str, self.findings[:10])) + \
-            (" ..." if len(self.findings) > 10 else "") + f" | {figures}"
+        return figures
+
+    def findings_table(self) -> Table:
+        return Table(("node", "port", "table", "expected", "found"),
+                     tuple((f.node, f.port, f.table, f.expected, f.found) for f in self.findings))
 
 
 def load_dir(directory: Path, contract: Contract) -> dict[str, dict]:
@@ -110,9 +117,9 @@ def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
         findings += _tenant_tables(leaf, tables, contract.l2_ports.get(leaf, ()), configs.get(leaf, {}))
     for name, needs in sorted(contract.fe_mtu.items()):
         findings += _tenant_path(name, needs, configs.get(name, {}))
-    return LosslessAudit(contract, len(contract.be_switches), ports, links, tuple(findings),
-                         tuple(str(f) for f in findings), len(contract.tenants),
-                         sum(len(needs) for needs in contract.fe_mtu.values()))
+    return LosslessAudit(contract, len(contract.be_switches), ports, links, tuple(findings), len(contract.tenants),
+                         sum(len(needs) for needs in contract.fe_mtu.values()),
+                         problems=tuple(str(f) for f in findings))
 
 
 def _check_shape(switch: str, db: object) -> None:
@@ -405,6 +412,7 @@ def audit_lab(lab, plan: Plan | None = None) -> LosslessAudit:
     """The running lab: every BE switch's CONFIG_DB as it runs (`Lab.running_config_db`) held
     to `plan` (by default the declaration the lab was booted from, as fablab recorded it), and
     every GPU NIC's MTU in its node's kernel (the first and last hop of every BE path)."""
+    t0 = time.monotonic()
     plan = plan or lab.plan
     contract = contract_of(plan)
     running = {n.name for n in lab.plan.switches}
@@ -426,4 +434,16 @@ def audit_lab(lab, plan: Plan | None = None) -> LosslessAudit:
                 hosts.append(Finding(host.name, nic.name, "kernel link", f"mtu >= {need} (RoCE MTU "
                                      f"{contract.lossless.roce_mtu} with its headers)", str(mtus.get(nic.name))))
     findings = result.findings + tuple(hosts)
-    return replace(result, findings=findings, problems=tuple(str(f) for f in findings))
+    return replace(result, findings=findings, problems=tuple(str(f) for f in findings),
+                   seconds=round(time.monotonic() - t0, 2))
+
+
+def _wire(lab):
+    from harness.checks.lossless_wire import check_jumbo  # imported late: it brings the traffic generators
+
+    return check_jumbo(lab)
+
+
+CHECK = Check("lossless", "the declared lossless contract on every BE hop (PFC, DSCP/TC/queue/PG, ECN, CNP queue, "
+              "watchdog, buffers, MTU), then RoCE frames at the RoCE MTU and DSCP on the wire of every BE path",
+              (Case("lossless-audit", audit_lab), Case("lossless-wire", _wire)))

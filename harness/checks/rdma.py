@@ -10,14 +10,17 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 
+from harness import wait
 from harness.checks.ecmp import default_pair
 from harness.checks.ecmp_bound import FALSE_FAIL, band
-from harness.checks.result import Outcome
+from harness.checks.base import Outcome, pyplot, save
 from harness.errors import HarnessError
 from harness.observe.counters import interface_counters
 from harness.observe.flowcount import FlowCounters
+from harness.observe.route_watch import route_change_ms
 from harness.rdma.session import RdmaResult
 from harness.traffic.roce import roce_sport
 
@@ -48,17 +51,16 @@ class RdmaPathResult(Outcome):
     spines: tuple[SpinePath, ...]
     crossed: int  # packets from the QPs' source ports counted on spine links to the destination leaf
     other_sports: int  # UDP 4791 packets there from source ports of no QP of the test
-    problems: tuple[str, ...] = field(default=())
 
-    @property
-    def reason(self) -> str:
+    held = "crossed the spines"
+
+    def sentence(self) -> str:
         t = self.transfer
         src, dst = t.counters.get("src", {}), t.counters.get("dst", {})
-        figures = (f"{t.spec.test} {t.spec.src_node}:{t.spec.src_nic} -> {t.spec.dst_node}:{t.spec.dst_nic}, "
-                   f"{len(t.qps)} QPs: rxe sent {src.get('sent_pkts', 0)}, received {dst.get('rcvd_pkts', 0)}; "
-                   f"UDP 4791 on spine links to {self.destination_leaf}: "
-                   + ", ".join(f"{s.spine} {s.packets}" for s in self.spines))
-        return ("crossed the spines: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ") + figures
+        return (f"{t.spec.test} {t.spec.src_node}:{t.spec.src_nic} -> {t.spec.dst_node}:{t.spec.dst_nic}, "
+                f"{len(t.qps)} QPs: rxe sent {src.get('sent_pkts', 0)}, received {dst.get('rcvd_pkts', 0)}; "
+                f"UDP 4791 on spine links to {self.destination_leaf}: "
+                + ", ".join(f"{s.spine} {s.packets}" for s in self.spines))
 
 
 def check_rdma_path(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None, qps: int = 4,
@@ -95,7 +97,7 @@ def check_rdma_path(lab, src: tuple[str, str] | None = None, dst: tuple[str, str
     missing = sorted(sports - seen)
     if missing:
         problems.append(f"QPs with source ports {missing[:8]} never seen on a spine")
-    return RdmaPathResult(transfer, src_leaf, dst_leaf, paths, crossed, other, tuple(problems))
+    return RdmaPathResult(transfer, src_leaf, dst_leaf, paths, crossed, other, problems=tuple(problems))
 
 
 @dataclass(frozen=True)
@@ -120,17 +122,15 @@ class RdmaSpreadResult(Outcome):
     high: int
     false_fail: float
     stray_sports: tuple[int, ...]  # source ports seen on the uplinks that no QP's rule gives
-    problems: tuple[str, ...] = field(default=())
 
-    @property
-    def reason(self) -> str:
-        figures = (f"{len(self.rows)} rxe QPs over {len(self.per_uplink)} uplinks of {self.leaf}, fair band "
-                   f"{self.low}..{self.high} ({self.false_fail:.1%} false-fail): "
-                   + ", ".join(f"{u} {n}" for u, n in self.per_uplink.items())
-                   + f"; {sum(1 for r in self.rows if len(r.uplinks) > 1)} split, "
-                   f"{sum(1 for r in self.rows if not r.uplinks)} unseen, {len(self.stray_sports)} stray ports")
-        return ("spread, ports as the rule says: " if self.passed else
-                "FAILED: " + "; ".join(self.problems) + " | ") + figures
+    held = "spread, ports as the rule says"
+
+    def sentence(self) -> str:
+        return (f"{len(self.rows)} rxe QPs over {len(self.per_uplink)} uplinks of {self.leaf}, fair band "
+                f"{self.low}..{self.high} ({self.false_fail:.1%} false-fail): "
+                + ", ".join(f"{u} {n}" for u, n in self.per_uplink.items())
+                + f"; {sum(1 for r in self.rows if len(r.uplinks) > 1)} split, "
+                f"{sum(1 for r in self.rows if not r.uplinks)} unseen, {len(self.stray_sports)} stray ports")
 
 
 def check_rdma_spread(lab, qps: int = 64, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
@@ -173,7 +173,8 @@ def check_rdma_spread(lab, qps: int = 64, src: tuple[str, str] | None = None, ds
     outside = [f"{u} {n}" for u, n in per_uplink.items() if not low <= n <= high]
     if outside:
         problems.append(f"uplinks outside the fair band {low}..{high}: {', '.join(outside)}")
-    return RdmaSpreadResult(transfer, leaf, tuple(rows), per_uplink, low, high, false_fail, stray, tuple(problems))
+    return RdmaSpreadResult(transfer, leaf, tuple(rows), per_uplink, low, high, false_fail, stray,
+                            problems=tuple(problems))
 
 
 @dataclass(frozen=True)
@@ -186,18 +187,17 @@ class RdmaRailsResult(Outcome):
     as_planned: RdmaResult  # another rail, the host's planned routes
     forced: RdmaResult  # another rail, routed into the source's rail leaf
     forced_prefix: str
-    problems: tuple[str, ...] = field(default=())
 
-    @property
-    def reason(self) -> str:
+    held = "rails separate"
+
+    def sentence(self) -> str:
         def line(r: RdmaResult) -> str:
             c = r.counters
             return (f"{r.spec.src_node}:{r.spec.src_nic} -> {r.spec.dst_node}:{r.spec.dst_nic} "
                     f"{'completed' if r.ok else 'failed'} (sent {c.get('src', {}).get('sent_pkts', 0)}, "
                     f"received {c.get('dst', {}).get('rcvd_pkts', 0)})")
-        figures = (f"control {line(self.control)}; cross-rail {line(self.as_planned)}; "
-                   f"cross-rail routed via the rail leaf ({self.forced_prefix}) {line(self.forced)}")
-        return ("rails separate: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ") + figures
+        return (f"control {line(self.control)}; cross-rail {line(self.as_planned)}; "
+                f"cross-rail routed via the rail leaf ({self.forced_prefix}) {line(self.forced)}")
 
 
 def check_rdma_rails(lab, duration: float = 2.0) -> RdmaRailsResult:
@@ -221,7 +221,7 @@ def check_rdma_rails(lab, duration: float = 2.0) -> RdmaRailsResult:
                             f"{' and the transfer completed' if r.ok else ''}")
     if forced.counters.get("src", {}).get("sent_pkts", 0) == 0:
         problems.append("cross-rail routed via the rail leaf: the requester sent nothing, so the fabric was not tried")
-    return RdmaRailsResult(control, as_planned, forced, prefix, tuple(problems))
+    return RdmaRailsResult(control, as_planned, forced, prefix, problems=tuple(problems))
 
 
 @dataclass(frozen=True)
@@ -236,33 +236,34 @@ class RdmaGrayResult(Outcome):
     sample_ms: float  # median time between two samples of that counter (the stall's resolution)
     objective_ms: float  # the declared gray-failure objective (for scale: rxe's retry timer is longer)
     timeline: tuple[tuple[float, int], ...] = ()  # (ms from the failure, packets delivered so far)
-    problems: tuple[str, ...] = field(default=())
 
-    @property
-    def reason(self) -> str:
+    held = "recovered"
+
+    def sentence(self) -> str:
         t = self.transfer
         done = f"{t.rping.completed} ping-pongs, data {'verified' if t.rping.verified else 'NOT verified'}" \
             if t.rping else "no figures"
-        figures = (f"gray failure of {self.element}: route moved {self.detected_ms:.0f} ms after it "
-                   f"(objective {self.objective_ms:.0f} ms); RDMA stalled {self.stall_ms:.0f} ms "
-                   f"(sampled every {self.sample_ms:.0f} ms); rxe retransmissions {t.retransmissions}, "
-                   f"retries exhausted {t.retry_exceeded}; {done}")
-        return ("recovered: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ") + figures
+        return (f"gray failure of {self.element}: route moved {self.detected_ms:.0f} ms after it "
+                f"(objective {self.objective_ms:.0f} ms); RDMA stalled {self.stall_ms:.0f} ms "
+                f"(sampled every {self.sample_ms:.0f} ms); rxe retransmissions {t.retransmissions}, "
+                f"retries exhausted {t.retry_exceeded}; {done}")
 
 
 def _wait_uplink(counter: FlowCounters, timeout: float, packets: int = 20) -> str:
     """The uplink of the busiest source port once it has `packets`: the data QP's, not the
     connection manager's few packets (QP1, another source port) that come first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def busiest() -> str | None:
         flows = counter.read_flows()
         if flows:
             (port, _), n = max(flows.items(), key=lambda item: item[1])
             if n >= packets:
                 return port
-        time.sleep(0.05)
-    raise HarnessError(f"no QP of the RDMA transfer sent {packets} packets over the source leaf's uplinks "
-                       f"within {timeout:.0f} s")
+        return None
+
+    return wait.until(busiest, timeout, "the RDMA transfer's QP on an uplink", interval=0.05,
+                      error=lambda: HarnessError(f"no QP of the RDMA transfer sent {packets} packets over the "
+                                                 f"source leaf's uplinks within {timeout:.0f} s"))
 
 
 class _Sampler:
@@ -330,8 +331,9 @@ def check_rdma_gray(lab, src: tuple[str, str] | None = None, dst: tuple[str, str
             failed_at = time.monotonic()
             link.gray()
             try:
-                detected = _wait_route_without(lab, leaf, prefix, port, detect_s)
-                detected_ms = (detected - failed_at) * 1000 if detected else float("nan")
+                detected = route_change_ms(lab, leaf, prefix, port, present=False, since=failed_at,
+                                           deadline=time.monotonic() + detect_s, needs_route=True)
+                detected_ms = detected if detected is not None else float("nan")
                 transfer = run.result()
             finally:
                 link.heal()
@@ -348,14 +350,49 @@ def check_rdma_gray(lab, src: tuple[str, str] | None = None, dst: tuple[str, str
     if transfer.retransmissions == 0:
         problems.append("rxe did not retransmit: the failure did not touch the QP's path")
     return RdmaGrayResult(transfer, str(link), round(detected_ms, 1), round(stall, 1), round(sample, 1), objective,
-                          timeline, tuple(problems))
+                          timeline, problems=tuple(problems))
 
 
-def _wait_route_without(lab, leaf: str, prefix, port: str, timeout: float) -> float | None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        route = lab.route(leaf, prefix)
-        if route is not None and port not in route.interfaces:
-            return time.monotonic()
-        time.sleep(0.02)
-    return None
+# --------------------------------------------------------------------------- plots
+
+
+def plot_rdma_spread(result: RdmaSpreadResult, path: Path) -> Path:
+    """rxe QPs per uplink of the source leaf against the fair band, and their source ports."""
+    plt = pyplot()
+    fig, (ax, ports) = plt.subplots(1, 2, figsize=(10, 3.5), gridspec_kw={"width_ratios": [1, 2]})
+    names = list(result.per_uplink)
+    counts = [result.per_uplink[n] for n in names]
+    ax.bar(names, counts, color=["#1f77b4" if result.low <= c <= result.high else "#d62728" for c in counts])
+    ax.axhspan(result.low, result.high, color="green", alpha=0.12,
+               label=f"fair band {result.low}..{result.high} ({result.false_fail:.1%} false-fail)")
+    ax.set_ylabel("rxe QPs per uplink (nftables)")
+    ax.set_title(f"{len(result.rows)} rdma_rxe QPs on {result.leaf}" + ("" if result.passed else " — FAIL"),
+                 fontsize=10)
+    ax.legend(loc="lower right", fontsize=7)
+    for name in names:
+        rows = [r for r in result.rows if r.uplinks == (name,)]
+        ports.scatter([r.qpn for r in rows], [r.formula_sport for r in rows], s=8, label=name)
+    ports.set_xlabel("QPN (perftest)")
+    ports.set_ylabel("UDP source port seen (= roce_sport)")
+    ports.legend(fontsize=7, title="left by", title_fontsize=7)
+    return save(fig, path)
+
+
+def plot_rdma_gray(result: RdmaGrayResult, path: Path) -> Path:
+    """Packets delivered to the RDMA responder over time, the gray failure and the route change marked."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    xs = [t / 1000 for t, _ in result.timeline]
+    ax.plot(xs, [n for _, n in result.timeline], linewidth=1, color="#1f77b4" if result.passed else "#d62728",
+            label="delivered to the responder (leaf port tx)")
+    ax.axvline(0, color="#d62728", label="gray failure")
+    if result.detected_ms == result.detected_ms:
+        ax.axvline(result.detected_ms / 1000, color="#ff7f0e", linestyle="--",
+                   label=f"route moved ({result.detected_ms:.0f} ms)")
+    ax.set_xlabel("seconds from the failure")
+    ax.set_ylabel("packets")
+    t = result.transfer
+    ax.set_title(f"rping -V over {result.element}: stall {result.stall_ms:.0f} ms, "
+                 f"{t.retransmissions} RC retransmissions" + ("" if result.passed else " — FAIL"), fontsize=10)
+    ax.legend(loc="upper left", fontsize=7)
+    return save(fig, path)

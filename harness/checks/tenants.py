@@ -28,8 +28,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
+from harness import wait
 from harness.acl import AclEntry, compile_acl, verdict
-from harness.checks.result import Outcome
+from harness.checks.base import Case, Check, Outcome
 from harness.model import ACL_PROTOCOLS, Plane, Role
 from harness.plan import Plan, TenantMember
 from harness.traffic.frames import Landing, Shot, TapSession
@@ -61,9 +62,6 @@ class Expectation:
 
 @dataclass(frozen=True)
 class TenantResult(Outcome):
-    reason: str
-    seconds: float
-    problems: tuple[str, ...]
     controls: int
     controls_landed: int
     negatives: int
@@ -73,6 +71,36 @@ class TenantResult(Outcome):
     acl_entries: int
     acl_wrong: tuple[str, ...]
     counters: dict[str, dict[str, int]]  # leaf -> entry -> packets counted during the check
+    failed_controls: tuple[str, ...] = ()
+    gaps: tuple[str, ...] = ()  # what the declaration leaves no control for
+    shadowed: int = 0  # negatives on a 5-tuple the ACL denies too (it permits none)
+
+    held, broken = "tenants isolated", "NOT as declared"
+
+    def sentence(self) -> str:
+        figures = (f"{self.controls} controls, {self.negatives} cross-tenant/underlay frames"
+                   + (f" ({self.shadowed} of them on a 5-tuple the ACL denies too: no tuple it permits)"
+                      if self.shadowed else "")
+                   + f", {self.evpn_expected} type-2 routes, {self.acl_entries} ACL entries, in {self.seconds:.1f} s")
+        if not self.passed:
+            return figures
+        return (f"0/{self.negatives} frames left their tenant, {self.controls_landed}/{self.controls} controls landed, "
+                f"{self.evpn_expected}/{self.evpn_expected} remote MAC/IP type-2 routes; ACL: "
+                f"{self.acl_entries}/{self.acl_entries} entries decided and counted as declared; {figures}")
+
+    def named(self) -> tuple[str, ...]:
+        parts = []
+        if self.leaks:
+            parts.append(f"{len(self.leaks)} frames left their tenant, e.g. {self.leaks[0]}")
+        if self.failed_controls:
+            parts.append(f"{len(self.failed_controls)}/{self.controls} controls did not land (nothing is proven "
+                         f"until they do), e.g. {self.failed_controls[0]}")
+        if self.evpn_missing:
+            parts.append(f"{len(self.evpn_missing)}/{self.evpn_expected} type-2 routes missing, e.g. "
+                         f"{self.evpn_missing[0]}")
+        if self.acl_wrong:
+            parts.append(f"{len(self.acl_wrong)} ACL outcomes differ from the declaration, e.g. {self.acl_wrong[0]}")
+        return tuple(parts) + self.gaps[:1]
 
 
 # --------------------------------------------------------------------------- planning
@@ -253,16 +281,18 @@ def _evpn(lab, plan: Plan, mac_of: dict[tuple[str, str], str], timeout: float = 
     rt_asn = plan.fabric.cluster.addressing.fe_asn
     want = {(leaf, t.vni, mac_of[(m.host, m.nic)], str(m.address.ip), m.host)
             for t in plan.tenants for leaf in t.leaves for m in t.members if m.leaf != leaf}
-    deadline = time.monotonic() + timeout
-    while True:
+    missing: list[tuple[str, int, str, str, str]] = []
+
+    def complete() -> bool:
+        nonlocal missing
         have: set[tuple[str, int, str, str]] = set()
         for leaf in sorted({w[0] for w in want}):
             have |= {(leaf, *r) for r in type2_routes(lab.vtysh(leaf, "show bgp l2vpn evpn route type macip"),
                                                       rt_asn)}
         missing = sorted(w for w in want if w[:4] not in have)
-        if not missing or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+        return not missing
+
+    wait.within(complete, timeout, interval=0.2)
     return len(want), tuple(f"{leaf}: no type-2 for {host} ({mac} {ip}) in VNI {vni}"
                             for leaf, vni, mac, ip, host in missing)
 
@@ -316,31 +346,17 @@ def _verdict(plan: Plan, shots: list[Expectation], landings: list[Landing], coun
     acl = [x for x in shots if x.entry]
     problems = tuple(gaps) + tuple(leaks) + tuple(f"control failed: {f}" for f in failed) + evpn_missing + tuple(
         wrong)
-    landed = len(controls) - len(failed)
-    figures = (f"{len(controls)} controls, {negatives} cross-tenant/underlay frames"
-               + (f" ({shadowed} of them on a 5-tuple the ACL denies too: no tuple it permits)" if shadowed else "")
-               + f", {evpn_expected} type-2 routes, {len(acl)} ACL entries, in {time.monotonic() - t0:.1f} s")
-    if not problems:
-        reason = (f"tenants isolated: 0/{negatives} frames left their tenant, {landed}/{len(controls)} controls "
-                  f"landed, {evpn_expected}/{evpn_expected} remote MAC/IP type-2 routes; ACL: {len(acl)}/{len(acl)} "
-                  f"entries decided and counted as declared; {figures}")
-    else:
-        parts = []
-        if leaks:
-            parts.append(f"{len(leaks)} frames left their tenant, e.g. {leaks[0]}")
-        if failed:
-            parts.append(f"{len(failed)}/{len(controls)} controls did not land (nothing is proven until they do), "
-                         f"e.g. {failed[0]}")
-        if evpn_missing:
-            parts.append(f"{len(evpn_missing)}/{evpn_expected} type-2 routes missing, e.g. {evpn_missing[0]}")
-        if wrong:
-            parts.append(f"{len(wrong)} ACL outcomes differ from the declaration, e.g. {wrong[0]}")
-        if gaps:
-            parts.append(gaps[0])
-        reason = "NOT as declared: " + " | ".join(parts) + f"; {figures}"
-    return TenantResult(reason=reason, seconds=round(time.monotonic() - t0, 2), problems=problems,
-                        controls=len(controls), controls_landed=landed, negatives=negatives, leaks=tuple(leaks),
-                        evpn_expected=evpn_expected, evpn_missing=evpn_missing, acl_entries=len(acl),
-                        acl_wrong=tuple(wrong), counters=counted)
+    return TenantResult(seconds=round(time.monotonic() - t0, 2), problems=problems,
+                        controls=len(controls), controls_landed=len(controls) - len(failed), negatives=negatives,
+                        leaks=tuple(leaks), evpn_expected=evpn_expected, evpn_missing=evpn_missing,
+                        acl_entries=len(acl), acl_wrong=tuple(wrong), counters=counted, failed_controls=tuple(failed),
+                        gaps=tuple(gaps), shadowed=shadowed)
 
 
+def _no_tenants(plan: Plan) -> str | None:
+    return None if plan.tenants else "no FE tenants declared (Cluster.tenants): nothing to isolate or filter"
+
+
+CHECK = Check("tenants", "FE tenants: frames stay in their EVPN/VXLAN segment (controls inside each), remote members' "
+              "MAC/IP as type-2 routes on every VTEP, every edge ACL entry permits or denies and counts as declared",
+              (Case("tenants", check_tenants),), _no_tenants)

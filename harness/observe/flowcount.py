@@ -13,7 +13,7 @@ import itertools
 import json
 from collections import defaultdict
 
-from harness.errors import HarnessError, RuntimeError_
+from harness.errors import HarnessError, LabError
 
 _ids = itertools.count(1)
 _MAX_ELEMENTS = 1 << 20
@@ -40,7 +40,7 @@ class FlowCounters:
         # The host's nft in the switch's namespace: SONiC-VS images have no nft.
         run = self.lab.ns_exec(self.node, ["nft", *argv], input=stdin)
         if run.returncode != 0:
-            raise RuntimeError_(f"nft on {self.node}: {run.stderr.strip()}")
+            raise LabError(f"nft on {self.node}: {run.stderr.strip()}")
         return run.stdout
 
     def ruleset(self) -> str:

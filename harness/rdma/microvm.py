@@ -21,13 +21,12 @@ import os
 import signal
 import struct
 import subprocess
-import time
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
 
-from harness import interrupt
-from harness.errors import HarnessError, RuntimeError_
+from harness import wait
+from harness.errors import HarnessError, LabError
 from harness.rdma.vmimage import QEMU, BootFiles
 from harness.runtime.base import Progress, quiet
 from harness.runtime.state import NS_PREFIX
@@ -95,7 +94,7 @@ def splice(lab, ep: Endpoint) -> None:
     for argv in run:
         done = lab.ns_exec(ep.node, argv)
         if done.returncode != 0:
-            raise RuntimeError_(f"{ep.node}: {' '.join(argv)}: {done.stderr.strip()}")
+            raise LabError(f"{ep.node}: {' '.join(argv)}: {done.stderr.strip()}")
 
 
 def unsplice(lab, ep: Endpoint) -> None:
@@ -165,18 +164,21 @@ class VmRun:
 
     def wait(self, timeout: float) -> int:
         """Until the guest powers off; its exit code."""
-        deadline = time.monotonic() + timeout
         released = False
-        while self.proc.poll() is None:
+
+        def powered_off() -> bool:
+            nonlocal released
+            if self.proc.poll() is not None:
+                return True
             if not released and (self.workdir / "done").exists():
                 self._read_taps()
                 (self.workdir / "release").write_text("")
                 released = True
-            if time.monotonic() > deadline:
-                raise RuntimeError_(f"the microVM did not finish within {timeout:.0f} s; its console: "
-                                    f"{_tail(self.workdir / 'console.log')}")
-            interrupt.checkpoint()
-            time.sleep(0.1)
+            return False
+
+        wait.until(powered_off, timeout, "the microVM to power off", interval=0.1,
+                   error=lambda: LabError(f"the microVM did not finish within {timeout:.0f} s; its console: "
+                                          f"{_tail(self.workdir / 'console.log')}"))
         return self.proc.returncode
 
     def _read_taps(self) -> None:

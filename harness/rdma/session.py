@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import interrupt
-from harness.errors import HarnessError, RuntimeError_
+from harness import wait
+from harness.errors import HarnessError, LabError
 from harness.model import Plane
 from harness.rdma import perftest, vmimage
 from harness.rdma.microvm import Endpoint, VmRun, vm_tag
@@ -203,15 +203,17 @@ class RdmaRun:
 
     def wait_for_client(self, timeout: float = 90.0) -> None:
         """Until the guest has started the test's client (or failed before)."""
-        deadline = time.monotonic() + timeout
-        while "client" not in self.steps():
+
+        def started() -> bool:
+            if "client" in self.steps():
+                return True
             if (self.workdir / "failed").exists() or self.vm.proc is None or self.vm.proc.poll() is not None:
-                raise RuntimeError_(f"the RDMA guest stopped before its client started: "
-                                    f"{_read(self.workdir / 'failed').strip() or _read(self.workdir / 'console.log')[-400:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError_(f"the RDMA guest did not start its client within {timeout:.0f} s")
-            interrupt.checkpoint()
-            time.sleep(0.05)
+                raise LabError(f"the RDMA guest stopped before its client started: "
+                               f"{_read(self.workdir / 'failed').strip() or _read(self.workdir / 'console.log')[-400:]}")
+            return False
+
+        wait.until(started, timeout, "the RDMA guest's client", interval=0.05,
+                   error=lambda: LabError(f"the RDMA guest did not start its client within {timeout:.0f} s"))
 
     def result(self) -> RdmaResult:
         """Wait until the guest powers off; what the test did."""
@@ -295,5 +297,5 @@ def _last_lines(text: str, n: int = 4) -> str:
 
 def raise_unless_ok(result: RdmaResult) -> RdmaResult:
     if not result.ok:
-        raise RuntimeError_(result.summary())
+        raise LabError(result.summary())
     return result

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import PrerequisiteError, RuntimeError_
+from harness.errors import PrerequisiteError, LabError
 
 CACHE = Path(os.environ.get("FABLAB_RDMA_CACHE", "/var/cache/fablab/rdma"))
 BUSYBOX = Path("/bin/busybox")
@@ -91,7 +91,7 @@ def vmlinux_of(bzimage: bytes) -> bytes:
     """The kernel inside a bzImage (Debian compresses it with xz), for QEMU's PVH entry."""
     at = bzimage.find(b"\xfd7zXZ\x00")
     if at < 0:
-        raise RuntimeError_("the kernel image holds no xz stream: not a Debian 6.1 bzImage?")
+        raise LabError("the kernel image holds no xz stream: not a Debian 6.1 bzImage?")
     return lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(bzimage[at:])
 
 
@@ -114,7 +114,7 @@ def ordered_modules(moddir: Path, wanted: tuple[str, ...]) -> list[Path]:
             return
         seen.add(name)
         if name not in by_name:
-            raise RuntimeError_(f"kernel module {name} is not in {moddir}")
+            raise LabError(f"kernel module {name} is not in {moddir}")
         for dep in filter(None, _modinfo(by_name[name]).get("depends", "").split(",")):
             visit(dep)
         order.append(by_name[name])

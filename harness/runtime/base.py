@@ -19,8 +19,8 @@ from typing import Protocol, TypeVar
 
 from pyroute2 import IPRoute
 
-from harness import interrupt
-from harness.errors import RuntimeError_
+from harness import wait
+from harness.errors import LabError
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
 from harness.observe.routing import (FIBMATCH_ARGV, ROUTE_ARGV, WIDTH_ARGV, Route, bfd_peers, bgp_peers,
                                      kernel_routes, route_widths)
@@ -159,7 +159,7 @@ class NamespaceAccess:
             for port, ifname in zip(ports, names):
                 found = s.link_lookup(ifname=ifname)
                 if not found:
-                    raise RuntimeError_(f"{node}: no interface {ifname} (cable end of {port})")
+                    raise LabError(f"{node}: no interface {ifname} (cable end of {port})")
                 s.link("set", index=found[0], state="up" if up else "down")
 
     def gray_port(self, lab: str, node: str, port: str) -> str:
@@ -180,7 +180,7 @@ class NamespaceAccess:
     def fib(self, lab: str, node: str) -> dict[IPv4Network, Route]:
         run = subprocess.run(self.ns_argv(lab, node, ROUTE_ARGV), capture_output=True, text=True)
         if run.returncode != 0:
-            raise RuntimeError_(f"{node}: reading the FIB failed: {run.stderr.strip()}")
+            raise LabError(f"{node}: reading the FIB failed: {run.stderr.strip()}")
         return kernel_routes(run.stdout)
 
     def fib_route(self, lab: str, node: str, prefix: IPv4Network) -> Route | None:
@@ -193,13 +193,13 @@ class NamespaceAccess:
         if run.returncode != 0:
             if "unreachable" in run.stderr:  # no route covers it at all
                 return None
-            raise RuntimeError_(f"{node}: reading the route to {prefix} failed: {run.stderr.strip()}")
+            raise LabError(f"{node}: reading the route to {prefix} failed: {run.stderr.strip()}")
         return kernel_routes(run.stdout).get(prefix)  # a covering route is not this prefix's
 
     def fib_widths(self, lab: str, node: str) -> dict[str, int]:
         run = subprocess.run(self.ns_argv(lab, node, WIDTH_ARGV), capture_output=True, text=True)
         if run.returncode != 0:
-            raise RuntimeError_(f"{node}: reading the FIB failed: {run.stderr.strip()}")
+            raise LabError(f"{node}: reading the FIB failed: {run.stderr.strip()}")
         return route_widths(run.stdout)
 
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
@@ -221,7 +221,7 @@ class NamespaceAccess:
                 commands = ["show bgp ipv4 unicast summary json"] + (["show bfd peers json"] if bfd else [])
                 try:
                     docs = self.vtysh_json(lab, sw.name, *commands)
-                except RuntimeError_:
+                except LabError:
                     docs = [{}, []]  # a daemon not answering yet: no sessions seen, the poll goes on
                 peers = bgp_peers(sw.name, docs[0])  # type: ignore[arg-type]
                 bfd_peers_ = bfd_peers(sw.name, docs[1]) if bfd else ()  # type: ignore[arg-type]
@@ -244,28 +244,34 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
     Each round looks again only at the switches not yet seen converged; when none is left,
     one look at all of them confirms that none fell back meanwhile, and is returned.
     `fib`/`bfd` False leave routes or BFD out (a boot that checks them at another step)."""
-    deadline = now() + timeout
     total = len(plan.switches)
     last = -1
     pending: set[str] | None = None  # None: look at every switch
     progressing = "converging" if phase == "converged" else phase
-    while True:
-        looked = runtime.observe(plan, lab, only=pending, fib=fib, bfd=bfd)
-        shortfalls = [s for s in looked if not s.ok]
-        if not shortfalls and pending is None:
-            progress(phase, f"{total}/{total} switches: " + _rule(fib, bfd))
-            return looked
-        pending = {s.switch for s in shortfalls} or None
-        done = total - len(shortfalls)
-        if done != last:
-            progress(progressing, f"{done}/{total} switches: " + _rule(fib, bfd))
-            last = done
-        if now() > deadline and shortfalls:
-            raise RuntimeError_(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): "
-                                + stuck_detail(shortfalls))
-        interrupt.checkpoint()
-        if shortfalls:
-            time.sleep(0.1)
+    looked: list[Shortfall] = []
+    shortfalls: list[Shortfall] = []
+
+    def converged() -> bool:
+        nonlocal last, pending, looked, shortfalls
+        while True:
+            looked = runtime.observe(plan, lab, only=pending, fib=fib, bfd=bfd)
+            shortfalls = [s for s in looked if not s.ok]
+            if not shortfalls and pending is None:
+                progress(phase, f"{total}/{total} switches: " + _rule(fib, bfd))
+                return True
+            pending = {s.switch for s in shortfalls} or None
+            done = total - len(shortfalls)
+            if done != last:
+                progress(progressing, f"{done}/{total} switches: " + _rule(fib, bfd))
+                last = done
+            if shortfalls:
+                return False
+            # every switch looked at again is converged: the confirming look at all of them, at once
+
+    wait.until(converged, timeout, "convergence", interval=0.1, clock=now,
+               error=lambda: LabError(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): "
+                                      + stuck_detail(shortfalls)))
+    return looked
 
 
 def session_counts(looks: list[Shortfall]) -> dict[str, int]:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
 
-from harness import interrupt
-from harness.errors import PrerequisiteError, RuntimeError_
+from harness import interrupt, wait
+from harness.errors import PrerequisiteError, LabError
 from harness.model import Plane, build, cluster_to_dict
 from harness.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
@@ -43,7 +43,7 @@ INIT_STATUS = "/tmp/fablab-init.status"
 INIT_LOG = "/tmp/fablab-init.log"
 IMAGE_ENV = "FABLAB_SONIC_IMAGE"
 MGMT_IFACE = "eth0"  # every container's interface on containerlab's management network
-DOCS = "README.md, 'The containerlab runtime'"
+DOCS = "docs/runtimes.md (the containerlab runtime)"
 
 
 def sonic_image() -> str:
@@ -90,7 +90,7 @@ def parse_inspect(text: str) -> list[Container]:
     try:
         doc = json.loads(text)
     except ValueError as e:
-        raise RuntimeError_(f"containerlab inspect printed no JSON ({e}): {text[:200]!r}") from e
+        raise LabError(f"containerlab inspect printed no JSON ({e}): {text[:200]!r}") from e
     if isinstance(doc, dict) and isinstance(doc.get("containers"), list):
         entries = doc["containers"]
     elif isinstance(doc, dict):
@@ -98,11 +98,11 @@ def parse_inspect(text: str) -> list[Container]:
     elif isinstance(doc, list):
         entries = doc
     else:
-        raise RuntimeError_(f"containerlab inspect: unexpected JSON {type(doc).__name__}")
+        raise LabError(f"containerlab inspect: unexpected JSON {type(doc).__name__}")
     out = []
     for e in entries:
         if not isinstance(e, dict) or "name" not in e:
-            raise RuntimeError_(f"containerlab inspect: an entry without a name: {e!r}")
+            raise LabError(f"containerlab inspect: an entry without a name: {e!r}")
         out.append(Container(name=e["name"], state=str(e.get("state", "")), kind=str(e.get("kind", "")),
                              image=str(e.get("image", "")), ipv4=str(e.get("ipv4_address", "")),
                              lab=str(e.get("lab_name", e.get("labName", "")))))
@@ -142,17 +142,19 @@ def poll_all(items: Iterable[str], probe: Callable[[str], bool], timeout: float,
     At the deadline, raise naming the items still waiting."""
     waiting = list(items)
     total = len(waiting)
-    deadline = now() + timeout
-    while waiting:
+
+    def ready() -> bool:
+        nonlocal waiting
         waiting = [i for i in waiting if not probe(i)]
-        if not waiting:
-            break
-        if now() > deadline:
-            raise RuntimeError_(f"{what}: {len(waiting)}/{total} not ready after {timeout:.0f} s: "
-                                + ", ".join(waiting[:8]) + (" ..." if len(waiting) > 8 else ""))
+        return not waiting
+
+    def between(seconds: float) -> None:  # between two looks: how far it got
         progress(what, f"{total - len(waiting)}/{total} ready")
-        interrupt.checkpoint()
-        pause(0.5)
+        pause(seconds)
+
+    wait.until(ready, timeout, what, interval=0.5, clock=now, sleep=between,
+               error=lambda: LabError(f"{what}: {len(waiting)}/{total} not ready after {timeout:.0f} s: "
+                                      + ", ".join(waiting[:8]) + (" ..." if len(waiting) > 8 else "")))
 
 
 # ---------------------------------------------------------------------- prerequisites
@@ -210,7 +212,7 @@ class ClabRuntime(NamespaceAccess):
 
         if lab in labs():
             if not replace:
-                raise RuntimeError_(f"a lab named {lab!r} is already running: `fablab down {lab}` first, "
+                raise LabError(f"a lab named {lab!r} is already running: `fablab down {lab}` first, "
                                     "pick another --name, or pass --replace")
             progress("replace", f"removing the running lab {lab}")
             self.down(lab)
@@ -265,15 +267,15 @@ class ClabRuntime(NamespaceAccess):
             run = self._run(deploy_argv(self.topology_file(lab), replace), capture_output=True, text=True,
                             timeout=max(1.0, deadline - time.monotonic()), cwd=self.topology_file(lab).parent)
         except subprocess.TimeoutExpired as e:
-            raise RuntimeError_(f"containerlab deploy of {lab} did not finish in time") from e
+            raise LabError(f"containerlab deploy of {lab} did not finish in time") from e
         if run.returncode != 0:
-            raise RuntimeError_(f"containerlab deploy of {lab} failed ({run.returncode}): "
+            raise LabError(f"containerlab deploy of {lab} failed ({run.returncode}): "
                                 f"{(run.stderr or run.stdout).strip()[-2000:]}")
 
     def inspect(self, lab: str) -> list[Container]:
         run = self._run(inspect_argv(lab), capture_output=True, text=True, timeout=60)
         if run.returncode != 0:
-            raise RuntimeError_(f"containerlab inspect of {lab} failed: {(run.stderr or run.stdout).strip()[-500:]}")
+            raise LabError(f"containerlab inspect of {lab} failed: {(run.stderr or run.stdout).strip()[-500:]}")
         return parse_inspect(run.stdout)
 
     def _wait_containers(self, plan: Plan, lab: str, deadline: float, progress: Progress) -> None:
@@ -284,7 +286,7 @@ class ClabRuntime(NamespaceAccess):
         stopped = sorted(f"{wanted[c]} ({running[c].state})" for c in wanted
                          if c in running and running[c].state.lower() != "running")
         if missing or stopped:
-            raise RuntimeError_(f"containerlab deployed {lab} without " + "; ".join(
+            raise LabError(f"containerlab deployed {lab} without " + "; ".join(
                 part for part in (f"nodes {', '.join(missing)}" if missing else "",
                                   f"running nodes {', '.join(stopped)}" if stopped else "") if part))
         poll_all([n.name for n in plan.fabric.nodes],
@@ -300,7 +302,7 @@ class ClabRuntime(NamespaceAccess):
         if status.state == "failed":
             log = self._run(self.exec_argv(lab, switch, ["tail", "-n", "20", INIT_LOG]), capture_output=True,
                             text=True, timeout=30).stdout
-            raise RuntimeError_(f"{switch}: init step {status.step!r} failed: {status.detail}\n{log.strip()}")
+            raise LabError(f"{switch}: init step {status.step!r} failed: {status.detail}\n{log.strip()}")
         if status.state != "ok":
             return False
         # The script said ok; check the two things everything else rests on, independently.
@@ -308,14 +310,14 @@ class ClabRuntime(NamespaceAccess):
                                                           "DEVICE_METADATA|localhost", "hostname"]),
                              capture_output=True, text=True, timeout=30).stdout.strip()
         if hostname != switch:
-            raise RuntimeError_(f"{switch}: CONFIG_DB holds hostname {hostname!r}, not {switch!r}: "
+            raise LabError(f"{switch}: CONFIG_DB holds hostname {hostname!r}, not {switch!r}: "
                                 "the rendered config_db.json was not loaded")
         with self.netlink(lab, switch) as s:
             present = {link.get_attr("IFLA_IFNAME") for link in s.get_links()}
         sw = plan.switch(switch)
         absent = [p.name for p in sw.ports if p.name not in present]
         if absent:
-            raise RuntimeError_(f"{switch}: ports {', '.join(absent)} do not exist in the container "
+            raise LabError(f"{switch}: ports {', '.join(absent)} do not exist in the container "
                                 f"(HwSKU {getattr(sw, 'hwsku', '?')}): its lanemap does not match the config")
         return True
 
@@ -351,14 +353,14 @@ class ClabRuntime(NamespaceAccess):
         if topo.exists() and self._which("containerlab"):
             run = self._run(destroy_argv(topo), capture_output=True, text=True, timeout=600, cwd=topo.parent)
             if run.returncode != 0:
-                raise RuntimeError_(f"containerlab destroy of {lab} failed: {(run.stderr or run.stdout).strip()[-800:]}"
+                raise LabError(f"containerlab destroy of {lab} failed: {(run.stderr or run.stdout).strip()[-800:]}"
                                     f"; the lab's files stay in {run_dir(lab)}")
             left = [n for n in names if os.path.exists(f"{nsutil.NETNS_DIR}/{n}")]
             if left:
-                raise RuntimeError_(f"containers of {lab} still present after destroy: {', '.join(left)}")
+                raise LabError(f"containers of {lab} still present after destroy: {', '.join(left)}")
             removed = len(names)
         elif topo.exists() and self._which("docker"):
-            raise RuntimeError_(f"lab {lab} was deployed with containerlab, which is not on PATH now: "
+            raise LabError(f"lab {lab} was deployed with containerlab, which is not on PATH now: "
                                 f"reinstall it, then `fablab down {lab}`")
         shutil.rmtree(run_dir(lab), ignore_errors=True)
         self._plans.pop(lab, None)
@@ -370,7 +372,7 @@ class ClabRuntime(NamespaceAccess):
 
         run = self._run(self.exec_argv(lab, node, ["aclshow", "-a"]), capture_output=True, text=True, timeout=60)
         if run.returncode != 0:
-            raise RuntimeError_(f"{node}: aclshow -a failed: {(run.stderr or run.stdout).strip()[-400:]}")
+            raise LabError(f"{node}: aclshow -a failed: {(run.stderr or run.stdout).strip()[-400:]}")
         return aclshow_counters(run.stdout)
 
     def running_config_db(self, lab: str, node: str) -> dict:
@@ -379,12 +381,12 @@ class ClabRuntime(NamespaceAccess):
         run = self._run(self.exec_argv(lab, node, ["sonic-cfggen", "-d", "--print-data"]), capture_output=True,
                         text=True, timeout=60)
         if run.returncode != 0:
-            raise RuntimeError_(f"{node}: reading CONFIG_DB (sonic-cfggen -d --print-data) failed: "
+            raise LabError(f"{node}: reading CONFIG_DB (sonic-cfggen -d --print-data) failed: "
                                 f"{(run.stderr or run.stdout).strip()[-400:]}")
         try:
             db = json.loads(run.stdout)
         except ValueError as e:
-            raise RuntimeError_(f"{node}: CONFIG_DB dump is not JSON ({e})") from e
+            raise LabError(f"{node}: CONFIG_DB dump is not JSON ({e})") from e
         return db
 
     def leftovers(self, everything: bool = False) -> list[str]:
@@ -417,7 +419,7 @@ class ClabRuntime(NamespaceAccess):
             for p in plan.switch(node).ports:
                 if p.name == port:
                     return p.clab
-            raise RuntimeError_(f"{node} has no port {port!r} in lab {lab}")
+            raise LabError(f"{node} has no port {port!r} in lab {lab}")
         return port
 
     # Gray failure stays on the port name (NamespaceAccess.gray_port): SONiC-VS copies frames
@@ -431,9 +433,9 @@ class ClabRuntime(NamespaceAccess):
         try:
             run = self._run(self.exec_argv(lab, node, argv), capture_output=True, text=True, timeout=30)
         except subprocess.TimeoutExpired as e:
-            raise RuntimeError_(f"vtysh in {container_name(lab, node)} timed out: {' / '.join(commands)}") from e
+            raise LabError(f"vtysh in {container_name(lab, node)} timed out: {' / '.join(commands)}") from e
         if run.returncode != 0:
-            raise RuntimeError_(f"vtysh in {container_name(lab, node)} failed ({run.returncode}): "
+            raise LabError(f"vtysh in {container_name(lab, node)} failed ({run.returncode}): "
                                 f"{(run.stderr or run.stdout).strip()[:500]}")
         return run.stdout
 

@@ -10,12 +10,11 @@ import os
 import pwd
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import interrupt
-from harness.errors import PrerequisiteError, RuntimeError_
+from harness import wait
+from harness.errors import PrerequisiteError, LabError
 from harness.runtime.nsutil import nsenter
 
 FRR_BIN = Path("/usr/lib/frr")
@@ -118,16 +117,16 @@ class FrrNode:
 
     def wait_for(self, names: list[str], timeout: float = 20.0) -> None:
         """Poll until the daemons' sockets exist in the run directory."""
-        deadline = time.monotonic() + timeout
         paths = [self.directory / n for n in names]
-        while not all(p.exists() for p in paths):
-            if time.monotonic() > deadline:
-                missing = [p.name for p in paths if not p.exists()]
-                log = self.directory / "daemons.out"
-                tail = log.read_text()[-500:] if log.exists() else ""
-                raise RuntimeError_(f"FRR in {self.ns} did not start ({', '.join(missing)} missing): {tail}")
-            interrupt.checkpoint()
-            time.sleep(0.02)
+
+        def not_started() -> LabError:
+            missing = [p.name for p in paths if not p.exists()]
+            log = self.directory / "daemons.out"
+            tail = log.read_text()[-500:] if log.exists() else ""
+            return LabError(f"FRR in {self.ns} did not start ({', '.join(missing)} missing): {tail}")
+
+        wait.until(lambda: all(p.exists() for p in paths), timeout, "FRR's sockets", interval=0.02,
+                   error=not_started)
 
     def load_config(self, timeout: float = 20.0) -> None:
         """Wait until every daemon answers on its vty socket, then apply frr.conf (`vtysh -b`)."""
@@ -135,7 +134,7 @@ class FrrNode:
         run = subprocess.run(["vtysh", "--vty_socket", str(self.directory), "--config_dir", str(self.directory), "-b"],
                              capture_output=True, text=True, timeout=timeout)
         if run.returncode != 0:
-            raise RuntimeError_(f"loading frr.conf in {self.ns} failed: {(run.stdout + run.stderr).strip()[-800:]}")
+            raise LabError(f"loading frr.conf in {self.ns} failed: {(run.stdout + run.stderr).strip()[-800:]}")
 
     def vtysh(self, *commands: str, timeout: float = 10.0) -> str:
         argv = ["vtysh", "--vty_socket", str(self.directory)]
@@ -144,9 +143,9 @@ class FrrNode:
         try:
             run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
-            raise RuntimeError_(f"vtysh in {self.ns} timed out: {' / '.join(commands)}") from e
+            raise LabError(f"vtysh in {self.ns} timed out: {' / '.join(commands)}") from e
         if run.returncode != 0:
-            raise RuntimeError_(f"vtysh in {self.ns} failed ({run.returncode}): {run.stderr.strip() or run.stdout.strip()}")
+            raise LabError(f"vtysh in {self.ns} failed ({run.returncode}): {run.stderr.strip() or run.stdout.strip()}")
         return run.stdout
 
     def vtysh_json(self, *commands: str) -> list[object]:
@@ -168,9 +167,9 @@ def json_documents(text: str, count: int, where: str) -> list[object]:
             doc, i = decoder.raw_decode(text, i)
             docs.append(doc)
     except ValueError as e:
-        raise RuntimeError_(f"{where}: unreadable JSON ({e}): {text[:200]!r}") from e
+        raise LabError(f"{where}: unreadable JSON ({e}): {text[:200]!r}") from e
     if len(docs) != count:
-        raise RuntimeError_(f"{where}: expected {count} JSON documents, got {len(docs)}")
+        raise LabError(f"{where}: expected {count} JSON documents, got {len(docs)}")
     return docs
 
 

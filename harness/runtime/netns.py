@@ -18,7 +18,7 @@ from pathlib import Path
 from pyroute2 import IPRoute
 
 from harness import interrupt
-from harness.errors import PrerequisiteError, RuntimeError_
+from harness.errors import PrerequisiteError, LabError
 from harness.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
 from harness.plan import CableRow, HostPlan, Plan, SwitchPlan
@@ -123,7 +123,7 @@ class NetnsRuntime(NamespaceAccess):
         check_prerequisites()
         if lab in labs() or any(lab_of_namespace(ns) == lab for ns in nsutil.list_namespaces()):
             if not replace:
-                raise RuntimeError_(f"a lab named {lab!r} is already running: `fablab down {lab}` first, "
+                raise LabError(f"a lab named {lab!r} is already running: `fablab down {lab}` first, "
                                     "pick another --name, or pass --replace")
             progress("replace", f"removing the running lab {lab}")
             self.down(lab)
@@ -323,7 +323,7 @@ class NetnsRuntime(NamespaceAccess):
         neighbours.release(lab)
         shutil.rmtree(run_dir(lab), ignore_errors=True)
         if left:
-            raise RuntimeError_(f"namespaces of {lab} still present after teardown: {', '.join(left)}")
+            raise LabError(f"namespaces of {lab} still present after teardown: {', '.join(left)}")
         return TeardownReport(lab, len(killed), len(removed), time.monotonic() - t)
 
     def leftovers(self, everything: bool = False) -> list[str]:
@@ -350,7 +350,7 @@ class NetnsRuntime(NamespaceAccess):
                                                                     tenants.NFT_TABLE]),
                              capture_output=True, text=True, timeout=30)
         if run.returncode != 0:
-            raise RuntimeError_(f"{node}: reading the edge ACL's counters failed: {run.stderr.strip()}")
+            raise LabError(f"{node}: reading the edge ACL's counters failed: {run.stderr.strip()}")
         return tenants.nft_counters(run.stdout)
 
     def running_config_db(self, lab: str, node: str) -> dict:
@@ -361,9 +361,9 @@ class NetnsRuntime(NamespaceAccess):
         try:
             db = json.loads(path.read_text())
         except FileNotFoundError:
-            raise RuntimeError_(f"{path} is missing: lab {lab} was booted by an older fablab; boot it again") from None
+            raise LabError(f"{path} is missing: lab {lab} was booted by an older fablab; boot it again") from None
         except ValueError as e:
-            raise RuntimeError_(f"{path}: not JSON ({e})") from e
+            raise LabError(f"{path}: not JSON ({e})") from e
         mtus = self.kernel_mtus(lab, node)
         for port, row in db.get("PORT", {}).items():
             if port in mtus:
@@ -448,7 +448,7 @@ def frr_node(lab: str, switch: str) -> FrrNode:
 def _index(s: IPRoute, ifname: str) -> int:
     found = s.link_lookup(ifname=ifname)
     if not found:
-        raise RuntimeError_(f"no interface {ifname}")
+        raise LabError(f"no interface {ifname}")
     return found[0]
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from pyroute2 import IPRoute, netns
 
-from harness.errors import NamespaceError, RuntimeError_
+from harness import wait
+from harness.errors import NamespaceError, LabError
 from harness.nsenter import NETNS_DIR, entered
 from harness.nsenter import create as create_netns
 
@@ -33,7 +33,7 @@ def create(name: str) -> None:
     try:
         create_netns(name)
     except (OSError, NamespaceError) as e:
-        raise RuntimeError_(f"cannot create network namespace {name}: {e}") from e
+        raise LabError(f"cannot create network namespace {name}: {e}") from e
 
 
 def remove(name: str) -> bool:
@@ -46,12 +46,15 @@ def remove(name: str) -> bool:
 def wait_gone(names: Iterable[str], timeout: float = 10.0) -> list[str]:
     """Poll until none of `names` is listed; return those still present at the deadline."""
     names = set(names)
-    deadline = time.monotonic() + timeout
-    while True:
+    left: list[str] = []
+
+    def gone() -> bool:
+        nonlocal left
         left = sorted(names & set(list_namespaces()))
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.02)
+        return not left
+
+    wait.within(gone, timeout, interval=0.02)
+    return left
 
 
 def nsenter(ns: str, argv: list[str]) -> list[str]:
@@ -73,7 +76,7 @@ def run_in(ns: str, fn: Callable[[], T]) -> T:
     t.start()
     t.join()
     if "error" in box:
-        raise RuntimeError_(f"in namespace {ns}: {box['error']}") from box["error"]  # type: ignore[misc]
+        raise LabError(f"in namespace {ns}: {box['error']}") from box["error"]  # type: ignore[misc]
     return box.get("result")  # type: ignore[return-value]
 
 
@@ -102,4 +105,4 @@ def nft(ns: str, ruleset: str) -> None:
     """Apply an nftables ruleset in namespace `ns` with the host's nft (images may lack it)."""
     run = subprocess.run(nsenter(ns, ["nft", "-f", "-"]), input=ruleset, capture_output=True, text=True)
     if run.returncode != 0:
-        raise RuntimeError_(f"nft in {ns}: {run.stderr.strip()}")
+        raise LabError(f"nft in {ns}: {run.stderr.strip()}")

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
+
+from harness import wait
 
 
 def cmdline(pid: int) -> list[str]:
@@ -77,17 +78,18 @@ def terminate(pids: dict[int, str], timeout: float = 5.0) -> list[int]:
     mine = [pid for pid, ns in pids.items() if is_ours(pid, ns)]
     for pid in mine:
         _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while any(alive(p) for p in mine) and time.monotonic() < deadline:
+
+    def gone() -> bool:
+        if not any(alive(p) for p in mine):
+            return True
         _reap(mine)
-        time.sleep(0.02)
+        return False
+
+    wait.within(gone, timeout, interval=0.02)
     for pid in mine:
         if alive(pid) and is_ours(pid, pids[pid]):
             _signal(pid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
-    while any(alive(p) for p in mine) and time.monotonic() < deadline:
-        _reap(mine)
-        time.sleep(0.02)
+    wait.within(gone, timeout, interval=0.02)
     return mine
 
 

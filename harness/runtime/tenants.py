@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.acl import TABLE, AclEntry, compile_acl
-from harness.errors import PrerequisiteError, RuntimeError_
+from harness.errors import PrerequisiteError, LabError
 from harness.plan import HostPlan, Plan, SwitchPlan
 from harness.runtime import nsutil
 from harness.tenancy import NFT_TABLE, VXLAN_OVERHEAD, VXLAN_PORT, bridge_device, vxlan_device
@@ -124,7 +124,7 @@ def _batch(ns: str, lines: list[str]) -> None:
     run = subprocess.run(["ip", "-n", ns, "-batch", "-"], input="\n".join(lines) + "\n", capture_output=True,
                          text=True)
     if run.returncode != 0:
-        raise RuntimeError_(f"ip -batch in {ns}: {run.stderr.strip()}")
+        raise LabError(f"ip -batch in {ns}: {run.stderr.strip()}")
 
 
 def nft_counters(nft_json: str) -> dict[str, int]:

@@ -12,7 +12,7 @@ import socket
 import threading
 from pathlib import Path
 
-from harness.errors import RuntimeError_
+from harness.errors import LabError
 
 END = b"\0\0\0"
 # Which daemon answers a `show` command (vtysh learns this from its command table).
@@ -45,7 +45,7 @@ class VtyClient:
                     return self._ask(command)
                 except OSError as e:
                     self.close()
-                    raise RuntimeError_(f"vty {self.path}: {command!r}: {e}") from e
+                    raise LabError(f"vty {self.path}: {command!r}: {e}") from e
 
     def _ask(self, command: str) -> str:
         if self._sock is None:
@@ -56,7 +56,7 @@ class VtyClient:
             self._roundtrip("enable")  # `show` commands with json live in the enable node
         status, text = self._roundtrip(command)
         if status != 0:
-            raise RuntimeError_(f"vty {self.path}: {command!r} failed ({status}): {text.strip()[:300]}")
+            raise LabError(f"vty {self.path}: {command!r} failed ({status}): {text.strip()[:300]}")
         return text
 
     def _roundtrip(self, command: str) -> tuple[int, str]:

@@ -6,14 +6,12 @@ the process boundary, where a sender or receiver runs inside a lab's namespace.
 from __future__ import annotations
 
 import base64
-import functools
 import json
-import types
-import typing
 from array import array
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Union
 
+from harness.codec import CodecError, from_plain, to_plain
 from harness.errors import HarnessError
 
 ROCE_PORT = 4791
@@ -505,7 +503,7 @@ class TcpResult:
         return self.bytes * 8 / 1e9 / self.duration_s if self.end_ns > self.start_ns else 0.0
 
 
-# ---------------------------------------------------------------------------- JSON
+# ---------------------------------------------------------------------------- JSON (harness.codec)
 
 _KINDS: dict[str, type] = {"roce": RoceFlow, "udp": UdpFlow}
 _KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
@@ -514,13 +512,7 @@ T = TypeVar("T")
 
 def to_dict(obj: Any) -> Any:
     """JSON-ready form of a spec or result; flows carry a "kind" tag."""
-    if is_dataclass(obj) and not isinstance(obj, type):
-        out = {"kind": _KIND_OF[type(obj)]} if type(obj) in _KIND_OF else {}
-        out.update((f.name, to_dict(getattr(obj, f.name))) for f in fields(obj))
-        return out
-    if isinstance(obj, (tuple, list)):
-        return [to_dict(v) for v in obj]
-    return obj
+    return to_plain(obj, tags=_KIND_OF)
 
 
 def to_json(obj: Any) -> str:
@@ -536,55 +528,7 @@ def from_json(cls: type[T], text: str) -> T:
 
 
 def from_dict(cls: type[T], data: Any) -> T:
-    return _decode(cls, data, cls.__name__)
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _decode(tp: Any, value: Any, where: str) -> Any:
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        classes = [a for a in args if is_dataclass(a)]
-        if classes:
-            kind = value.get("kind") if isinstance(value, dict) else None
-            if _KINDS.get(kind) not in classes:
-                raise SpecError(f"{where}: 'kind' must be one of {sorted(_KIND_OF[c] for c in classes)}")
-            return _decode(_KINDS[kind], value, where)
-        return _decode(next(a for a in args if a is not type(None)), value, where)
-    if origin is tuple:
-        args = typing.get_args(tp)
-        if not isinstance(value, list):
-            raise SpecError(f"{where}: expected a list, got {value!r}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_decode(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
-        return tuple(_decode(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-    if origin is Literal:
-        if value not in typing.get_args(tp):
-            raise SpecError(f"{where}: {value!r} is not one of {typing.get_args(tp)}")
-        return value
-    if is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise SpecError(f"{where}: expected an object, got {value!r}")
-        hints = _hints(tp)
-        names = {f.name for f in fields(tp)}
-        unknown = set(value) - names - {"kind"}
-        if unknown:
-            raise SpecError(f"{where}: unknown fields {sorted(unknown)}")
-        kwargs = {k: _decode(hints[k], v, f"{where}.{k}") for k, v in value.items() if k in names}
-        try:
-            return tp(**kwargs)
-        except TypeError as exc:
-            raise SpecError(f"{where}: {exc}") from exc
-    if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if tp in (int, str, bool) and (type(value) is tp):
-        return value
-    if tp is Any:
-        return value
-    raise SpecError(f"{where}: expected {getattr(tp, '__name__', tp)}, got {value!r}")
+    try:
+        return from_plain(cls, data, tags=_KINDS)
+    except CodecError as exc:
+        raise SpecError(str(exc)) from exc

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import TypeVar
 
+from harness import wait
 from harness.errors import HarnessError
 
 PROBE_PORT = 33434
@@ -41,6 +42,7 @@ SIOCGIFHWADDR = 0x8927
 NONCE_BYTES = 8
 _PAYLOAD = struct.Struct(f"!8sI{NONCE_BYTES}s")
 R = TypeVar("R")
+_SELECT_S = 0.05  # the longest read_until blocks on its sockets per look
 
 
 @dataclass(frozen=True)
@@ -215,18 +217,21 @@ def read_until(socks: list[socket.socket], read: Callable[[socket.socket], list[
     got: list[R] = []
     last = time.monotonic()
     finished = False
-    while True:
-        now = time.monotonic()
-        if now > deadline or (finished and now - last > quiet):
-            return got
-        ready, _, _ = select.select(socks, [], [], 0.05)
+
+    def settled() -> bool:  # the select is the pause between looks: it returns as soon as a socket has data
+        nonlocal last, finished
+        ready, _, _ = select.select(socks, [], [], _SELECT_S)
         for sock in ready:
             new = read(sock)
             if new:
-                got += new
+                got.extend(new)
                 last = time.monotonic()
                 finished = False
         finished = finished or done(got)
+        return finished and time.monotonic() - last > quiet
+
+    wait.within(settled, deadline - time.monotonic(), interval=0)
+    return got
 
 
 def _open(node: str, listen: bool, sends: list[str], macs: list[str]) -> _NodeSockets:

@@ -212,6 +212,7 @@ def _serve(members: Sequence[_Member], stop: threading.Event) -> None:
             active -= 1
 
         coalesce_s = max(m.spec.coalesce_ms for m in members) / 1000
+        # The receive loop, not a poll: epoll's timeout bounds each wait; a member's deadline, quiet or linger ends it.
         while active:
             events = poller.poll(_LINGER_POLL_S if stopping_since else _POLL_S)
             for fd, _ in events:
@@ -219,7 +220,7 @@ def _serve(members: Sequence[_Member], stop: threading.Event) -> None:
                 if not m.reason and _drain(m, buf, layouts):
                     finish(m, "expected")
             if events and coalesce_s:
-                time.sleep(coalesce_s)
+                time.sleep(coalesce_s)  # batches wake-ups (coalesce_ms): lets packets gather, waits for nothing
             now = time.monotonic_ns()
             if events and now < next_sweep:
                 continue

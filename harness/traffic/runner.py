@@ -11,11 +11,11 @@ import selectors
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
+from harness import wait
 from harness.traffic.flows import (ReceiveGroupResult, ReceiveGroupSpec, ReceiveResult, ReceiveSpec,
                                    SendGroupResult, SendGroupSpec, SendResult, SendSpec, TcpClientSpec, TcpResult,
                                    TcpServerSpec, TrafficError, from_json, to_json)
@@ -26,6 +26,7 @@ from harness.priority import TRAFFIC
 # kernel's own threads; the processes it is used for sleep or block between packets.
 REALTIME_ARGV = ("chrt", "--fifo", str(TRAFFIC))
 R = TypeVar("R")
+_READ_S = 0.05  # how long wait_ready blocks on the stderr pipe per look
 
 
 def netns_argv(ns: str, argv: Sequence[str]) -> list[str]:
@@ -73,19 +74,25 @@ class TrafficProcess(Generic[R]):
         first packet is due); raise if it exits or the deadline passes."""
         assert self.proc.stderr is not None
         fd = self.proc.stderr.fileno()
-        deadline = time.monotonic() + timeout_s
+
+        def said() -> bool:
+            return any(line.startswith(marker) for line in self._stderr_head.split(b"\n")[:-1])
+
+        def reported() -> bool:  # reads what stderr has, blocking a moment: no sleep between reads
+            if not said() and sel.select(_READ_S):
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    raise TrafficError(f"{self._what()} exited before it was ready: {self._failure()}")
+                self._stderr_head += chunk
+            return said()
+
+        def give_up() -> TrafficError:
+            self.kill()
+            return TrafficError(f"{self._what()} did not report {marker.decode()} within {timeout_s} s")
+
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
-            while not any(line.startswith(marker) for line in self._stderr_head.split(b"\n")[:-1]):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.kill()
-                    raise TrafficError(f"{self._what()} did not report {marker.decode()} within {timeout_s} s")
-                if sel.select(remaining):
-                    chunk = os.read(fd, 4096)
-                    if not chunk:
-                        raise TrafficError(f"{self._what()} exited before it was ready: {self._failure()}")
-                    self._stderr_head += chunk
+            wait.until(reported, timeout_s, f"{marker.decode()} on stderr", interval=0, error=give_up)
 
     def result(self, timeout_s: float | None = None) -> R:
         try:
@@ -189,9 +196,9 @@ def wait_listening(pid: int, port: int, timeout_s: float = 10.0) -> None:
 
     /proc/PID/net/tcp{,6} show that process's namespace, so no helper process is needed.
     """
-    deadline = time.monotonic() + timeout_s
     wanted = f":{port:04X}"
-    while True:
+
+    def listening() -> bool:
         rows = []
         try:
             for table in ("tcp", "tcp6"):  # a dual-stack listener (iperf3's) shows only in tcp6
@@ -199,11 +206,11 @@ def wait_listening(pid: int, port: int, timeout_s: float = 10.0) -> None:
                     rows += [line.split() for line in lines.readlines()[1:]]
         except FileNotFoundError:
             raise TrafficError(f"process {pid} exited before listening on port {port}") from None
-        if any(row[1].endswith(wanted) and row[3] == "0A" for row in rows):  # 0A: TCP_LISTEN
-            return
-        if time.monotonic() >= deadline:
-            raise TrafficError(f"nothing listens on TCP port {port} in process {pid}'s namespace after {timeout_s} s")
-        time.sleep(0.01)
+        return any(row[1].endswith(wanted) and row[3] == "0A" for row in rows)  # 0A: TCP_LISTEN
+
+    wait.until(listening, timeout_s, f"TCP port {port} to listen", interval=0.01,
+               error=lambda: TrafficError(f"nothing listens on TCP port {port} in process {pid}'s namespace "
+                                          f"after {timeout_s} s"))
 
 
 def start_tcp_server(ns: str, spec: TcpServerSpec, ready_timeout_s: float = 15.0) -> TrafficProcess[TcpResult]:
@@ -232,12 +239,13 @@ def delete_netns(ns: str, timeout_s: float = 10.0) -> None:
     """Delete a namespace by name and poll until its name is gone."""
     if netns_exists(ns):
         _ip("netns", "del", ns)
-    deadline = time.monotonic() + timeout_s
-    while netns_exists(ns) or ns in subprocess.run(["ip", "netns", "list"], capture_output=True,
-                                                   text=True).stdout.split():
-        if time.monotonic() >= deadline:
-            raise TrafficError(f"network namespace {ns} still present {timeout_s} s after deletion")
-        time.sleep(0.01)
+
+    def gone() -> bool:
+        return not netns_exists(ns) and ns not in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                                 text=True).stdout.split()
+
+    wait.until(gone, timeout_s, f"network namespace {ns} to go", interval=0.01,
+               error=lambda: TrafficError(f"network namespace {ns} still present {timeout_s} s after deletion"))
 
 
 @contextmanager

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from harness import wait
 from harness.errors import HarnessError
 from harness.traffic.flows import (FlowSent, RoceFlow, SendGroupResult, SendGroupSpec, SendResult, SendSpec,
                                    TrafficError, UdpFlow, from_json, to_json)
@@ -101,21 +102,27 @@ def _send_hard(sock: socket.socket, buf: bytes | bytearray, addr: tuple[str, int
     A failover can leave the sender itself without a route for a moment; that packet is
     lost like any other and the run goes on.
     """
-    deadline = time.monotonic_ns() + _ENOBUFS_PATIENCE_NS
-    while True:
+    sent = False
+    start = time.monotonic()
+    patience = _ENOBUFS_PATIENCE_NS / 1e9
+
+    def settled() -> bool:  # sent, or unroutable; blocks until the socket is writable between tries
+        nonlocal sent
         try:
             sock.sendto(buf, addr)
+            sent = True
             return True
         except OSError as exc:
             if exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EPERM):
-                return False
+                return True
             if exc.errno not in (errno.ENOBUFS, errno.EAGAIN):
                 raise SenderError(f"send to {addr[0]} failed: {exc}") from exc
-            counters.retries += 1
-            remaining = deadline - time.monotonic_ns()
-            if remaining <= 0:
-                return False
-            select.select([], [sock], [], remaining / 1e9)
+        counters.retries += 1
+        select.select([], [sock], [], max(0.0, start + patience - time.monotonic()))
+        return False
+
+    wait.within(settled, patience, since=start, interval=0)
+    return sent
 
 
 class _Emitter:
@@ -221,22 +228,22 @@ def _prime(emitters: Sequence[_Emitter], watches: Sequence[NeighbourWatch], time
     Packets the kernel queues for an unresolved neighbour beyond its small queue are
     dropped, which would show up as loss on the first packets of a fast run.
     """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        for emitter in emitters:
-            emitter.probe()
-        resend = time.monotonic() + 0.05
-        while time.monotonic() < resend:
-            if not any(w.resolving() for w in watches):
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.001)
+    resend = 0.0
+
+    def resolved() -> bool:
+        nonlocal resend
+        if time.monotonic() >= resend:  # the probes again every 50 ms while a next hop is unresolved
+            for emitter in emitters:
+                emitter.probe()
+            resend = time.monotonic() + 0.05
+        return not any(w.resolving() for w in watches)
+
+    return wait.within(resolved, timeout_s, interval=0.001) is not None
 
 
 def _wait_until_wall(start_at_ns: int) -> None:
-    while (remaining := start_at_ns - time.time_ns()) > 0:
-        time.sleep(remaining / 1e9)
+    """Until the wall-clock moment every sender of a run starts at (a schedule, not a wait)."""
+    wait.pause_until(time.monotonic() + (start_at_ns - time.time_ns()) / 1e9)
 
 
 def _run_fast(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Sequence[int]], count: int) -> None:
@@ -296,7 +303,7 @@ def _run_paced(emits: Sequence[Callable[[int, int], None]], orders: Sequence[Seq
         due = start + int(i * slot_ns if per_slot else k * step_ns)
         now = clock()
         if now < due:
-            sleep((due - now) / 1e9)
+            sleep((due - now) / 1e9)  # the sender's pacing schedule in ns, not a wait
         else:
             lag = now - due
             if lag > max_lag:

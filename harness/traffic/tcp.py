@@ -23,6 +23,7 @@ from harness.errors import HarnessError
 from harness.traffic.flows import (SpecError, TcpClientSpec, TcpResult, TcpServerSpec, TcpStream, TrafficError,
                                    from_dict, to_json)
 from harness.traffic.runner import run_in_netns, wait_listening
+from harness.wait import pause_until
 
 READY = "READY"
 _CHUNK = 256 * 1024
@@ -60,6 +61,7 @@ def serve(spec: TcpServerSpec, on_ready: Callable[[], None] | None = None) -> Tc
     if on_ready is not None:
         on_ready()
     try:
+        # The server's event loop, not a poll: select bounds each wait for data; the deadline ends a hung transfer.
         while len(done) < spec.streams:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -126,25 +128,19 @@ def _one_stream(spec: TcpClientSpec, index: int, out: list, errors: list) -> Non
                     part = chunk[:min(_CHUNK, spec.bytes_per_stream - sent)]
                     sock.sendall(part)
                     sent += len(part)
-            elif spec.rate_mbps:
-                # paced: a stall shows as a gap at the server, not as a queue the sender filled
-                piece = chunk[:_PACED]
-                every = _PACED * 8 / (spec.rate_mbps * 1e6)
+            else:
+                # A timed stream's pacing loop (piece k due at begin + k * every), not a wait. Paced
+                # (rate_mbps), a stall shows as a gap at the server, not as a queue the sender filled.
+                piece = chunk[:_PACED] if spec.rate_mbps else chunk
+                every = _PACED * 8 / (spec.rate_mbps * 1e6) if spec.rate_mbps else 0.0
                 begin = time.monotonic()
                 stop_at = begin + (spec.duration_s or 0)
                 k = 0
-                while (now := time.monotonic()) < stop_at:
-                    due = begin + k * every
-                    if due > now:
-                        time.sleep(due - now)
-                    sock.sendall(piece)
-                    sent += _PACED
-                    k += 1
-            else:
-                stop_at = time.monotonic() + (spec.duration_s or 0)
                 while time.monotonic() < stop_at:
-                    sock.sendall(chunk)
-                    sent += _CHUNK
+                    pause_until(begin + k * every)
+                    sock.sendall(piece)
+                    sent += len(piece)
+                    k += 1
             # The server closes once it has read everything: that, not our last write, ends the transfer.
             sock.shutdown(socket.SHUT_WR)
             while sock.recv(4096):

@@ -3,21 +3,17 @@ gets a unique name and is always torn down."""
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 
 import pytest
 
+from harness.pytest_plugin import skip_reason
 from harness.runtime import nsutil, processes
 from harness.runtime.state import NS_PREFIX
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = None
-    if os.geteuid() != 0:
-        reason = "needs root (network namespaces); CI runs as root"
-    elif shutil.which("vtysh") is None or shutil.which("nft") is None:
-        reason = "needs FRR and nftables (Debian packages frr, nftables); `make test` installs them"
+    reason = skip_reason("netns")
     if reason:
         for item in items:
             if "integration" in str(item.fspath):

@@ -12,9 +12,10 @@ from ipaddress import IPv4Network
 import pytest
 
 from harness import interrupt
-from harness.errors import PrerequisiteError, RuntimeError_
+from harness.errors import PrerequisiteError, LabError
 from harness.lab import Lab
 from harness.model import Routing
+from harness.observe.route_watch import route_change_ms
 from harness.runtime import netns as netns_runtime
 from topologies import BUILTINS
 
@@ -100,6 +101,27 @@ def test_hard_failure_and_restore(lab):
           lambda: f"two paths back: {lab.routes('be-g1-r0').get(prefix)} {lab.bgp_peers('be-g1-r0')}")
 
 
+def test_route_change_ms_times_a_port_leaving_and_rejoining_the_route(lab):
+    """harness/observe/route_watch on real routes: the uplink to be-s1 leaves be-g1-r0's route
+    to a far loopback once its carrier drops, and rejoins it after the restore."""
+    prefix = lab.plan.switch("be-g2-r1").loopback.network
+    port = next(p.name for p in lab.plan.switch("be-g1-r0").fabric_ports if p.peer == "be-s1")
+    _poll(lambda: lab.shortfalls() == [], "converged before the test", timeout=30)
+    link = lab.link("be-g1-r0", "be-s1")
+    failed = time.monotonic()
+    link.down()
+    try:
+        gone_ms = route_change_ms(lab, "be-g1-r0", prefix, port, present=False, since=failed, deadline=failed + 10)
+    finally:
+        restored = time.monotonic()
+        link.up()
+    back_ms = route_change_ms(lab, "be-g1-r0", prefix, port, present=True, since=restored, deadline=restored + 60)
+    assert gone_ms is not None and 0 <= gone_ms < 10_000
+    assert back_ms is not None and 0 <= back_ms < 60_000
+    assert route_change_ms(lab, "be-g1-r0", prefix, port, present=False, since=failed, deadline=restored) is None
+    _poll(lambda: lab.shortfalls() == [], "converged after the restore", timeout=60)
+
+
 def test_gray_failure_is_seen_by_bfd_only(lab):
     link = lab.link("be-g1-r1", "be-s2")
     prefix = lab.plan.switch("be-g2-r1").loopback.network
@@ -129,7 +151,7 @@ def test_a_second_lab_runs_beside_the_first(lab, lab_name):
 
 
 def test_same_name_is_refused(lab):
-    with pytest.raises(RuntimeError_, match="already running"):
+    with pytest.raises(LabError, match="already running"):
         Lab.up(BUILTINS["rail-only"](), name=lab.name)
 
 

@@ -1,4 +1,5 @@
-"""RoCE frames at the declared RoCE MTU, and their DSCP, on the wire of every BE path.
+"""RoCE frames at the declared RoCE MTU, and their DSCP, on the wire of every BE path: the
+`lossless-wire` case of the lossless check (its CHECK is in harness/checks/lossless.py).
 
 `fablab audit` reads what the tables say; this sends what a job sends. From the first GPU NIC
 of every rail, RDMA WRITE packets carrying a full `roce_mtu` payload (so the IP packet is
@@ -14,9 +15,9 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from harness.checks.result import Outcome
+from harness.checks.base import Outcome
 from harness.errors import HarnessError
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.runner import start_receivers, start_senders
@@ -56,16 +57,14 @@ class JumboResult(Outcome):
     paths: tuple[PathProbe, ...]
     too_small: tuple[TooSmall, ...]
     drops: dict  # "node:port" -> frames the port dropped meanwhile
-    seconds: float
-    problems: tuple[str, ...] = field(default=())
 
-    @property
-    def reason(self) -> str:
+    held = "every path carries them"
+
+    def sentence(self) -> str:
         sent = sum(p.sent for p in self.paths)
         got = sum(p.received for p in self.paths)
-        figures = (f"{len(self.paths)} paths, {sent} RoCE frames of {self.frame_bytes} bytes "
-                   f"(RoCE MTU {self.roce_mtu}) at DSCP {self.dscp}: {got} received")
-        return ("every path carries them: " if self.passed else "FAILED: " + "; ".join(self.problems) + " | ") + figures
+        return (f"{len(self.paths)} paths, {sent} RoCE frames of {self.frame_bytes} bytes "
+                f"(RoCE MTU {self.roce_mtu}) at DSCP {self.dscp}: {got} received")
 
 
 def probe_pairs(plan) -> list[tuple[tuple[str, str, int], tuple[str, str]]]:
@@ -221,4 +220,4 @@ def _verdict(plan, q, probes, dst_nodes, sent, received, packets, reports, drops
     if drops and any(p.received < p.sent for p in paths):
         problems.append("ports that dropped frames meanwhile: " + ", ".join(f"{k} {v}" for k, v in sorted(drops.items())))
     return JumboResult(q.roce_mtu, q.roce_frame_bytes, q.roce_dscp, tuple(paths), too_small, drops,
-                       round(time.monotonic() - t0, 2), tuple(problems))
+                       seconds=round(time.monotonic() - t0, 2), problems=tuple(problems))

@@ -1,0 +1,170 @@
+"""What a check is, and what every check's result shares (DESIGN: "a check is a plug-in").
+
+A check is one module under harness/checks/ exporting `CHECK`: its name, the claim it proves,
+when it applies to a plan, and its cases, each a run on a lab that returns an `Outcome` and,
+where it has one, a plot of that outcome. The registry (harness.checks.registry) names the
+modules; reports (harness.report, harness.report_html) read only `Outcome` and `Verdict`.
+
+This module stays light: it imports neither the checks nor what they need (scipy and
+matplotlib load when a check runs or plots, never with the CLI).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
+
+if TYPE_CHECKING:
+    from harness.plan import Plan
+
+
+class Table(NamedTuple):
+    """Rows a report shows under "what failed, and where" (e.g. a cabling finding's ends)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """The one base of every check's result: frozen, with its figures as fields.
+
+    It passes when it found no problem (a subclass may say None: not measurable, never a
+    pass). Its `reason` is built one way for all: `held: sentence` when it passed,
+    `broken: problems | sentence` when it failed, `undecided: why | sentence` when it could
+    not tell; a subclass gives the words and `sentence()`, the figures behind the verdict.
+    `seconds` and `problems` are keyword-only, so a subclass's own fields keep their places.
+    """
+
+    seconds: float = 0.0  # wall clock of the measurement
+    problems: tuple[str, ...] = ()  # each one thing found wrong, as an engineer would say it
+
+    held: ClassVar[str] = "passed"  # the verdict's first words when it passed ...
+    broken: ClassVar[str] = "FAILED"  # ... when it failed ...
+    undecided: ClassVar[str] = "NOT MEASURABLE"  # ... and when it could not tell (passed None)
+    shown: ClassVar[int | None] = None  # problems named in the reason (None: all; the rest in `problems`)
+
+    @property
+    def passed(self) -> bool | None:
+        return not self.problems
+
+    def sentence(self) -> str:
+        """The figures behind the verdict, in one sentence."""
+        return ""
+
+    def why_undecided(self) -> str:
+        """Why the verdict is None, when it is."""
+        return ""
+
+    def named(self) -> tuple[str, ...]:
+        """What a failed verdict's reason names: every problem (at most `shown`), or a summary
+        of them where there can be hundreds (n leaks, e.g. the first)."""
+        return self.problems
+
+    def findings_table(self) -> Table | None:
+        """What failed, where, as rows for a report; None: the problems say it."""
+        return None
+
+    @property
+    def reason(self) -> str:
+        passed, sentence = self.passed, self.sentence()
+        if passed:
+            return f"{self.held}: {sentence}" if sentence else self.held
+        if passed is None:
+            word, lead = self.undecided, self.why_undecided()
+        else:
+            word, named = self.broken, list(self.named())
+            if self.shown is not None and len(named) > self.shown:
+                more = len(named) - self.shown
+                named = named[:self.shown]
+                named[-1] += f" (+{more} more)"
+            lead = "; ".join(named)
+        return f"{word}: " + " | ".join(part for part in (lead, sentence) if part)
+
+    def figures(self) -> dict[str, object]:
+        """The headline numbers for reports: every scalar field (counts, times, ratios, names)
+        and every small flat table of them (uplink -> QPs)."""
+        out: dict[str, object] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "problems" or value is None:
+                continue
+            if isinstance(value, (bool, int, float, str)):
+                out[f.name] = value
+            elif isinstance(value, dict) and 0 < len(value) <= 32 and all(
+                    isinstance(v, (int, float, str)) for v in value.values()):
+                out[f.name] = dict(value)
+        return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One case of a check on one lab, as `fablab check`, validate and the reports show it."""
+
+    check: str
+    passed: bool | None  # None: not applicable to this topology, or not measurable
+    reason: str
+    seconds: float  # wall clock of the check on this lab: its cost
+    problems: tuple[str, ...] = ()
+    plots: tuple[str, ...] = ()
+    result: Outcome | None = dataclasses.field(default=None, compare=False)  # for JSON and HTML
+
+
+Run = Callable[[object], Outcome]  # lab -> outcome
+Plot = Callable[[Outcome, Path], "Path | None"]  # (outcome, png path) -> the png written, or None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of a check, with a name of its own in reports (failover-local, failover-gray)."""
+
+    name: str
+    run: Run
+    plot: Plot | None = None
+
+
+def always(plan: Plan) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Check:
+    """A claim proved on a running lab. applies(plan): None when the check applies to the
+    plan, else why not (its cases are then reported not applicable, never passed)."""
+
+    name: str
+    claim: str
+    cases: tuple[Case, ...]
+    applies: Callable[[Plan], str | None] = always
+
+
+def has_spine_tier(plan: Plan) -> bool:
+    return any(len(s.fabric_ports) >= 2 for s in plan.switches if s.rail is not None)
+
+
+def needs_spine_tier(plan: Plan) -> str | None:
+    if has_spine_tier(plan):
+        return None
+    return "the BE leaves have no spine tier (rail-only): nothing to spread or fail over"
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def pyplot():
+    """matplotlib's pyplot, files only: imported here, when a check first plots."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    pyplot().close(fig)
+    return Path(path)
