@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 from rich.table import Table
 
+from harness import rdma
 from harness.cli_lab import progress_printer
 from harness.console import err, out
 from harness.lab import Lab
@@ -25,8 +26,8 @@ def cmd_rdma(args: argparse.Namespace) -> int:
     lab = Lab.attach(args.lab)
     (src_node, src_nic), (dst_node, dst_nic) = args.src, args.dst
     try:
-        result = lab.rdma(src_node, src_nic, dst_node, dst_nic, test=args.test, qps=args.qps, size=args.size,
-                          duration=args.duration, iterations=args.iterations,
+        result = rdma.run(lab, src_node, src_nic, dst_node, dst_nic, test=args.test, qps=args.qps,
+                          size=args.size, duration=args.duration, iterations=args.iterations,
                           progress=progress_printer(not args.json))
     except RdmaSpecError as e:
         for problem in e.problems:

@@ -23,7 +23,7 @@ import typing
 from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
 
 from harness.errors import Problem, TopologyError
-from harness.model import BACKEND_KINDS, DECLARATIONS, ECMP_HASHES, SPEEDS_GBPS, Cluster
+from harness.declarations import BACKEND_KINDS, DECLARATIONS, ECMP_HASHES, SPEEDS_GBPS, Cluster
 
 MAX_NODES = 512  # nodes of every kind, switches and the OOB switch included (xlarge: 229)
 MAX_LINKS = 6144  # cables of every plane (xlarge: 2,426)
@@ -101,7 +101,7 @@ EXAMPLES = {
 }
 _WHAT = {"Tenant.members": "a non-empty tuple of host names or patterns"}
 
-# What model._expand reads: expansion (and every check over the expanded graph) runs only
+# What layout._expand reads: expansion (and every check over the expanded graph) runs only
 # when these passed whole.
 EXPANDED = ("gpu", "backend", "frontend", "mgmt")
 
@@ -332,7 +332,7 @@ def did_you_mean(value, choices) -> str:
 
 
 def estimate(c: Cluster) -> tuple[int, int]:
-    """Nodes and links the builders would lay (model._expand), from the counts alone."""
+    """Nodes and links the builders would lay (layout._expand), from the counts alone."""
     gpu, be, fe = c.gpu, c.backend, c.frontend
     rail_only = be.kind == "rail-only"
     count = max(gpu.count, 0)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
+from pathlib import Path
 from typing import TypeVar
 
 from harness.errors import HarnessError, InputError, TopologyError, UnknownLab
@@ -22,9 +23,8 @@ from harness.observe.convergence import Shortfall
 from harness.observe.counters import Counters, interface_counters
 from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers
 from harness.plan import CableRow, Plan, make_plan
-from harness.rdma.session import RdmaResult, RdmaRun, RdmaSpec, run_rdma
 from harness.runtime import RUNTIMES, get_runtime
-from harness.runtime.base import Progress, Runtime, TeardownReport, quiet
+from harness.runtime.base import CablingScope, Progress, Runtime, TeardownReport, quiet
 from harness.runtime.state import LabState, is_stale, labs, load, namespaces_present
 
 T = TypeVar("T")
@@ -86,6 +86,8 @@ class LabSummary:
 
 
 class Lab:
+    """A running lab; what checks, observers and faults may use of it is `harness.labview.LabView`."""
+
     def __init__(self, state: LabState, plan: Plan, runtime: Runtime) -> None:
         self.state = state
         self.runtime = runtime
@@ -184,6 +186,11 @@ class Lab:
     def name(self) -> str:
         return self.state.lab
 
+    @property
+    def run_dir(self) -> Path:
+        """The lab's own directory (its state, configs, the RDMA lane's VM workdirs)."""
+        return self.state.run_dir
+
     # ------------------------------------------------------------------ nodes
 
     def exec(self, node: str, cmd: Sequence[str] | str, check: bool = False, timeout: float | None = 60.0,
@@ -253,6 +260,14 @@ class Lab:
     def cables(self, a: str, b: str) -> list[CableRow]:
         return [c for c in self.all_cables() if {c.a_node, c.b_node} == {a, b}]
 
+    def kernel_port_names(self) -> dict[tuple[str, str], str]:
+        """(node, kernel interface) -> the plan's port name, where this runtime names them apart."""
+        return self.runtime.kernel_port_names(self.plan)
+
+    def cabling_scope(self) -> CablingScope:
+        """What the cabling audit can see on this runtime: planes, nodes, interfaces left out."""
+        return self.runtime.cabling_scope(self.plan)
+
     def link(self, a: str, b: str, index: int = 0) -> LinkHandle:
         found = self.cables(a, b)
         if not found:
@@ -308,26 +323,6 @@ class Lab:
 
     def address(self, node: str, nic: str) -> str:
         return str(self.plan.host(node).nic(nic).address.ip)
-
-    def rdma(self, src_node: str, src_nic: str, dst_node: str, dst_nic: str, test: str = "write_bw",
-             qps: int = 1, size: int = 0, duration: float = 5.0, iterations: int = 1000,
-             force_route: bool = False, progress: Progress = quiet, timeout: float | None = None) -> RdmaResult:
-        """One RDMA test with real rdma_rxe between two GPU NICs (`harness/rdma`): write_bw
-        (perftest, `qps` QPs for `duration` s), send_lat (`iterations`) or rping (`iterations`
-        ping-pongs, data verified). Figures, rxe counters, QPNs and their UDP source ports come
-        back in an RdmaResult; a test that fails to run is a result with ok=False. With
-        `force_route`, each endpoint also routes the other's prefix via its own gateway (to try
-        a path the plan does not give, e.g. between rails)."""
-        spec = RdmaSpec(src_node, src_nic, dst_node, dst_nic, test, qps, size, duration, iterations, force_route)
-        return run_rdma(self, spec, progress, timeout)
-
-    def rdma_start(self, src_node: str, src_nic: str, dst_node: str, dst_nic: str, test: str = "write_bw",
-                   qps: int = 1, size: int = 0, duration: float = 5.0, iterations: int = 1000,
-                   force_route: bool = False, progress: Progress = quiet, timeout: float | None = None) -> RdmaRun:
-        """`rdma` started, not waited for: act on the lab while it runs (fail a link), then
-        `.result()`. Use as a context manager."""
-        spec = RdmaSpec(src_node, src_nic, dst_node, dst_nic, test, qps, size, duration, iterations, force_route)
-        return RdmaRun(self, spec, progress, timeout)
 
     def nodes(self, plane: Plane | None = None) -> list[str]:
         if plane is None:

@@ -15,7 +15,8 @@ import argparse
 import os
 import sys
 
-from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec, UdpFlow, losses
+from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec, UdpFlow
+from harness.traffic.results import losses
 from harness.traffic.runner import run_sender, start_receiver, veth_testbed
 
 NS_A, NS_B = "fl_trafdev_bench_a", "fl_trafdev_bench_b"

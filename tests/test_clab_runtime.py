@@ -17,8 +17,9 @@ from harness.errors import PrerequisiteError, LabError
 from harness.model import build
 from harness.plan import make_plan
 from harness.runtime import clab, state
-from harness.runtime.clab import (ClabRuntime, InitStatus, check_prerequisites, container_name, deploy_argv,
-                                  destroy_argv, inspect_argv, parse_init_status, parse_inspect, poll_all)
+from harness.runtime.clab import ClabRuntime, check_prerequisites, container_name, poll_all
+from harness.runtime.clab_cli import (InitStatus, deploy_argv, destroy_argv, inspect_argv, parse_init_status,
+                                      parse_inspect)
 from topologies import BUILTINS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -358,3 +359,25 @@ def test_the_clab_view_moves_mgmt_and_names_hosts_mgmt_nic_eth0():
     assert all(c.a_port == "eth0" for c in view.cables if c.plane is Plane.MGMT)
     assert [n.name for n in view.host("gpu01").nics if n.plane is not Plane.MGMT] == \
         [n.name for n in plan.host("gpu01").nics if n.plane is not Plane.MGMT]
+
+
+# ---------------------------------------------------------------------- what the cabling audit asks of a runtime
+
+def test_clab_names_a_sonic_cable_end_by_its_endpoint_and_audits_fe_and_be_only():
+    from harness.model import Plane, Role
+    from harness.runtime.netns import NetnsRuntime
+
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    names = ClabRuntime().kernel_port_names(plan)
+    leaf = plan.switches[0]
+    assert names[(leaf.name, leaf.ports[0].clab)] == leaf.ports[0].name != leaf.ports[0].clab
+    assert len(names) == sum(len(sw.ports) for sw in plan.switches)
+    scope = ClabRuntime().cabling_scope(plan)
+    assert scope.planes == (Plane.FE, Plane.BE) and scope.skip_interfaces == frozenset({"eth0"})
+    assert "oob1" not in scope.nodes and len(scope.nodes) == sum(1 for n in plan.fabric.nodes if n.role is not Role.OOB)
+    assert "containerlab's management network" in scope.text
+    # the control: on netns every cable end is named as the plan names it, every plane audited
+    assert NetnsRuntime().kernel_port_names(plan) == {}
+    whole = NetnsRuntime().cabling_scope(plan)
+    assert whole.planes == tuple(Plane) and whole.skip_interfaces == frozenset()
+    assert whole.nodes == tuple(n.name for n in plan.fabric.nodes) and "oob1" in whole.nodes

@@ -7,7 +7,8 @@ import pytest
 from harness.checks.failover import check_failover_case
 from harness.checks.failover_windows import QpLoss, judge, measure
 from harness.errors import HarnessError
-from harness.traffic.flows import FlowReceived, FlowSent, Gap, ReceiveResult, RoceFlow, SendResult
+from harness.traffic.flows import RoceFlow
+from harness.traffic.results import FlowReceived, FlowSent, Gap, ReceiveResult, SendResult
 
 MS = 1_000_000
 T0 = 1_000_000 * MS  # an arbitrary wall-clock origin

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from harness.traffic.flows import SendResult, from_json, to_json
+from harness.traffic.flows import from_json, to_json
+from harness.traffic.results import SendResult
 from harness.traffic.sender import _run_paced
 
 

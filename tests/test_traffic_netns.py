@@ -17,9 +17,10 @@ from scapy.compat import raw
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 
-from harness.nsenter import entered
-from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, SpecError, TcpClientSpec, TcpResult,
-                                   TcpServerSpec, TrafficError, UdpFlow, losses)
+from harness.namespaces import entered
+from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, SpecError, TcpClientSpec, TcpServerSpec,
+                                   TrafficError, UdpFlow)
+from harness.traffic.results import TcpResult, losses
 from harness.traffic.neighwatch import NeighbourWatch
 from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RETH, parse_udp_payload,
                                   roce_sport, verify_icrc)

@@ -14,8 +14,9 @@ from scapy.layers.inet import IP, UDP
 
 from harness.errors import HarnessError
 from harness.traffic import patterns
-from harness.traffic.flows import (ReceiveGroupSpec, ReceiveResult, ReceiveSpec, RoceFlow, SendGroupSpec, SendResult,
-                                   SendSpec, SpecError, TcpClientSpec, UdpFlow, from_json, to_json)
+from harness.traffic.flows import (ReceiveGroupSpec, ReceiveSpec, RoceFlow, SendGroupSpec, SendSpec, SpecError,
+                                   TcpClientSpec, UdpFlow, from_json, to_json)
+from harness.traffic.results import ReceiveResult, SendResult
 from harness.traffic.patterns import Endpoint, FlowOptions, all_to_all, incast, ring
 from harness.traffic.receiver import psn_gaps, receive, receive_many
 from harness.traffic.roce import (FABLAB_HEADER, FABLAB_MAGIC, RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST,

@@ -5,6 +5,7 @@ import time
 from dataclasses import dataclass
 
 from harness.checks.base import Case, Check, Outcome
+from harness.labview import LabView
 from harness.model import Plane
 
 
@@ -19,7 +20,7 @@ class HostMtuResult(Outcome):
         return f"{self.nics} host NICs compared with the plan, {len(self.differ)} differ"
 
 
-def check_host_mtu(lab) -> HostMtuResult:
+def check_host_mtu(lab: LabView) -> HostMtuResult:
     t0, differ, problems, nics = time.monotonic(), {}, [], 0
     for host in lab.plan.hosts:
         kernel = lab.mtus(host.name)  # interface -> MTU, as the node's kernel has it now

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.checks.base import Case, Check, Outcome, Table
+from harness.labview import LabView
 from harness.model import Plane, Role
 from harness.plan import Plan
 
@@ -227,7 +228,7 @@ class _Raw:
     master: int | None
 
 
-def kernel_ports(lab, nodes: list[str], skip_ifnames: frozenset[str] = frozenset()) -> list[KernelPort]:
+def kernel_ports(lab: LabView, nodes: list[str], skip_ifnames: frozenset[str] = frozenset()) -> list[KernelPort]:
     """Every veth end in the namespaces of `nodes`, with its peer resolved to (node, port)."""
     paths = {node: NETNS_DIR / lab.namespace(node) for node in nodes}
     fds: dict[str, int] = {}
@@ -248,7 +249,7 @@ def kernel_ports(lab, nodes: list[str], skip_ifnames: frozenset[str] = frozenset
         for fd in fds.values():
             os.close(fd)
     names = {node: {r.index: r.ifname for r in raws} for node, (raws, _, _) in dumps.items()}
-    port_of = _port_names(lab)
+    port_of = lab.kernel_port_names()  # where the runtime names a cable's end otherwise (clab: ethN)
     out = []
     for node, (raws, nsids, bridges) in dumps.items():
         for r in raws:
@@ -268,7 +269,7 @@ def kernel_ports(lab, nodes: list[str], skip_ifnames: frozenset[str] = frozenset
     return out
 
 
-def _dump(lab, node: str, fds: dict[str, int], first: list[str], root: int
+def _dump(lab: LabView, node: str, fds: dict[str, int], first: list[str], root: int
           ) -> tuple[list[_Raw], dict[int, str], dict[int, tuple[str, bool]]]:
     """One namespace: its veth ends, which node each peer namespace id stands for, its bridges."""
     with lab.netlink(node) as ipr:
@@ -322,38 +323,20 @@ def _nsid(ipr, fd: int) -> int:
     return _NOT_ASSIGNED if nsid is None else nsid
 
 
-def _port_names(lab) -> dict[End, str]:
-    """Kernel interface name -> the plan's port name, where they differ: on containerlab a
-    SONiC port's cable ends on its endpoint ethN, not on EthernetN."""
-    if lab.state.runtime != "clab":
-        return {}
-    return {(sw.name, p.clab): p.name for sw in lab.plan.switches for p in sw.ports}
-
-
 # --------------------------------------------------------------------------- the check
 
 
-def check_cabling(lab) -> CablingResult:
+def check_cabling(lab: LabView) -> CablingResult:
     t0 = time.monotonic()
     plan: Plan = lab.plan
-    if lab.state.runtime == "clab":
-        # containerlab's management network is a Docker bridge outside the lab: the mgmt
-        # plane has no cables to audit there, and every node's eth0 leads to it.
-        planes = (Plane.FE, Plane.BE)
-        nodes = [n.name for n in plan.fabric.nodes if n.role is not Role.OOB]
-        skip = frozenset({"eth0"})
-        scope = "FE and BE cables in every node (mgmt is containerlab's management network)"
-    else:
-        planes = tuple(Plane)
-        nodes = [n.name for n in plan.fabric.nodes]
-        skip = frozenset()
-        scope = "every veth in every node's namespace; mgmt through the OOB switch's bridge"
-    ports = kernel_ports(lab, nodes, skip)
+    scope = lab.cabling_scope()  # what this runtime's kernel can show (clab: no mgmt cables)
+    planes = scope.planes
+    ports = kernel_ports(lab, list(scope.nodes), scope.skip_interfaces)
     findings = audit(plan, ports, planes)
     pairs = {frozenset(((p.node, p.port), p.peer or ("", p.outside))) for p in ports}
     return CablingResult(
         planned=sum(1 for c in plan.cables if c.plane in planes), observed=len(pairs),
-        matched=matched_cables(plan, ports, findings, planes), findings=tuple(findings), scope=scope,
+        matched=matched_cables(plan, ports, findings, planes), findings=tuple(findings), scope=scope.text,
         seconds=round(time.monotonic() - t0, 2), problems=tuple(str(f) for f in findings))
 
 

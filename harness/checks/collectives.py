@@ -16,6 +16,7 @@ from functools import partial
 
 from harness.checks.base import Case, Check, Outcome
 from harness.errors import HarnessError
+from harness.labview import LabView
 from harness.model import Role
 from harness.traffic.flows import ReceiveSpec
 from harness.traffic.patterns import Endpoint, FlowOptions, all_to_all, incast, receive_specs, ring, send_specs
@@ -47,7 +48,7 @@ class CollectiveResult(Outcome):
                 f"{self.packets_received}/{self.packets_sent} packets, {self.lost} lost, {self.reordered} reordered")
 
 
-def rail_members(lab, rail: int) -> list[Endpoint]:
+def rail_members(lab: LabView, rail: int) -> list[Endpoint]:
     members = []
     for h in lab.plan.hosts:
         if h.role is Role.GPU:
@@ -72,7 +73,7 @@ def budget(flows: int, packets: int, rate_pps: float | None) -> tuple[int, float
     return per_qp, rate
 
 
-def check_collective(lab, pattern: str, rail: int = 0, packets: int = 300, qps_per_pair: int = 1,
+def check_collective(lab: LabView, pattern: str, rail: int = 0, packets: int = 300, qps_per_pair: int = 1,
                      rate_pps: float | None = 1000.0) -> CollectiveResult:
     """rate_pps per QP (None: as fast as the senders go). Paced by default: the claim is that
     routing delivers every QP, not how many packets per second this machine can emulate.
@@ -177,7 +178,7 @@ class IncastResult(Outcome):
         return f"incast into {self.port} shaped to {self.shaped_mbit:g} Mbit/s: " + figures
 
 
-def default_fan_ins(lab, rail: int = 0) -> tuple[int, ...]:
+def default_fan_ins(lab: LabView, rail: int = 0) -> tuple[int, ...]:
     """1 (within capacity), 2 and 4 (beyond it), and every other GPU of the rail at once."""
     senders = len(rail_members(lab, rail)) - 1
     return tuple(sorted({n for n in (1, 2, 4, senders) if 1 <= n <= senders}))
@@ -187,7 +188,7 @@ def _wire_bytes(payload_len: int) -> int:
     return _ETH_LEN + IP_LEN + UDP_LEN + BTH_LEN + RETH_LEN + payload_len + ICRC_LEN
 
 
-def check_incast(lab, fan_ins: tuple[int, ...] | None = None, rail: int = 0, rate_pps: float = 2000.0,
+def check_incast(lab: LabView, fan_ins: tuple[int, ...] | None = None, rail: int = 0, rate_pps: float = 2000.0,
                  payload_len: int = 1024, capacity: float = 1.5, packets: int = 2000,
                  queue_ms: float = 20.0) -> IncastResult:
     """N senders -> one receiver on a rail, the receiver's leaf port shaped (tbf) to `capacity`
@@ -250,7 +251,7 @@ def check_incast(lab, fan_ins: tuple[int, ...] | None = None, rail: int = 0, rat
         seconds=round(time.monotonic() - t0, 2), problems=tuple(problems))
 
 
-def _run_incast(lab, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
+def _run_incast(lab: LabView, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
                 packets: int, first_qp: int) -> tuple[dict, object, int]:
     planned = incast(senders, receiver, FlowOptions(qps_per_pair=1, first_qp=first_qp, payload_len=payload_len))
     (spec,) = receive_specs(planned, ReceiveSpec(duration_s=60, quiet_s=1.0), packets_per_flow=packets).values()
@@ -265,12 +266,12 @@ def _run_incast(lab, receiver: Endpoint, senders: list[Endpoint], rate_pps: floa
     return sent, got, start_ns
 
 
-def _base_delay(lab, receiver: Endpoint, sender: Endpoint, payload_len: int) -> float:
+def _base_delay(lab: LabView, receiver: Endpoint, sender: Endpoint, payload_len: int) -> float:
     sent, got, _ = _run_incast(lab, receiver, [sender], 200.0, payload_len, 100, 0x1800)
     return min((f.latency_min_ns for f in got.flows), default=0) / 1e6
 
 
-def _fan_in(lab, receiver, senders, rate_pps, payload_len, packets, wire, shaped_bit, base_delay) -> FanIn:
+def _fan_in(lab: LabView, receiver, senders, rate_pps, payload_len, packets, wire, shaped_bit, base_delay) -> FanIn:
     sent, got, start_ns = _run_incast(lab, receiver, senders, rate_pps, payload_len, packets, 0x2000)
     by_flow = {f.flow_id: f for f in got.flows}
     per = []

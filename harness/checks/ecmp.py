@@ -25,6 +25,7 @@ from pathlib import Path
 from harness.checks.base import Case, Check, Outcome, needs_spine_tier, pyplot, save
 from harness.checks.ecmp_bound import FALSE_FAIL, SKEW_WEIGHT, bound, qps_for
 from harness.errors import HarnessError
+from harness.labview import LabView
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport
@@ -90,7 +91,7 @@ class EcmpResult(Outcome):
         return {**super().figures(), "per_path": self.per_path}
 
 
-def check_ecmp(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
+def check_ecmp(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
                flows: int | None = None, packets_per_flow: int = PACKETS_PER_QP, first_qp: int = 0x100,
                false_fail: float = FALSE_FAIL) -> EcmpResult:
     """`flows` None: as many QPs as the uplink count needs (ecmp_bound.qps_for); fewer than
@@ -197,7 +198,7 @@ def distinct_sport_qpns(count: int, first_qp: int = 0x100) -> list[int]:
     return qpns
 
 
-def nexthop_weights(lab, leaf: str, prefix: str) -> dict[str, int]:
+def nexthop_weights(lab: LabView, leaf: str, prefix: str) -> dict[str, int]:
     """Uplink -> weight of each next hop of the leaf's kernel route to prefix ({} if none)."""
     run = lab.ns_exec(leaf, ["ip", "-j", "route", "show", "exact", prefix])
     routes = json.loads(run.stdout or "[]") if run.returncode == 0 else []

@@ -12,9 +12,10 @@ import json
 
 from harness.checks.sabotage import Sabotage
 from harness.errors import HarnessError
+from harness.labview import LabView
 
 
-def _route(lab, node: str, prefix: str) -> dict:
+def _route(lab: LabView, node: str, prefix: str) -> dict:
     run = lab.ns_exec(node, ["ip", "-j", "-d", "route", "show", "exact", prefix], check=True)
     routes = json.loads(run.stdout or "[]")
     if not routes:
@@ -33,7 +34,7 @@ def _replace_argv(prefix: str, route: dict, weights: dict[str, int]) -> list[str
     return argv
 
 
-def weighted_uplink(lab, leaf: str, prefix: str, uplink: str, weight: int = 2) -> Sabotage:
+def weighted_uplink(lab: LabView, leaf: str, prefix: str, uplink: str, weight: int = 2) -> Sabotage:
     """Give `uplink` weight `weight` (the others keep theirs) in the leaf's kernel route to
     prefix. The route keeps zebra's protocol, which zebra takes for its own and leaves alone."""
     if weight < 1 or weight > 256:
@@ -55,7 +56,7 @@ def weighted_uplink(lab, leaf: str, prefix: str, uplink: str, weight: int = 2) -
     return Sabotage(f"{leaf}: route to {prefix} weights {uplink} at {weight}", undo)
 
 
-def hash_seed(lab, node: str, seed: int) -> Sabotage:
+def hash_seed(lab: LabView, node: str, seed: int) -> Sabotage:
     if not 0 <= seed < 1 << 32:
         raise HarnessError(f"seed={seed}: fib_multipath_hash_seed is a 32-bit value (0 = the kernel's random key)")
     key = "net.ipv4.fib_multipath_hash_seed"

@@ -41,6 +41,7 @@ from harness.checks.failover_result import FailoverCase, FailoverResult, plot_fa
 from harness.checks.failover_windows import judge, measure
 from harness.errors import HarnessError
 from harness.lab import set_carriers
+from harness.labview import LabView
 from harness.model import Objectives, Plane, Role
 from harness.observe.flowcount import FlowCounters
 from harness.observe.route_watch import route_change_ms
@@ -73,7 +74,7 @@ def _port_on(cable, node: str) -> str:
     return cable.a_port if cable.a_node == node else cable.b_port
 
 
-def _element(lab, case: str, leaf: str, far_leaf: str, choice: tuple[str, str]) -> _Element:
+def _element(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[str, str]) -> _Element:
     """choice: (switch, port) that carried the most candidate QPs: a leaf uplink, or for
     `remote` a spine's port towards the far leaf."""
     node, port = choice
@@ -102,21 +103,21 @@ def _element(lab, case: str, leaf: str, far_leaf: str, choice: tuple[str, str]) 
     return _Element(str(handle), handle.down, handle.up, ((spine, port),), to_spine)
 
 
-def _link_of(lab, node: str, port: str):
+def _link_of(lab: LabView, node: str, port: str):
     for c in lab.all_cables():
         if (c.a_node, c.a_port) == (node, port) or (c.b_node, c.b_port) == (node, port):
             return _link_for(lab, c)
     raise HarnessError(f"no cable on {node}:{port}")
 
 
-def _link_for(lab, cable):
+def _link_for(lab: LabView, cable):
     found = lab.cables(cable.a_node, cable.b_node)
     if cable not in found:
         raise HarnessError(f"cable {cable} is not in lab {lab.name}")
     return lab.link(cable.a_node, cable.b_node, found.index(cable))
 
 
-def _peer_of(lab, node: str, port: str) -> str:
+def _peer_of(lab: LabView, node: str, port: str) -> str:
     for p in lab.plan.switch(node).fabric_ports:
         if p.name == port:
             return p.peer
@@ -126,7 +127,7 @@ def _peer_of(lab, node: str, port: str) -> str:
 # ---------------------------------------------------------------------------- learning paths
 
 
-def _observation(lab, case: str, leaf: str, far_leaf: str) -> dict[str, list[str]]:
+def _observation(lab: LabView, case: str, leaf: str, far_leaf: str) -> dict[str, list[str]]:
     """switch -> egress ports to count per QP: the source leaf's uplinks, and for `remote`
     every spine's ports towards the far leaf."""
     points = {leaf: [p.name for p in lab.plan.switch(leaf).fabric_ports]}
@@ -136,7 +137,7 @@ def _observation(lab, case: str, leaf: str, far_leaf: str) -> dict[str, list[str
     return points
 
 
-def _learn_paths(lab, src: tuple[str, str], src_addr: str, dst_addr: str, points: dict[str, list[str]],
+def _learn_paths(lab: LabView, src: tuple[str, str], src_addr: str, dst_addr: str, points: dict[str, list[str]],
                  qps: list[int]) -> dict[int, set[tuple[str, str]]]:
     """Send a few packets on each candidate QP and read, per QP, which (switch, port) carried it."""
     sports = {qp: roce_sport(qp, qp) for qp in qps}
@@ -179,10 +180,10 @@ def _pick(case: str, leaf: str, seen: dict[int, set[tuple[str, str]]], choice: t
 # ---------------------------------------------------------------------------- one case
 
 
-def check_failover_case(lab, case: str, *, src: tuple[str, str] | None = None, element: tuple[str, str] | None = None,
-                        k: int = 4, controls: int | None = None, rate_pps: float = 1000.0,
-                        objectives: Objectives | None = None, before_s: float = 1.5, failed_s: float = 2.5,
-                        after_s: float = 15.0, settle_s: float = 1.0, detect_s: float = 10.0,
+def check_failover_case(lab: LabView, case: str, *, src: tuple[str, str] | None = None,
+                        element: tuple[str, str] | None = None, k: int = 4, controls: int | None = None,
+                        rate_pps: float = 1000.0, objectives: Objectives | None = None, before_s: float = 1.5,
+                        failed_s: float = 2.5, after_s: float = 15.0, settle_s: float = 1.0, detect_s: float = 10.0,
                         first_qp: int = 0x300,
                         max_candidates: int = 1024, converge_s: float = 90.0,
                         while_failed: Callable[[], object] | None = None) -> FailoverCase:
@@ -270,14 +271,14 @@ def _spread(off: list[int], seen: dict[int, set[tuple[str, str]]], leaf: str, n:
     return picked
 
 
-def _wait_routed(lab, timeout: float) -> None:
+def _wait_routed(lab: LabView, timeout: float) -> None:
     """Every BGP session up and every prefix at its width. BFD sessions are not required:
     a negative control may have turned BFD off on purpose."""
     until(lambda: not [s for s in lab.shortfalls() if s.missing_routes or s.sessions_up < s.sessions_expected],
           timeout, "the fabric to converge before the failure")
 
 
-def _run(lab, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
+def _run(lab: LabView, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
          restore_objective, before_s, failed_s, detect_s, after_s, settle_s, while_failed=None) -> dict:
     """detect_s: at least failed_s (the caller sees to it)."""
     duration = before_s + detect_s + after_s + settle_s  # the longest it runs; stopped once traffic returned
@@ -406,7 +407,7 @@ def _read(counters: list[FlowCounters]) -> dict[str, int]:
 # ---------------------------------------------------------------------------- every case
 
 
-def check_failover(lab, cases: tuple[str, ...] = CASES, mode: str | None = None, **options) -> FailoverResult:
+def check_failover(lab: LabView, cases: tuple[str, ...] = CASES, mode: str | None = None, **options) -> FailoverResult:
     """Every case, one after the other, each with its restore; one result for `fablab check`.
     options go to check_failover_case. mode ("hard": local, "gray") is the older call's name."""
     t0 = time.monotonic()

@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from harness.checks.base import Case, Check, Outcome
 from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
 from harness.errors import HarnessError
+from harness.labview import LabView
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.observe.route_watch import route_change_ms
 from harness.model import Plane
 from harness.plan import Plan
-from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpResult, TcpServerSpec, TcpStream
+from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpServerSpec
+from harness.traffic.results import TcpResult, TcpStream
 from harness.traffic.runner import TrafficProcess, run_tcp_client, start_tcp_server
 from harness.wait import pause_until
 
@@ -138,7 +140,7 @@ def source_uplinks(plan: Plan, src: tuple[str, str]) -> tuple[str, list[str]]:
     return leaf.name, uplinks
 
 
-def check_fe_ecmp(lab, connections: int | None = None, false_fail: float = FALSE_FAIL) -> FeEcmpResult:
+def check_fe_ecmp(lab: LabView, connections: int | None = None, false_fail: float = FALSE_FAIL) -> FeEcmpResult:
     t0 = time.monotonic()
     plan: Plan = lab.plan
     src, dst = fe_pair(plan)
@@ -167,7 +169,7 @@ def check_fe_ecmp(lab, connections: int | None = None, false_fail: float = FALSE
                         unseen, seconds=round(time.monotonic() - t0, 2), problems=tuple(problems))
 
 
-def check_fe_failover(lab, streams: int = 8, rate_mbps: float = 20.0, duration_s: float = 7.0,
+def check_fe_failover(lab: LabView, streams: int = 8, rate_mbps: float = 20.0, duration_s: float = 7.0,
                       fail_at_s: float = 1.5, down_s: float = 1.0,
                       while_failed: Callable[[str, str], object] | None = None) -> FeFailoverResult:
     """while_failed(leaf, uplink) runs right after the failure (a negative control's sabotage
@@ -265,7 +267,7 @@ def _worst(stream: TcpStream, since_ns: int | None, until_ns: int | None) -> tup
                 if (since_ns is None or begin >= since_ns) and (until_ns is None or begin < until_ns)), default=(0, 0))
 
 
-def _index(lab, leaf: str, port: str, peer: str) -> int:
+def _index(lab: LabView, leaf: str, port: str, peer: str) -> int:
     cables = lab.cables(leaf, peer)
     return next(i for i, c in enumerate(cables) if (c.a_node, c.a_port) == (leaf, port)
                 or (c.b_node, c.b_port) == (leaf, port))

@@ -34,6 +34,7 @@ from ipaddress import IPv4Network
 
 from harness.checks.base import Case, Check, Outcome, Table
 from harness.checks.isolation_probes import MGMT_PORT, plan_probes
+from harness.labview import LabView
 from harness.model import Plane
 from harness.observe.paths import Fib, owner_of, trace
 from harness.observe.routing import Route
@@ -193,7 +194,7 @@ def cross_plane_sessions(plan: Plan, peers: dict[str, tuple]) -> list[str]:
 # --------------------------------------------------------------------------- the check
 
 
-def check_isolation(lab, timeout: float = 5.0, resend: int = 2) -> IsolationResult:
+def check_isolation(lab: LabView, timeout: float = 5.0, resend: int = 2) -> IsolationResult:
     t0 = time.monotonic()
     plan: Plan = lab.plan
     probes = plan_probes(plan)
@@ -258,7 +259,7 @@ def check_isolation(lab, timeout: float = 5.0, resend: int = 2) -> IsolationResu
         probe_seconds=round(probe_seconds, 2), scan_seconds=round(scan_seconds, 2))
 
 
-def _scan(lab, plan: Plan) -> tuple[dict[str, dict[IPv4Network, Route]], dict[str, tuple]]:
+def _scan(lab: LabView, plan: Plan) -> tuple[dict[str, dict[IPv4Network, Route]], dict[str, tuple]]:
     nodes = [h.name for h in plan.hosts] + [s.name for s in plan.switches]
     # each read is a process or a vtysh round trip: a few at once
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -267,7 +268,7 @@ def _scan(lab, plan: Plan) -> tuple[dict[str, dict[IPv4Network, Route]], dict[st
     return fibs, peers
 
 
-def _leaks(lab, by_id: dict[int, Probe], arrivals: list[Arrival]) -> list[Leak]:
+def _leaks(lab: LabView, by_id: dict[int, Probe], arrivals: list[Arrival]) -> list[Leak]:
     where: dict[int, list[Arrival]] = defaultdict(list)
     for a in arrivals:
         p = by_id[a.probe]

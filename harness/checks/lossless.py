@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.checks.base import Case, Check, Outcome, Table
 from harness.errors import InputError
+from harness.labview import LabView
 from harness.model import Lossless
 from harness.plan import Plan
 from harness.render.lossless import Contract, contract_of
@@ -408,7 +409,7 @@ def _link(a: str, a_port: str, a_db: dict, b: str, b_port: str, b_db: dict) -> l
     return out
 
 
-def audit_lab(lab, plan: Plan | None = None) -> LosslessAudit:
+def audit_lab(lab: LabView, plan: Plan | None = None) -> LosslessAudit:
     """The running lab: every BE switch's CONFIG_DB as it runs (`Lab.running_config_db`) held
     to `plan` (by default the declaration the lab was booted from, as fablab recorded it), and
     every GPU NIC's MTU in its node's kernel (the first and last hop of every BE path)."""
@@ -438,7 +439,7 @@ def audit_lab(lab, plan: Plan | None = None) -> LosslessAudit:
                    seconds=round(time.monotonic() - t0, 2))
 
 
-def _wire(lab):
+def _wire(lab: LabView):
     from harness.checks.lossless_wire import check_jumbo  # imported late: it brings the traffic generators
 
     return check_jumbo(lab)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from harness.checks.base import Outcome
 from harness.errors import HarnessError
+from harness.labview import LabView
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.runner import start_receivers, start_senders
 
@@ -116,7 +117,7 @@ def _frag_needed(sock: socket.socket) -> list[tuple[str, int]]:
             found.append((addr, struct.unpack("!H", data[ihl + 6: ihl + 8])[0]))
 
 
-def _port_drops(lab, switches: list[str]) -> dict[str, int]:
+def _port_drops(lab: LabView, switches: list[str]) -> dict[str, int]:
     out = {}
     for sw in switches:
         for name, c in lab.counters(sw).items():
@@ -124,7 +125,7 @@ def _port_drops(lab, switches: list[str]) -> dict[str, int]:
     return out
 
 
-def check_jumbo(lab, packets: int = 3) -> JumboResult:
+def check_jumbo(lab: LabView, packets: int = 3) -> JumboResult:
     t0 = time.monotonic()
     plan = lab.plan
     q = plan.fabric.cluster.lossless

@@ -13,11 +13,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import wait
+from harness import rdma, wait
 from harness.checks.ecmp import default_pair
 from harness.checks.ecmp_bound import FALSE_FAIL, band
 from harness.checks.base import Outcome, pyplot, save
 from harness.errors import HarnessError
+from harness.labview import LabView
 from harness.observe.counters import interface_counters
 from harness.observe.flowcount import FlowCounters
 from harness.observe.route_watch import route_change_ms
@@ -25,11 +26,11 @@ from harness.rdma.session import RdmaResult
 from harness.traffic.roce import roce_sport
 
 
-def _leaf(lab, node: str, nic: str) -> str:
+def _leaf(lab: LabView, node: str, nic: str) -> str:
     return lab.plan.host(node).nic(nic).peer
 
 
-def _uplinks(lab, leaf: str) -> dict[str, str]:
+def _uplinks(lab: LabView, leaf: str) -> dict[str, str]:
     """Port -> spine, for a leaf's fabric ports."""
     return {p.name: p.peer for p in lab.plan.switch(leaf).fabric_ports}
 
@@ -63,7 +64,7 @@ class RdmaPathResult(Outcome):
                 + ", ".join(f"{s.spine} {s.packets}" for s in self.spines))
 
 
-def check_rdma_path(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None, qps: int = 4,
+def check_rdma_path(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None, qps: int = 4,
                     duration: float = 3.0) -> RdmaPathResult:
     """ib_write_bw from src to dst (default: the ECMP check's pair, same rail in another group)
     while every spine counts UDP 4791 toward the destination leaf. Passes when the transfer
@@ -76,7 +77,7 @@ def check_rdma_path(lab, src: tuple[str, str] | None = None, dst: tuple[str, str
     toward = {s: [p.name for p in lab.plan.switch(s).fabric_ports if p.peer == dst_leaf] for s in spines}
     with ExitStack() as stack:
         counters = {s: stack.enter_context(FlowCounters(lab, s, ports)) for s, ports in toward.items() if ports}
-        transfer = lab.rdma(src[0], src[1], dst[0], dst[1], test="write_bw", qps=qps, duration=duration)
+        transfer = rdma.run(lab, src[0], src[1], dst[0], dst[1], test="write_bw", qps=qps, duration=duration)
         flows = {s: c.read_flows() for s, c in counters.items()}
     sports = {q.sport for q in transfer.qps}
     paths = tuple(SpinePath(s, tuple(toward[s]), sum(n for (_, sp), n in flows.get(s, {}).items() if sp in sports))
@@ -133,8 +134,9 @@ class RdmaSpreadResult(Outcome):
                 f"{sum(1 for r in self.rows if not r.uplinks)} unseen, {len(self.stray_sports)} stray ports")
 
 
-def check_rdma_spread(lab, qps: int = 64, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
-                      messages: int = 20, false_fail: float = FALSE_FAIL) -> RdmaSpreadResult:
+def check_rdma_spread(lab: LabView, qps: int = 64, src: tuple[str, str] | None = None,
+                      dst: tuple[str, str] | None = None, messages: int = 20,
+                      false_fail: float = FALSE_FAIL) -> RdmaSpreadResult:
     """`qps` rxe QPs from src to dst, `messages` each; the source leaf counts packets per
     (uplink, source port).
     Passes when every QP's packets carry the source port rxe's rule gives it, the rule the
@@ -145,7 +147,7 @@ def check_rdma_spread(lab, qps: int = 64, src: tuple[str, str] | None = None, ds
     leaf = _leaf(lab, *src)
     uplinks = list(_uplinks(lab, leaf))
     with FlowCounters(lab, leaf, uplinks) as counter:
-        transfer = lab.rdma(src[0], src[1], dst[0], dst[1], test="write_bw", qps=qps, size=4096, duration=0,
+        transfer = rdma.run(lab, src[0], src[1], dst[0], dst[1], test="write_bw", qps=qps, size=4096, duration=0,
                             iterations=messages)
         flows = counter.read_flows()
     rows = []
@@ -200,7 +202,7 @@ class RdmaRailsResult(Outcome):
                 f"cross-rail routed via the rail leaf ({self.forced_prefix}) {line(self.forced)}")
 
 
-def check_rdma_rails(lab, duration: float = 2.0) -> RdmaRailsResult:
+def check_rdma_rails(lab: LabView, duration: float = 2.0) -> RdmaRailsResult:
     gpus = [h for h in lab.plan.hosts if any(n.rail is not None for n in h.nics)]
     a, b = gpus[0], gpus[1]
     rails = sorted({n.rail for n in a.nics if n.rail is not None})
@@ -208,9 +210,9 @@ def check_rdma_rails(lab, duration: float = 2.0) -> RdmaRailsResult:
     same = next(n for n in b.nics if n.rail == rails[0])
     other = next(n for n in b.nics if n.rail == rails[1])
     prefix = str(lab.plan.route_prefix(other))
-    control = lab.rdma(a.name, nic0.name, b.name, same.name, duration=duration)
-    as_planned = lab.rdma(a.name, nic0.name, b.name, other.name, duration=duration)
-    forced = lab.rdma(a.name, nic0.name, b.name, other.name, duration=duration, force_route=True)
+    control = rdma.run(lab, a.name, nic0.name, b.name, same.name, duration=duration)
+    as_planned = rdma.run(lab, a.name, nic0.name, b.name, other.name, duration=duration)
+    forced = rdma.run(lab, a.name, nic0.name, b.name, other.name, duration=duration, force_route=True)
     problems = []
     if not control.ok or control.counters.get("dst", {}).get("rcvd_pkts", 0) == 0:
         problems.append(f"control: RDMA within rail {rails[0]} did not complete: {control.error or 'nothing received'}")
@@ -269,7 +271,7 @@ def _wait_uplink(counter: FlowCounters, timeout: float, packets: int = 20) -> st
 class _Sampler:
     """Samples one interface's tx packets every few ms, in a thread."""
 
-    def __init__(self, lab, node: str, port: str) -> None:
+    def __init__(self, lab: LabView, node: str, port: str) -> None:
         self.lab, self.node, self.port = lab, node, port
         self.samples: list[tuple[float, int]] = []
         self._stop = threading.Event()
@@ -305,7 +307,7 @@ class _Sampler:
         return gaps[len(gaps) // 2] * 1000 if gaps else 0.0
 
 
-def check_rdma_gray(lab, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
+def check_rdma_gray(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
                     iterations: int = 1000, detect_s: float = 10.0) -> RdmaGrayResult:
     """rping -V from src to dst (default: the ECMP check's pair); once its QP's packets show on
     an uplink of the source leaf, that cable fails gray (both ends drop, carriers stay up) until
@@ -320,7 +322,7 @@ def check_rdma_gray(lab, src: tuple[str, str] | None = None, dst: tuple[str, str
     prefix = lab.plan.route_prefix(dst_nic)
     objective = float(lab.plan.fabric.cluster.objectives.gray_ms)
     with FlowCounters(lab, leaf, list(uplinks)) as counter, \
-            lab.rdma_start(src[0], src[1], dst[0], dst[1], test="rping", iterations=iterations) as run:
+            rdma.start(lab, src[0], src[1], dst[0], dst[1], test="rping", iterations=iterations) as run:
         run.wait_for_client()
         port = _wait_uplink(counter, 30.0)
         cable = next(c for c in lab.cables(leaf, uplinks[port]) if port in (c.a_port, c.b_port)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.checks.base import Case, Check, Outcome, Verdict, has_spine_tier
 from harness.errors import HarnessError, InputError
+from harness.labview import LabView
 
 __all__ = ["MODULES", "NAMES", "Case", "Check", "UnknownCheck", "Verdict", "has_spine_tier", "load", "run_checks",
            "select"]
@@ -77,7 +78,7 @@ def select(only: str | None) -> tuple[Check, ...]:
     return tuple(_loaded(name, module) for name, module in MODULES if name in asked)
 
 
-def run_checks(lab, checks: tuple[Check, ...] | None = None, results=None,
+def run_checks(lab: LabView, checks: tuple[Check, ...] | None = None, results=None,
                progress: Callable[[str, str], None] = lambda phase, detail: None) -> list[Verdict]:
     """Run the checks (all of them for None) on a running lab; `results` (harness.report.Results)
     gets each outcome's JSON and plot."""
@@ -96,7 +97,7 @@ def run_checks(lab, checks: tuple[Check, ...] | None = None, results=None,
     return verdicts
 
 
-def _run(case: Case, lab, results, progress: Callable[[str, str], None]) -> Verdict:
+def _run(case: Case, lab: LabView, results, progress: Callable[[str, str], None]) -> Verdict:
     t0 = time.monotonic()
     try:
         outcome = case.run(lab)

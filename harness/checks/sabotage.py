@@ -11,6 +11,7 @@ from ipaddress import IPv4Network
 
 from harness.errors import HarnessError
 from harness.hwsku import hwsku
+from harness.labview import LabView
 from harness.model import FE_NIC, Plane, Role
 from harness.plan import CableRow
 
@@ -33,11 +34,11 @@ class Sabotage:
         self.undo()
 
 
-def _vtysh_config(lab, node: str, *lines: str) -> None:
+def _vtysh_config(lab: LabView, node: str, *lines: str) -> None:
     lab.vtysh(node, "configure terminal", *lines)
 
 
-def free_port(lab, switch: str) -> str:
+def free_port(lab: LabView, switch: str) -> str:
     """The first port of the switch's HwSKU that no cable uses, as an installer would pick."""
     used = {c.a_port for c in lab.all_cables() if c.a_node == switch}
     used |= {c.b_port for c in lab.all_cables() if c.b_node == switch}
@@ -47,7 +48,7 @@ def free_port(lab, switch: str) -> str:
     raise HarnessError(f"{switch} has no free port left for a stray cable")
 
 
-def stray_ends(lab) -> tuple[str, str] | None:
+def stray_ends(lab: LabView) -> tuple[str, str] | None:
     """An FE and a BE switch that each have a free port for a cable nobody planned, leaves
     first; None when every port of every FE or every BE switch is cabled (xlarge's 1:1 leaves
     and spines fill their HwSKU): nowhere to plug a stray cable in."""
@@ -65,7 +66,7 @@ def stray_ends(lab) -> tuple[str, str] | None:
     return None if fe is None or be is None else (fe, be)
 
 
-def stray_cable(lab, a: str, b: str, peer_group: bool = True) -> Sabotage:
+def stray_cable(lab: LabView, a: str, b: str, peer_group: bool = True) -> Sabotage:
     """A cable between two switches that the declaration does not have (say an FE leaf and a
     BE leaf), brought into BGP unnumbered. With `peer_group` it gets the fabric's usual port
     config, the `fabric` peer group and so its prefix filters; without, a hand-configured
@@ -101,7 +102,7 @@ def stray_cable(lab, a: str, b: str, peer_group: bool = True) -> Sabotage:
     return Sabotage(f"stray cable {a}:{pa} - {b}:{pb} ({how})", undo)
 
 
-def leak_route(lab, host: str) -> Sabotage:
+def leak_route(lab: LabView, host: str) -> Sabotage:
     """A dual-homed GPU node turned into a router: it forwards, and its FE leaf routes the
     whole BE range to it."""
     nic = lab.plan.host(host).nic(FE_NIC)
@@ -119,7 +120,7 @@ def leak_route(lab, host: str) -> Sabotage:
     return Sabotage(f"route {be} on {leaf} via {host} ({nic.address.ip}), which forwards", undo)
 
 
-def l3_hashing(lab, switches: list[str] | None = None) -> Sabotage:
+def l3_hashing(lab: LabView, switches: list[str] | None = None) -> Sabotage:
     """ECMP on addresses only (fib_multipath_hash_policy=0): RoCEv2's low entropy shows."""
     names = switches or [s.name for s in lab.plan.switches if s.plane is Plane.BE]
     before = {n: lab.sysctl(n, "net.ipv4.fib_multipath_hash_policy") for n in names}
@@ -133,7 +134,7 @@ def l3_hashing(lab, switches: list[str] | None = None) -> Sabotage:
     return Sabotage(f"L3-only ECMP hashing on {', '.join(names)}", undo)
 
 
-def bfd_off(lab, switches: list[str]) -> Sabotage:
+def bfd_off(lab: LabView, switches: list[str]) -> Sabotage:
     """No BFD on the fabric sessions of these switches: a gray failure then lasts until the
     BGP hold timer expires."""
     for n in switches:
@@ -148,7 +149,7 @@ def bfd_off(lab, switches: list[str]) -> Sabotage:
     return Sabotage(f"BFD off on {', '.join(switches)}", undo)
 
 
-def slow_bfd(lab, switches: list[str], interval_ms: int = 1000, multiplier: int = 3) -> Sabotage:
+def slow_bfd(lab: LabView, switches: list[str], interval_ms: int = 1000, multiplier: int = 3) -> Sabotage:
     """BFD left at slow timers on these switches (a profile copied from a campus network):
     a gray failure now lasts interval × multiplier. Against an absolute objective this must
     fail; a budget derived from the timers would have grown with them."""
@@ -164,7 +165,7 @@ def slow_bfd(lab, switches: list[str], interval_ms: int = 1000, multiplier: int 
                     lambda: timers(bfd.interval_ms, bfd.multiplier))
 
 
-def carrier_blind(lab, node: str, ports: list[str]) -> Sabotage:
+def carrier_blind(lab: LabView, node: str, ports: list[str]) -> Sabotage:
     """The switch no longer acts on carrier loss of these ports: zebra ignores the carrier
     (`no link-detect`) and the kernel keeps routing over a next hop whose carrier is gone
     (ignore_routes_with_linkdown=0). A pulled cable is then noticed only when BFD (or the BGP
@@ -184,7 +185,7 @@ def carrier_blind(lab, node: str, ports: list[str]) -> Sabotage:
     return Sabotage(f"carrier loss ignored on {node}:{','.join(ports)}", undo)
 
 
-def fib_lag(lab, switches: list[str], hold_ms: int = 2000) -> Sabotage:
+def fib_lag(lab: LabView, switches: list[str], hold_ms: int = 2000) -> Sabotage:
     """zebra holds every RIB change `hold_ms` before it reaches the kernel: a withdrawal the
     switch has received keeps forwarding into the dead path until then. (As a restore
     control it is unreliable: bgpd waits for zebra to validate a next hop before it
@@ -201,7 +202,7 @@ def fib_lag(lab, switches: list[str], hold_ms: int = 2000) -> Sabotage:
     return Sabotage(f"FIB installs held {hold_ms} ms on {', '.join(switches)}", undo)
 
 
-def forwarding_blackhole(lab, switch: str, port: str) -> Sabotage:
+def forwarding_blackhole(lab: LabView, switch: str, port: str) -> Sabotage:
     """The switch's data plane drops everything it forwards out of `port`, while its control
     plane (BGP, BFD: sent by the switch itself, not forwarded) stays up and keeps advertising:
     a port that came back with its forwarding entries not reprogrammed. Drops after
@@ -225,7 +226,7 @@ def forwarding_blackhole(lab, switch: str, port: str) -> Sabotage:
 # as a technician or a script would: only a check that reads the kernel can see them.
 
 
-def rogue_cable(lab, a: tuple[str, str | None], b: tuple[str, str | None]) -> Sabotage:
+def rogue_cable(lab: LabView, a: tuple[str, str | None], b: tuple[str, str | None]) -> Sabotage:
     """A veth between two nodes' namespaces that nobody declared or recorded, both ends up.
     A port of None on a switch takes its first free HwSKU port."""
     ends = []
@@ -250,7 +251,7 @@ def rogue_cable(lab, a: tuple[str, str | None], b: tuple[str, str | None]) -> Sa
     return Sabotage(f"rogue cable {na}:{pa} - {nb}:{pb} (not recorded by fablab)", undo)
 
 
-def swap_cables(lab, a: tuple[str, str], b: tuple[str, str]) -> Sabotage:
+def swap_cables(lab: LabView, a: tuple[str, str], b: tuple[str, str]) -> Sabotage:
     """Swap the far ends of the cables on ports `a` and `b` (e.g. two GPU NICs on their rail
     leaves): the far ends of the two veths trade places, so `a` now reaches b's leaf port and
     `b` a's. The ports keep their own configuration (a switch port's address stays on the port,
@@ -264,7 +265,7 @@ def swap_cables(lab, a: tuple[str, str], b: tuple[str, str]) -> Sabotage:
                     lambda: _move_far_ends(lab, far_a, far_b))
 
 
-def _far_end(lab, end: tuple[str, str]) -> tuple[str, str]:
+def _far_end(lab: LabView, end: tuple[str, str]) -> tuple[str, str]:
     for c in lab.plan.cables:
         if (c.a_node, c.a_port) == end:
             return c.b_node, c.b_port
@@ -273,7 +274,7 @@ def _far_end(lab, end: tuple[str, str]) -> tuple[str, str]:
     raise HarnessError(f"{end[0]}:{end[1]} is not an end of a planned cable; see cabling.csv for the ports")
 
 
-def _move_far_ends(lab, x: tuple[str, str], y: tuple[str, str]) -> None:
+def _move_far_ends(lab: LabView, x: tuple[str, str], y: tuple[str, str]) -> None:
     """The interface at x goes to y's place and y's to x's; each place keeps its addresses and MTU.
 
     Each interface is renamed only while it is parked in a host's namespace, never in a
@@ -309,7 +310,7 @@ def _move_far_ends(lab, x: tuple[str, str], y: tuple[str, str]) -> None:
             s.link("set", index=index, state="up")
 
 
-def merge_tenants(lab, leaf: str, port: str, into_vni: int) -> Sabotage:
+def merge_tenants(lab: LabView, leaf: str, port: str, into_vni: int) -> Sabotage:
     """A tenant member's leaf port moved into another tenant's bridge (the wrong VLAN on an
     access port): its frames now reach the other tenant."""
     from harness.tenancy import bridge_device
@@ -323,7 +324,7 @@ def merge_tenants(lab, leaf: str, port: str, into_vni: int) -> Sabotage:
     return Sabotage(f"{leaf}:{port} moved from VNI {own}'s bridge into VNI {into_vni}'s", undo)
 
 
-def flip_acl_entry(lab, leaf: str, entry: str) -> Sabotage:
+def flip_acl_entry(lab: LabView, leaf: str, entry: str) -> Sabotage:
     """One ACL entry on one leaf with the opposite action (a rule typed the wrong way round)."""
     from harness.tenancy import NFT_TABLE
 
@@ -344,7 +345,7 @@ def flip_acl_entry(lab, leaf: str, entry: str) -> Sabotage:
     return Sabotage(f"{leaf}: ACL entry {entry} turned to {verdict}", undo)
 
 
-def route_tenant(lab, leaf: str, vni: int) -> Sabotage:
+def route_tenant(lab: LabView, leaf: str, vni: int) -> Sabotage:
     """A leaf that routes a tenant into the underlay: an address on the tenant's bridge (an SVI
     in the default VRF, which is what a missing VRF makes of an anycast gateway)."""
     from harness.tenancy import NFT_TABLE, bridge_device

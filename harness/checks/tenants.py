@@ -31,6 +31,7 @@ from ipaddress import IPv4Address
 from harness import wait
 from harness.acl import AclEntry, compile_acl, verdict
 from harness.checks.base import Case, Check, Outcome
+from harness.labview import LabView
 from harness.model import ACL_PROTOCOLS, Plane, Role
 from harness.plan import Plan, TenantMember
 from harness.traffic.frames import Landing, Shot, TapSession
@@ -209,7 +210,7 @@ def _tuple_for(plan: Plan, e: AclEntry, entries: tuple[AclEntry, ...], members: 
 # --------------------------------------------------------------------------- running
 
 
-def check_tenants(lab, timeout: float = 5.0, resend: int = 2) -> TenantResult:
+def check_tenants(lab: LabView, timeout: float = 5.0, resend: int = 2) -> TenantResult:
     t0 = time.monotonic()
     plan: Plan = lab.plan
     shots, gaps = plan_shots(plan)
@@ -267,7 +268,7 @@ def _tap_ports(plan: Plan) -> dict[str, set[str]]:
     return taps
 
 
-def _announce(lab, plan: Plan) -> None:
+def _announce(lab: LabView, plan: Plan) -> None:
     """Each member's gratuitous ARP: its leaf learns MAC and IP, EVPN carries both."""
     from harness.traffic.garp import send_garp
 
@@ -276,7 +277,8 @@ def _announce(lab, plan: Plan) -> None:
             lab.in_namespace(m.host, lambda m=m: send_garp(m.nic, str(m.address.ip)))
 
 
-def _evpn(lab, plan: Plan, mac_of: dict[tuple[str, str], str], timeout: float = 10.0) -> tuple[int, tuple[str, ...]]:
+def _evpn(lab: LabView, plan: Plan, mac_of: dict[tuple[str, str], str],
+          timeout: float = 10.0) -> tuple[int, tuple[str, ...]]:
     """Remote members' MAC/IP type-2 routes on every VTEP leaf, polled until complete."""
     rt_asn = plan.fabric.cluster.addressing.fe_asn
     want = {(leaf, t.vni, mac_of[(m.host, m.nic)], str(m.address.ip), m.host)

@@ -14,6 +14,7 @@ import json
 from collections import defaultdict
 
 from harness.errors import HarnessError, LabError
+from harness.labview import LabView
 
 _ids = itertools.count(1)
 _MAX_ELEMENTS = 1 << 20
@@ -23,7 +24,7 @@ class FlowCounters:
     """Use as a context manager. `sports` None counts every source port; a list counts only
     those (other traffic to `dport` is not recorded)."""
 
-    def __init__(self, lab, node: str, ports: list[str], sports: list[int] | None = None,
+    def __init__(self, lab: LabView, node: str, ports: list[str], sports: list[int] | None = None,
                  dport: int = 4791, protocol: str = "udp") -> None:
         if not ports:
             raise HarnessError(f"FlowCounters on {node}: ports is empty; give the egress ports to count on")

@@ -5,6 +5,7 @@ from ipaddress import IPv4Address
 
 from pyroute2 import NetlinkError
 
+from harness.labview import LabView
 from harness.plan import CableRow
 
 
@@ -23,7 +24,7 @@ def owner_of(plan, address: str) -> str | None:
 class Fib:
     """Route look-ups in a running lab's nodes, one netlink socket per node for its lifetime."""
 
-    def __init__(self, lab) -> None:
+    def __init__(self, lab: LabView) -> None:
         self.lab = lab
         self._sockets: dict[str, object] = {}
         self._names: dict[str, dict[int, str]] = {}

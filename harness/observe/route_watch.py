@@ -6,9 +6,10 @@ from collections.abc import Iterable
 from ipaddress import IPv4Network
 
 from harness import wait
+from harness.labview import LabView
 
 
-def route_change_ms(lab, node: str, prefix: IPv4Network, ports: str | Iterable[str], *, present: bool,
+def route_change_ms(lab: LabView, node: str, prefix: IPv4Network, ports: str | Iterable[str], *, present: bool,
                     since: float, deadline: float, interval: float = 0.02,
                     needs_route: bool = False) -> float | None:
     """Milliseconds (to 0.1) from `since` until `node`'s kernel route to `prefix` uses one of

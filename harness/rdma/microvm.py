@@ -27,6 +27,7 @@ from pathlib import Path
 
 from harness import wait
 from harness.errors import HarnessError, LabError
+from harness.labview import LabView
 from harness.rdma.vmimage import QEMU, BootFiles
 from harness.runtime.base import Progress, quiet
 from harness.runtime.state import NS_PREFIX
@@ -82,7 +83,7 @@ def open_tap(name: str) -> int:
     return fd
 
 
-def splice(lab, ep: Endpoint) -> None:
+def splice(lab: LabView, ep: Endpoint) -> None:
     """Join the tap and the node's NIC: whatever arrives on one leaves by the other."""
     unsplice(lab, ep)
     run = [["ip", "link", "set", ep.tap, "mtu", str(ep.mtu), "txqueuelen", str(TAP_QUEUE), "up"]]
@@ -97,7 +98,7 @@ def splice(lab, ep: Endpoint) -> None:
             raise LabError(f"{ep.node}: {' '.join(argv)}: {done.stderr.strip()}")
 
 
-def unsplice(lab, ep: Endpoint) -> None:
+def unsplice(lab: LabView, ep: Endpoint) -> None:
     """Give the node its NIC back (a splice left by a killed run too)."""
     lab.ns_exec(ep.node, ["tc", "qdisc", "del", "dev", ep.nic, "ingress"])
 
@@ -132,7 +133,7 @@ class VmRun:
     """A booted microVM carrying `endpoints`, running workdir/guest.sh. Use as a context
     manager: leaving it (however) ends QEMU and gives the nodes their NICs back."""
 
-    def __init__(self, lab, boot: BootFiles, endpoints: list[Endpoint], workdir: Path, tag: str,
+    def __init__(self, lab: LabView, boot: BootFiles, endpoints: list[Endpoint], workdir: Path, tag: str,
                  progress: Progress = quiet) -> None:
         self.lab, self.endpoints, self.workdir = lab, endpoints, workdir
         self.proc: subprocess.Popen | None = None

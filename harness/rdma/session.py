@@ -1,4 +1,4 @@
-"""`Lab.rdma`: one RDMA test between two GPU NICs of a running lab, with real rdma_rxe.
+"""`harness.rdma.run`: one RDMA test between two GPU NICs of a running lab, with real rdma_rxe.
 
 Where the runner's kernel has no rdma_rxe (this one loads no modules), both endpoints run in
 one microVM whose NICs take the nodes' places on their cables (`microvm`). The figures come
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness import wait
 from harness.errors import HarnessError, LabError
+from harness.labview import LabView
 from harness.model import Plane
 from harness.rdma import perftest, vmimage
 from harness.rdma.microvm import Endpoint, VmRun, vm_tag
@@ -150,7 +151,7 @@ class RdmaResult:
 _seq = itertools.count(1)
 
 
-def endpoints_of(lab, spec: RdmaSpec) -> list[Endpoint]:
+def endpoints_of(lab: LabView, spec: RdmaSpec) -> list[Endpoint]:
     nics = [lab.plan.host(spec.src_node).nic(spec.src_nic), lab.plan.host(spec.dst_node).nic(spec.dst_nic)]
     eps = []
     for index, (node, nic) in enumerate(zip((spec.src_node, spec.dst_node), nics)):
@@ -175,17 +176,17 @@ def guest_script(spec: RdmaSpec, src: Endpoint, dst: Endpoint) -> str:
 
 
 class RdmaRun:
-    """An RDMA test under way (`Lab.rdma_start`): wait for its client to start, act on the
+    """An RDMA test under way (`harness.rdma.start`): wait for its client to start, act on the
     lab meanwhile, then `result()`. A context manager; leaving it ends the VM."""
 
-    def __init__(self, lab, spec: RdmaSpec, progress: Progress = quiet, timeout: float | None = None) -> None:
+    def __init__(self, lab: LabView, spec: RdmaSpec, progress: Progress = quiet, timeout: float | None = None) -> None:
         problems = spec.problems(lab.plan)
         if problems:
             raise RdmaSpecError(problems)
         boot = vmimage.boot_files()
         self.spec, self.started = spec, time.monotonic()
         self.src, self.dst = endpoints_of(lab, spec)
-        self.workdir = Path(lab.state.run_dir) / f"rdma-{next(_seq)}-{int(time.time() * 1000) % 10**8}"
+        self.workdir = Path(lab.run_dir) / f"rdma-{next(_seq)}-{int(time.time() * 1000) % 10**8}"
         self.workdir.mkdir(parents=True)
         (self.workdir / "guest.sh").write_text(guest_script(spec, self.src, self.dst))
         self.budget = timeout or (90 + 3 * spec.duration + spec.iterations * spec.qps * 0.02)
@@ -222,7 +223,7 @@ class RdmaRun:
         return _result(self.spec, self.src, self.dst, self.workdir, time.monotonic() - self.started)
 
 
-def run_rdma(lab, spec: RdmaSpec, progress: Progress = quiet, timeout: float | None = None) -> RdmaResult:
+def run_rdma(lab: LabView, spec: RdmaSpec, progress: Progress = quiet, timeout: float | None = None) -> RdmaResult:
     with RdmaRun(lab, spec, progress, timeout) as run:
         return run.result()
 

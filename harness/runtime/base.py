@@ -19,13 +19,13 @@ from typing import Protocol, TypeVar
 
 from pyroute2 import IPRoute
 
-from harness import wait
+from harness import namespaces, wait
 from harness.errors import LabError
+from harness.model import Plane
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
 from harness.observe.routing import (FIBMATCH_ARGV, ROUTE_ARGV, WIDTH_ARGV, Route, bfd_peers, bgp_peers,
                                      kernel_routes, route_widths)
 from harness.plan import Plan, SwitchPlan
-from harness.runtime import nsutil
 from harness.runtime.state import LabState
 
 T = TypeVar("T")
@@ -46,6 +46,17 @@ class TeardownReport:
     processes: int
     namespaces: int
     seconds: float
+
+
+@dataclass(frozen=True)
+class CablingScope:
+    """What the cabling audit can see on a runtime: the planes whose cables it compares, the
+    nodes whose namespaces it reads, interfaces it leaves out, and that scope in words."""
+
+    planes: tuple[Plane, ...]
+    nodes: tuple[str, ...]
+    skip_interfaces: frozenset[str]
+    text: str
 
 
 class Runtime(Protocol):
@@ -105,6 +116,15 @@ class Runtime(Protocol):
         """A switch's CONFIG_DB as it runs now (SONiC's tables), with the kernel's port MTUs."""
         ...
 
+    # -- how the runtime cables the plan (the cabling audit)
+    def kernel_port_names(self, plan: Plan) -> dict[tuple[str, str], str]:
+        """(node, kernel interface) -> the plan's port name, where the two differ."""
+        ...
+
+    def cabling_scope(self, plan: Plan) -> CablingScope:
+        """The planes, nodes and interfaces whose cables are this runtime's to audit."""
+        ...
+
     # -- convergence, by the same rule on every runtime
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
                 bfd: bool = True) -> list[Shortfall]: ...
@@ -125,19 +145,19 @@ class NamespaceAccess:
         return plan
 
     def ns_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
-        return nsutil.nsenter(self.namespace(lab, node), argv)
+        return namespaces.exec_argv(self.namespace(lab, node), argv)
 
     def netlink(self, lab: str, node: str) -> IPRoute:
-        return nsutil.ipr(self.namespace(lab, node))
+        return namespaces.ipr(self.namespace(lab, node))
 
     def run_in(self, lab: str, node: str, fn: Callable[[], T]) -> T:
-        return nsutil.run_in(self.namespace(lab, node), fn)
+        return namespaces.run_in(self.namespace(lab, node), fn)
 
     def read_sysctl(self, lab: str, node: str, key: str) -> str:
-        return nsutil.read_sysctl(self.namespace(lab, node), key)
+        return namespaces.read_sysctl(self.namespace(lab, node), key)
 
     def write_sysctls(self, lab: str, node: str, values: dict[str, str | int]) -> None:
-        nsutil.write_sysctls(self.namespace(lab, node), values)
+        namespaces.write_sysctls(self.namespace(lab, node), values)
 
     def kernel_mtus(self, lab: str, node: str) -> dict[str, int]:
         """Interface name -> MTU, as the node's kernel has them now."""
@@ -175,7 +195,7 @@ class NamespaceAccess:
                        f'    type filter hook ingress device "{ifname}" priority 0; policy drop;\n  }}\n}}\n')
         else:
             ruleset = f"delete table netdev {table}\n"
-        nsutil.nft(self.namespace(lab, node), ruleset)
+        namespaces.nft(self.namespace(lab, node), ruleset)
 
     def fib(self, lab: str, node: str) -> dict[IPv4Network, Route]:
         run = subprocess.run(self.ns_argv(lab, node, ROUTE_ARGV), capture_output=True, text=True)

@@ -20,19 +20,20 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
 
-from harness import interrupt, wait
+from harness import interrupt, namespaces, wait
 from harness.errors import PrerequisiteError, LabError
-from harness.model import Plane, build, cluster_to_dict
+from harness.model import Plane, Role, build, cluster_to_dict
 from harness.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
 from harness.render.containerlab import SONIC_IMAGE
-from harness.runtime import nsutil, processes
-from harness.runtime.base import (NamespaceAccess, Progress, TeardownReport, quiet, session_counts,
+from harness.runtime import processes
+from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, quiet, session_counts,
                                   wait_converged)
+from harness.runtime.clab_cli import (Container, InitStatus, deploy_argv, destroy_argv, inspect_argv,
+                                      parse_init_status, parse_inspect)
 from harness.runtime.frr import json_documents
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, LabState, check_lab_name, is_stale, lab_of_namespace, labs, load, run_dir,
@@ -50,89 +51,8 @@ def sonic_image() -> str:
     return os.environ.get(IMAGE_ENV, SONIC_IMAGE)
 
 
-# ---------------------------------------------------------------------- commands (pure)
-
-def deploy_argv(topology: Path, replace: bool = False) -> list[str]:
-    return ["containerlab", "deploy", "-t", str(topology)] + (["--reconfigure"] if replace else [])
-
-
-def destroy_argv(topology: Path) -> list[str]:
-    return ["containerlab", "destroy", "-t", str(topology), "--cleanup"]
-
-
-def inspect_argv(lab: str) -> list[str]:
-    # By lab name (the `containerlab=<lab>` label), not -t: with -t, inspect exits 1 as soon
-    # as one node's container is missing, and that is just what the caller wants to learn.
-    return ["containerlab", "inspect", "--name", lab, "--format", "json"]
-
-
 def container_name(lab: str, node: str) -> str:
     return f"{PREFIX}-{lab}-{node}"
-
-
-@dataclass(frozen=True)
-class Container:
-    """One row of `containerlab inspect`."""
-
-    name: str
-    state: str
-    kind: str = ""
-    image: str = ""
-    ipv4: str = ""
-    lab: str = ""
-
-
-def parse_inspect(text: str) -> list[Container]:
-    """Both shapes containerlab has printed: `{"containers": [...]}` (before 0.68) and
-    `{"<lab>": [...]}` keyed by lab name (0.68 and later); an empty answer is no container."""
-    if not text.strip():
-        return []
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise LabError(f"containerlab inspect printed no JSON ({e}): {text[:200]!r}") from e
-    if isinstance(doc, dict) and isinstance(doc.get("containers"), list):
-        entries = doc["containers"]
-    elif isinstance(doc, dict):
-        entries = [e for rows in doc.values() if isinstance(rows, list) for e in rows]
-    elif isinstance(doc, list):
-        entries = doc
-    else:
-        raise LabError(f"containerlab inspect: unexpected JSON {type(doc).__name__}")
-    out = []
-    for e in entries:
-        if not isinstance(e, dict) or "name" not in e:
-            raise LabError(f"containerlab inspect: an entry without a name: {e!r}")
-        out.append(Container(name=e["name"], state=str(e.get("state", "")), kind=str(e.get("kind", "")),
-                             image=str(e.get("image", "")), ipv4=str(e.get("ipv4_address", "")),
-                             lab=str(e.get("lab_name", e.get("labName", "")))))
-    return out
-
-
-@dataclass(frozen=True)
-class InitStatus:
-    """What a switch's init script says in /tmp/fablab-init.status."""
-
-    state: str  # pending (no file yet) | running | ok | failed
-    step: str = ""
-    detail: str = ""
-
-
-def parse_init_status(text: str | None) -> InitStatus:
-    """`running <step>`, `ok` or `failed <step>: <detail>`; no file yet is `pending`."""
-    line = (text or "").strip().splitlines()[-1:] or [""]
-    line = line[0].strip()
-    if not line:
-        return InitStatus("pending")
-    word, _, rest = line.partition(" ")
-    if word == "ok":
-        return InitStatus("ok")
-    if word == "running":
-        return InitStatus("running", rest.strip())
-    if word == "failed":
-        step, _, detail = rest.partition(":")
-        return InitStatus("failed", step.strip(), detail.strip())
-    return InitStatus("failed", "status", f"unreadable status line {line!r}")
 
 
 def poll_all(items: Iterable[str], probe: Callable[[str], bool], timeout: float, what: str,
@@ -290,7 +210,7 @@ class ClabRuntime(NamespaceAccess):
                 part for part in (f"nodes {', '.join(missing)}" if missing else "",
                                   f"running nodes {', '.join(stopped)}" if stopped else "") if part))
         poll_all([n.name for n in plan.fabric.nodes],
-                 lambda node: os.path.exists(f"{nsutil.NETNS_DIR}/{container_name(lab, node)}"),
+                 lambda node: os.path.exists(f"{namespaces.NETNS_DIR}/{container_name(lab, node)}"),
                  deadline - time.monotonic(), "namespaces", progress=progress)
 
     def switch_status(self, lab: str, switch: str) -> InitStatus:
@@ -355,7 +275,7 @@ class ClabRuntime(NamespaceAccess):
             if run.returncode != 0:
                 raise LabError(f"containerlab destroy of {lab} failed: {(run.stderr or run.stdout).strip()[-800:]}"
                                     f"; the lab's files stay in {run_dir(lab)}")
-            left = [n for n in names if os.path.exists(f"{nsutil.NETNS_DIR}/{n}")]
+            left = [n for n in names if os.path.exists(f"{namespaces.NETNS_DIR}/{n}")]
             if left:
                 raise LabError(f"containers of {lab} still present after destroy: {', '.join(left)}")
             removed = len(names)
@@ -410,6 +330,17 @@ class ClabRuntime(NamespaceAccess):
 
     def namespace(self, lab: str, node: str) -> str:
         return container_name(lab, node)
+
+    def kernel_port_names(self, plan: Plan) -> dict[tuple[str, str], str]:
+        """A SONiC port's cable ends on its containerlab endpoint ethN, not on EthernetN."""
+        return {(sw.name, p.clab): p.name for sw in plan.switches for p in sw.ports}
+
+    def cabling_scope(self, plan: Plan) -> CablingScope:
+        """containerlab's management network is a Docker bridge outside the lab: the mgmt plane
+        has no cables to audit here, and every node's eth0 leads to it."""
+        return CablingScope((Plane.FE, Plane.BE), tuple(n.name for n in plan.fabric.nodes if n.role is not Role.OOB),
+                            frozenset({MGMT_IFACE}),
+                            "FE and BE cables in every node (mgmt is containerlab's management network)")
 
     def carrier_port(self, lab: str, node: str, port: str) -> str:
         """The veth end of a cable: a SONiC port's containerlab endpoint (ethN); a host NIC itself.

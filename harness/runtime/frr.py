@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness import wait
 from harness.errors import PrerequisiteError, LabError
-from harness.runtime.nsutil import nsenter
+from harness.namespaces import exec_argv
 
 FRR_BIN = Path("/usr/lib/frr")
 DAEMONS = ("zebra", "bfdd", "bgpd")
@@ -98,7 +98,7 @@ class FrrNode:
                 "-P", "0"]  # no TCP vty port: vtysh talks over the unix socket
         if daemon == "bfdd":
             args += ["--bfdctl", str(d / "bfdd.sock")]
-        return nsenter(self.ns, args)
+        return exec_argv(self.ns, args)
 
     def start(self, daemons: tuple[str, ...] = DAEMONS, bfd_interval_ms: int | None = None) -> dict[str, int]:
         """Start daemons in the background; return daemon name -> pid. With `bfd_interval_ms`,

@@ -11,87 +11,30 @@ import shutil
 import subprocess
 import threading
 import time
-import zlib
 from functools import partial
 from pathlib import Path
 
 from pyroute2 import IPRoute
 
-from harness import interrupt
+from harness import interrupt, namespaces
 from harness.errors import PrerequisiteError, LabError
 from harness.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
 from harness.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.render.sonic import config_db_json
-from harness.runtime import neighbours, nsutil, processes, tenants
-from harness.runtime.base import (NamespaceAccess, Progress, TeardownReport, quiet, session_counts,
+from harness.runtime import neighbours, processes, tenants
+from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, quiet, session_counts,
                                   wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
                                  pathspace_dirs, remove_path)
+from harness.runtime.netns_setup import HOST_SYSCTLS, mgmt_rules, switch_sysctls
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
                                    labs, load, namespace, run_dir, save)
 from harness.runtime.vty import VtyClient, daemon_of
 
 OOB_BRIDGE = "br0"
-MGMT_TABLE = "fablab_mgmt"
-
-
-_HASH_SEED = Path("/proc/sys/net/ipv4/fib_multipath_hash_seed")
-
-
-def _switch_sysctls(name: str, hash_policy: int) -> dict[str, int]:
-    values = {
-        "net.ipv4.ip_forward": 1,
-        "net.ipv6.conf.all.forwarding": 1,
-        "net.ipv4.fib_multipath_hash_policy": hash_policy,
-        "net.ipv4.conf.all.rp_filter": 0,
-        "net.ipv4.conf.default.rp_filter": 0,
-        # A next hop whose carrier is gone is skipped by the kernel at once, before zebra reacts.
-        "net.ipv4.conf.all.ignore_routes_with_linkdown": 1,
-        "net.ipv4.conf.default.ignore_routes_with_linkdown": 1,
-        # Link-local addresses usable at once: BGP unnumbered need not wait for DAD.
-        "net.ipv6.conf.default.accept_dad": 0,
-        "net.ipv6.conf.all.accept_dad": 0,
-    }
-    if _HASH_SEED.exists():
-        # A fixed seed per switch: runs repeat, and switches still hash differently
-        # (one shared seed would polarise a multi-tier fabric).
-        values["net.ipv4.fib_multipath_hash_seed"] = zlib.crc32(name.encode()) & 0x7FFFFFFF
-    return values
-
-
-# Hosts never forward (a GPU node sits on FE, BE and mgmt: forwarding would bridge planes),
-# speak IPv4 only, and keep rp_filter off so that a leaked packet is seen, not hidden.
-_HOST_SYSCTLS = {
-    "net.ipv4.ip_forward": 0,
-    "net.ipv6.conf.all.disable_ipv6": 1,
-    "net.ipv6.conf.default.disable_ipv6": 1,
-    "net.ipv4.conf.all.rp_filter": 0,
-    "net.ipv4.conf.default.rp_filter": 0,
-    "net.ipv4.conf.all.arp_ignore": 1,
-    "net.ipv4.conf.all.arp_announce": 2,
-}
-
-# SONiC keeps eth0 in a management VRF; this kernel has no VRF, so the switch refuses to
-# forward anything into or out of its management port instead, and (Linux being a weak
-# host) keeps its mgmt address off the data ports and its data addresses off eth0.
-def _mgmt_rules(sw: SwitchPlan) -> str:
-    own = f"{{ {sw.mgmt.ip}, {sw.mgmt.network.broadcast_address}, 255.255.255.255, 224.0.0.0/4 }}"
-    return f"""table inet {MGMT_TABLE} {{
-  chain forward {{
-    type filter hook forward priority 0; policy accept;
-    iifname "eth0" drop
-    oifname "eth0" drop
-  }}
-  chain input {{
-    type filter hook input priority 0; policy accept;
-    iifname "eth0" ip daddr != {own} drop
-    iifname != {{ "eth0", "lo" }} ip daddr {sw.mgmt.ip} drop
-  }}
-}}
-"""
 
 
 def check_prerequisites() -> None:
@@ -121,7 +64,7 @@ class NetnsRuntime(NamespaceAccess):
            timeout: float = 120.0, detached: bool = False) -> LabState:
         check_lab_name(lab)
         check_prerequisites()
-        if lab in labs() or any(lab_of_namespace(ns) == lab for ns in nsutil.list_namespaces()):
+        if lab in labs() or any(lab_of_namespace(ns) == lab for ns in namespaces.list_namespaces()):
             if not replace:
                 raise LabError(f"a lab named {lab!r} is already running: `fablab down {lab}` first, "
                                     "pick another --name, or pass --replace")
@@ -177,12 +120,12 @@ class NetnsRuntime(NamespaceAccess):
         hash_of = {sw.name: sw.hash_policy for sw in plan.switches}
         for node in nodes:
             ns = namespace(lab, node.name)
-            nsutil.create(ns)
+            namespaces.create(ns)
             if node.role.is_routed:
-                values = _switch_sysctls(node.name, hash_of[node.name])
+                values = switch_sysctls(node.name, hash_of[node.name])
             else:
-                values = dict(_HOST_SYSCTLS)
-            nsutil.write_sysctls(ns, values)
+                values = dict(HOST_SYSCTLS)
+            namespaces.write_sysctls(ns, values)
 
     def _links(self, plan: Plan, lab: str, progress: Progress) -> None:
         """Each node's netlink work runs in a thread that has entered its namespace, on a socket
@@ -208,17 +151,17 @@ class NetnsRuntime(NamespaceAccess):
                                  "mtu": mtu[row.plane]})
 
         for node, cables in made_at.items():
-            nsutil.run_in(namespace(lab, node), partial(make, cables))
+            namespaces.run_in(namespace(lab, node), partial(make, cables))
         switches = {sw.name: sw for sw in plan.switches}
         hosts = {h.name: h for h in plan.hosts}
         if plan.tenants:
             tenants.apply(plan, partial(namespace, lab))
         for node in plan.fabric.nodes:
-            nsutil.run_in(namespace(lab, node.name),
+            namespaces.run_in(namespace(lab, node.name),
                           partial(self._address, plan, peer_ends.get(node.name, []), switches.get(node.name),
                                   hosts.get(node.name), node.role is Role.OOB))
         for sw in plan.switches:
-            nsutil.nft(namespace(lab, sw.name), _mgmt_rules(sw))
+            namespaces.nft(namespace(lab, sw.name), mgmt_rules(sw))
 
     @staticmethod
     def _address(plan: Plan, peer_ends: list[str], sw: SwitchPlan | None, host: HostPlan | None, oob: bool) -> None:
@@ -305,19 +248,19 @@ class NetnsRuntime(NamespaceAccess):
         self._close_vty(lab)
         prefix = f"{NS_PREFIX}{lab}_"
         pids: dict[int, str] = {}
-        namespaces = {ns for ns in nsutil.list_namespaces() if lab_of_namespace(ns) == lab}
+        owned = {ns for ns in namespaces.list_namespaces() if lab_of_namespace(ns) == lab}
         try:
             state = load(lab)
-            namespaces |= set(state.namespaces)
+            owned |= set(state.namespaces)
             pids |= {d.pid: namespace(lab, d.node) for d in state.daemons}
         except Exception:  # no or broken state: what the naming convention finds is enough
             pass
         pids |= {pid: ns for pid, ns in processes.frr_pids_by_namespace(prefix).items() if lab_of_namespace(ns) == lab}
         pids |= {pid: tag for pid, tag in processes.vm_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
         killed = processes.terminate(pids)
-        removed = [ns for ns in sorted(namespaces) if nsutil.remove(ns)]
-        left = nsutil.wait_gone(namespaces)
-        for ns in namespaces | _pathspaces_of(lab):
+        removed = [ns for ns in sorted(owned) if namespaces.remove(ns)]
+        left = namespaces.wait_gone(owned)
+        for ns in owned | _pathspaces_of(lab):
             for path in pathspace_dirs(ns):
                 remove_path(path)
         neighbours.release(lab)
@@ -331,7 +274,7 @@ class NetnsRuntime(NamespaceAccess):
         `everything`, every lab with anything on the system. Labs of another runtime are
         never this runtime's to remove."""
         found = set(labs())
-        found |= {lab for ns in nsutil.list_namespaces() if (lab := lab_of_namespace(ns))}
+        found |= {lab for ns in namespaces.list_namespaces() if (lab := lab_of_namespace(ns))}
         found |= {lab for ns in processes.frr_pids_by_namespace(NS_PREFIX).values() if (lab := lab_of_namespace(ns))}
         found |= {lab for tag in processes.vm_pids_by_tag(NS_PREFIX).values() if (lab := lab_of_namespace(tag))}
         found |= {lab for ns in _pathspaces() if (lab := lab_of_namespace(ns))}
@@ -343,11 +286,11 @@ class NetnsRuntime(NamespaceAccess):
     # ------------------------------------------------------------------ driving
 
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
-        return nsutil.nsenter(namespace(lab, node), argv)
+        return namespaces.exec_argv(namespace(lab, node), argv)
 
     def acl_counters(self, lab: str, node: str) -> dict[str, int]:
-        run = subprocess.run(nsutil.nsenter(namespace(lab, node), ["nft", "-j", "list", "table", "bridge",
-                                                                    tenants.NFT_TABLE]),
+        argv = ["nft", "-j", "list", "table", "bridge", tenants.NFT_TABLE]
+        run = subprocess.run(namespaces.exec_argv(namespace(lab, node), argv),
                              capture_output=True, text=True, timeout=30)
         if run.returncode != 0:
             raise LabError(f"{node}: reading the edge ACL's counters failed: {run.stderr.strip()}")
@@ -372,6 +315,14 @@ class NetnsRuntime(NamespaceAccess):
 
     def namespace(self, lab: str, node: str) -> str:
         return namespace(lab, node)
+
+    def kernel_port_names(self, plan: Plan) -> dict[tuple[str, str], str]:
+        """None differ: every cable end is a veth named as the plan names the port."""
+        return {}
+
+    def cabling_scope(self, plan: Plan) -> CablingScope:
+        return CablingScope(tuple(Plane), tuple(n.name for n in plan.fabric.nodes), frozenset(),
+                            "every veth in every node's namespace; mgmt through the OOB switch's bridge")
 
     def vtysh(self, lab: str, node: str, *commands: str) -> str:
         return frr_node(lab, node).vtysh(*commands)

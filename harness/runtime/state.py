@@ -117,7 +117,7 @@ def is_stale(state: LabState) -> bool:
 
 def namespaces_present(state: LabState) -> int:
     """How many of the lab's namespaces are on the system now: read, not remembered."""
-    from harness.runtime.nsutil import list_namespaces
+    from harness.namespaces import list_namespaces
 
     present = set(list_namespaces())
     return sum(1 for ns in state.namespaces if ns in present)

@@ -16,10 +16,10 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from harness import namespaces
 from harness.acl import TABLE, AclEntry, compile_acl
 from harness.errors import PrerequisiteError, LabError
 from harness.plan import HostPlan, Plan, SwitchPlan
-from harness.runtime import nsutil
 from harness.tenancy import NFT_TABLE, VXLAN_OVERHEAD, VXLAN_PORT, bridge_device, vxlan_device
 
 
@@ -112,8 +112,8 @@ def apply(plan: Plan, namespace_of: Callable[[str], str]) -> None:
                     br = bridge_device(t.vni)
                     values |= {f"net.ipv4.conf.{br}.arp_accept": 1, f"net.ipv4.conf.{br}.forwarding": 0,
                                f"net.ipv6.conf.{br}.disable_ipv6": 1}
-            nsutil.write_sysctls(ns, values)
-            nsutil.nft(ns, acl_ruleset(entries, sw))
+            namespaces.write_sysctls(ns, values)
+            namespaces.nft(ns, acl_ruleset(entries, sw))
     for h in plan.hosts:
         lines = host_commands(h)
         if lines:

@@ -12,24 +12,21 @@ collective's 128 GPUs) in one loop, each socket opened in its own namespace; it 
 """
 from __future__ import annotations
 
-import argparse
 import select
 import signal
 import socket
 import struct
-import sys
 import threading
 import time
 from array import array
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.traffic.flows import (FlowReceived, Gap, ReceiveGroupResult, ReceiveGroupSpec, ReceiveResult,
-                                   ReceiveSpec, TrafficError, from_json, pack_int64, to_json)
-from harness.nsenter import entered
+from harness.namespaces import entered
+from harness.traffic.flows import ReceiveGroupSpec, ReceiveSpec, TrafficError, from_json
+from harness.traffic.process import say, serve
+from harness.traffic.results import FlowReceived, Gap, ReceiveGroupResult, ReceiveResult, pack_int64
 from harness.traffic.roce import BTH_LEN, FABLAB_HEADER, FABLAB_MAGIC, ICRC_LEN, PROBE_MAGIC, PSN_MASK, payload_offset
 
 READY = "READY"
@@ -344,37 +341,18 @@ def _summarise(key: int, arr: _Arrivals, spec: ReceiveSpec, origin_ns: int, buck
         detail_rx_ns=pack_int64(arr.rx) if spec.detail else "")
 
 
+def _run(spec: ReceiveSpec | ReceiveGroupSpec, stop: threading.Event) -> ReceiveResult | ReceiveGroupResult:
+    if isinstance(spec, ReceiveGroupSpec):
+        ready = f"{READY} {len(spec.specs)}"
+        return ReceiveGroupResult(tuple(receive_many(list(zip(spec.netns, spec.specs)), on_ready=lambda: say(ready),
+                                                     stop=stop)))
+    return receive(spec, on_ready=lambda: say(f"{READY} {spec.port}"), stop=stop)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.traffic.receiver",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", default="-", help="ReceiveSpec JSON file, or - for stdin (default)")
-    parser.add_argument("--group", action="store_true", help="the spec is a ReceiveGroupSpec")
-    args = parser.parse_args(argv)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    try:
-        text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
-        result: ReceiveResult | ReceiveGroupResult
-        if args.group:
-            group = from_json(ReceiveGroupSpec, text)
-            ready = f"{READY} {len(group.specs)}"
-            result = ReceiveGroupResult(tuple(receive_many(
-                list(zip(group.netns, group.specs)), on_ready=lambda: print(ready, file=sys.stderr, flush=True),
-                stop=stop)))
-        else:
-            spec = from_json(ReceiveSpec, text)
-            result = receive(spec, on_ready=lambda: print(f"{READY} {spec.port}", file=sys.stderr, flush=True),
-                             stop=stop)
-        # A stop request racing with our own end must not kill us once the interpreter,
-        # shutting down, has put the default handlers back.
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, signal.SIG_IGN)
-    except (HarnessError, OSError) as exc:
-        print(f"receiver: {exc}", file=sys.stderr)
-        return 1
-    print(to_json(result), flush=True)
-    return 0
+    return serve("harness.traffic.receiver", __doc__,
+                 lambda text, group: from_json(ReceiveGroupSpec if group else ReceiveSpec, text), _run,
+                 argv, group=True, stop_signals=(signal.SIGTERM, signal.SIGINT))
 
 
 if __name__ == "__main__":

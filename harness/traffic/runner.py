@@ -16,11 +16,11 @@ from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from harness import wait
-from harness.traffic.flows import (ReceiveGroupResult, ReceiveGroupSpec, ReceiveResult, ReceiveSpec,
-                                   SendGroupResult, SendGroupSpec, SendResult, SendSpec, TcpClientSpec, TcpResult,
-                                   TcpServerSpec, TrafficError, from_json, to_json)
-from harness.nsenter import NETNS_DIR
+from harness.namespaces import NETNS_DIR, exec_argv
 from harness.priority import TRAFFIC
+from harness.traffic.flows import (ReceiveGroupSpec, ReceiveSpec, SendGroupSpec, SendSpec, TcpClientSpec, TcpServerSpec,
+                                   TrafficError, from_json, to_json)
+from harness.traffic.results import ReceiveGroupResult, ReceiveResult, SendGroupResult, SendResult, TcpResult
 
 # A modest real-time priority (see harness/priority.py): above every FRR daemon, below the
 # kernel's own threads; the processes it is used for sleep or block between packets.
@@ -33,7 +33,7 @@ def netns_argv(ns: str, argv: Sequence[str]) -> list[str]:
     """argv that runs `argv` in the named network namespace (the process keeps its pid: nsenter execs)."""
     if not ns or "/" in ns or ns in (".", ".."):
         raise TrafficError(f"invalid namespace name {ns!r}")
-    return ["nsenter", f"--net={NETNS_DIR}/{ns}", "--", *argv]
+    return exec_argv(ns, argv)
 
 
 def run_in_netns(ns: str, argv: Sequence[str], **popen: Any) -> subprocess.Popen:

@@ -11,27 +11,23 @@ namespaces (a collective's 128 GPUs), opening each one's sockets in its namespac
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import errno
 import os
 import select
-import signal
 import socket
 import struct
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from harness import wait
-from harness.errors import HarnessError
-from harness.traffic.flows import (FlowSent, RoceFlow, SendGroupResult, SendGroupSpec, SendResult, SendSpec,
-                                   TrafficError, UdpFlow, from_json, to_json)
+from harness.namespaces import entered
 from harness.priority import TRAFFIC
+from harness.traffic.flows import RoceFlow, SendGroupSpec, SendSpec, TrafficError, UdpFlow, from_json
 from harness.traffic.neighwatch import NeighbourWatch
-from harness.nsenter import entered
+from harness.traffic.process import say, serve
+from harness.traffic.results import FlowSent, SendGroupResult, SendResult
 from harness.traffic.roce import (FABLAB_HEADER, FABLAB_MAGIC, PROBE_MAGIC, RC, RDMA_WRITE_FIRST,
                                   RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RDMA_WRITE_ONLY, SEND_FIRST, SEND_LAST,
                                   SEND_MIDDLE, SEND_ONLY, UC, RoceShape, RoceTemplate, roce_sport)
@@ -412,31 +408,15 @@ def send_many(members: Sequence[tuple[str | None, SendSpec]], stop: threading.Ev
             m.close()
 
 
+def _run(spec: SendSpec | SendGroupSpec, stop: threading.Event) -> SendResult | SendGroupResult:
+    if isinstance(spec, SendGroupSpec):
+        return SendGroupResult(tuple(send_many(list(zip(spec.netns, spec.specs)), stop, lambda: say(SENDING))))
+    return send(spec, stop, lambda: say(SENDING))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.traffic.sender", description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", default="-", help="SendSpec JSON file, or - for stdin (default)")
-    parser.add_argument("--group", action="store_true", help="the spec is a SendGroupSpec")
-    args = parser.parse_args(argv)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # end early, still print the result
-    try:
-        text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
-        result: SendResult | SendGroupResult
-
-        def started() -> None:
-            print(SENDING, file=sys.stderr, flush=True)
-
-        if args.group:
-            group = from_json(SendGroupSpec, text)
-            result = SendGroupResult(tuple(send_many(list(zip(group.netns, group.specs)), stop, started)))
-        else:
-            result = send(from_json(SendSpec, text), stop, started)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    except (HarnessError, OSError) as exc:
-        print(f"sender: {exc}", file=sys.stderr)
-        return 1
-    print(to_json(result), flush=True)
-    return 0
+    return serve("harness.traffic.sender", __doc__,
+                 lambda text, group: from_json(SendGroupSpec if group else SendSpec, text), _run, argv, group=True)
 
 
 if __name__ == "__main__":

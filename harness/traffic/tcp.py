@@ -7,21 +7,18 @@ once listening), a TcpClientSpec sends. Both print a TcpResult as JSON on stdout
 """
 from __future__ import annotations
 
-import argparse
 import json
 import selectors
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.traffic.flows import (SpecError, TcpClientSpec, TcpResult, TcpServerSpec, TcpStream, TrafficError,
-                                   from_dict, to_json)
+from harness.traffic import process
+from harness.traffic.flows import SpecError, TcpClientSpec, TcpServerSpec, TrafficError, from_dict
+from harness.traffic.results import TcpResult, TcpStream
 from harness.traffic.runner import run_in_netns, wait_listening
 from harness.wait import pause_until
 
@@ -233,25 +230,22 @@ def run_iperf3(client_ns: str, server_ns: str, spec: TcpClientSpec, timeout_s: f
         server.communicate()
 
 
+def _read(text: str, group: bool) -> TcpServerSpec | TcpClientSpec:
+    """The spec decides the role: one with a `dst` is a client's."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise SpecError("a TCP spec is a JSON object")
+    return from_dict(TcpClientSpec if "dst" in data else TcpServerSpec, data)
+
+
+def _run(spec: TcpServerSpec | TcpClientSpec, stop: threading.Event) -> TcpResult:
+    if isinstance(spec, TcpClientSpec):
+        return transfer(spec)
+    return serve(spec, on_ready=lambda: process.say(f"{READY} {spec.port}"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.traffic.tcp", description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", default="-", help="TcpServerSpec or TcpClientSpec JSON file, or - (stdin)")
-    args = parser.parse_args(argv)
-    try:
-        text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text(encoding="utf-8")
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise SpecError("a TCP spec is a JSON object")
-        if "dst" in data:
-            result = transfer(from_dict(TcpClientSpec, data))
-        else:
-            server = from_dict(TcpServerSpec, data)
-            result = serve(server, on_ready=lambda: print(f"{READY} {server.port}", file=sys.stderr, flush=True))
-    except (HarnessError, OSError, ValueError) as exc:
-        print(f"tcp: {exc}", file=sys.stderr)
-        return 1
-    print(to_json(result), flush=True)
-    return 0
+    return process.serve("harness.traffic.tcp", __doc__, _read, _run, argv, stop_signals=())
 
 
 if __name__ == "__main__":

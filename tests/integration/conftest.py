@@ -7,8 +7,9 @@ import uuid
 
 import pytest
 
+from harness import namespaces
 from harness.pytest_plugin import skip_reason
-from harness.runtime import nsutil, processes
+from harness.runtime import processes
 from harness.runtime.state import NS_PREFIX
 
 
@@ -32,7 +33,7 @@ def lab_name():
 
 def leftovers_of(lab: str) -> list[str]:
     prefix = f"{NS_PREFIX}{lab}_"
-    found = [ns for ns in nsutil.list_namespaces() if ns.startswith(prefix)]
+    found = [ns for ns in namespaces.list_namespaces() if ns.startswith(prefix)]
     found += [f"pid {pid}" for pid in processes.frr_pids_by_namespace(prefix)]
     found += [f"microVM pid {pid}" for pid in processes.vm_pids_by_tag(prefix)]
     for path in (f"/run/fablab/{lab}",):

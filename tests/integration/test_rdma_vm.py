@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import rdma
 from harness.lab import Lab
 from harness.runtime import processes
 from topologies import BUILTINS
@@ -45,7 +46,7 @@ def _gateway_answers(lab, node: str, nic: str) -> bool:
 
 def test_the_vm_takes_the_nics_and_gives_them_back(lab):
     assert _gateway_answers(lab, "gpu01", "rail0")
-    with lab.rdma_start("gpu01", "rail0", "gpu05", "rail0", test="rping", iterations=300) as run:
+    with rdma.start(lab, "gpu01", "rail0", "gpu05", "rail0", test="rping", iterations=300) as run:
         run.wait_for_client()
         assert _spliced(lab, "gpu01", "rail0") == (True, True)  # the control: the check can see a splice
         assert _spliced(lab, "gpu05", "rail0") == (True, True)
@@ -58,12 +59,12 @@ def test_the_vm_takes_the_nics_and_gives_them_back(lab):
 
 
 def _client_started(lab) -> bool:
-    return any("step client" in p.read_text() for p in Path(lab.state.run_dir).glob("rdma-*/guest.log"))
+    return any("step client" in p.read_text() for p in Path(lab.run_dir).glob("rdma-*/guest.log"))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_fablab_rdma_leaves_nothing(lab, sig):
-    for p in Path(lab.state.run_dir).glob("rdma-*"):
+    for p in Path(lab.run_dir).glob("rdma-*"):
         for f in p.iterdir():
             f.unlink()
         p.rmdir()
@@ -84,7 +85,7 @@ def test_an_interrupted_fablab_rdma_leaves_nothing(lab, sig):
 
 def test_teardown_ends_a_running_vm(lab_name):
     running = Lab.up(BUILTINS["ai-cluster"](), name=lab_name, timeout=90)
-    run = running.rdma_start("gpu01", "rail0", "gpu05", "rail0", test="rping", iterations=100000)
+    run = rdma.start(running, "gpu01", "rail0", "gpu05", "rail0", test="rping", iterations=100000)
     run.wait_for_client()
     assert processes.vm_pids_by_tag(f"fl_{lab_name}_")  # the control: the VM is there to be found
     running.down()  # as `fablab down` from another shell would, while the test runs

@@ -1,4 +1,4 @@
-"""Namespaces made and entered without helper processes (harness/nsenter.py; needs root)."""
+"""Namespaces made and entered without helper processes (harness/namespaces.py; needs root)."""
 from __future__ import annotations
 
 import os
@@ -7,9 +7,8 @@ import subprocess
 
 import pytest
 
-from harness.errors import NamespaceError
-from harness.nsenter import NETNS_DIR, create, entered
-from harness.runtime import nsutil
+from harness.errors import LabError, NamespaceError
+from harness.namespaces import NETNS_DIR, create, entered, list_namespaces, remove
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: creates network namespaces")
 
@@ -23,8 +22,8 @@ def made():
     try:
         yield NAME
     finally:
-        nsutil.remove(NAME)
-        assert NAME not in nsutil.list_namespaces()
+        remove(NAME)
+        assert NAME not in list_namespaces()
 
 
 def _here() -> int:
@@ -56,9 +55,9 @@ def test_a_socket_opened_inside_stays_in_that_namespace(made):
 
 
 def test_create_refuses_a_name_in_use_and_a_bad_name(made):
-    with pytest.raises(NamespaceError, match="exists already"):
+    with pytest.raises(LabError, match="exists already"):
         create(made)
-    with pytest.raises(NamespaceError, match="invalid namespace name"):
+    with pytest.raises(LabError, match="invalid namespace name"):
         create("../etc")
     with pytest.raises(NamespaceError, match="does not exist"):
         with entered(f"{made}_absent"):

@@ -1,0 +1,389 @@
+"""What an engineer declares about an AI cluster, and the fabric a declaration expands to.
+
+A `Cluster` is counts, kinds, speeds and ranges (frozen dataclasses); a `Fabric` is every node
+and every cable, each tagged with its plane. Types only: `harness.model.build` validates a
+declaration and expands it. A wrong call of a declaration class (an unknown field, a missing
+one) is a declaration error naming its section (harness.declguard), not Python's TypeError.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+from harness.declguard import guard
+from harness.errors import Problem
+
+
+class Plane(str, Enum):
+    FE = "fe"
+    BE = "be"
+    MGMT = "mgmt"
+
+
+class Role(str, Enum):
+    GPU = "gpu"
+    CPU = "cpu"
+    STORAGE = "storage"
+    GATEWAY = "gateway"
+    BE_LEAF = "be-leaf"
+    BE_SPINE = "be-spine"
+    FE_LEAF = "fe-leaf"
+    FE_SPINE = "fe-spine"
+    OOB = "oob-switch"
+
+    @property
+    def is_switch(self) -> bool:
+        return self in _SWITCH_PLANE
+
+    @property
+    def plane(self) -> Plane | None:
+        """The plane a switch belongs to; hosts sit on several planes, so None."""
+        return _SWITCH_PLANE.get(self)
+
+    @property
+    def is_routed(self) -> bool:
+        """Switches that run BGP (the OOB switch is a plain L2 segment)."""
+        return self.is_switch and self is not Role.OOB
+
+
+_SWITCH_PLANE = {
+    Role.BE_LEAF: Plane.BE,
+    Role.BE_SPINE: Plane.BE,
+    Role.FE_LEAF: Plane.FE,
+    Role.FE_SPINE: Plane.FE,
+    Role.OOB: Plane.MGMT,
+}
+
+BACKEND_KINDS = ("rail-only", "rail-optimized")
+ECMP_HASHES = {"l3": 0, "l4": 1}  # value of net.ipv4.fib_multipath_hash_policy
+SPEEDS_GBPS = (1, 10, 25, 40, 50, 100, 200, 400, 800, 1600)
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+# A lab name: a cluster name of at most 24 characters, the runtimes' limit (run directory
+# /run/fablab/<lab>, namespaces fl_<lab>_<node>, FRR's -N pathspace, containers fablab-<lab>-<node>).
+_LAB_NAME = re.compile(r"[a-z][a-z0-9-]{0,23}")
+
+
+def check_lab_name(name: object, field: str = "name") -> list[Problem]:
+    """The problem with a lab name (`render --name`, `Lab.up(name=...)`), if any."""
+    if isinstance(name, str) and _LAB_NAME.fullmatch(name):
+        return []
+    return [Problem(field, f"{name!r} is not a usable lab name",
+                    "lower-case letters, digits and '-', starting with a letter, at most 24, e.g. lab1")]
+
+
+_SWITCH_MGMT_PORT = "eth0"  # SONiC's management port name
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+@dataclass(frozen=True)
+class GpuNodes:
+    """GPU servers: one BE NIC per GPU (NIC r on rail r), one FE NIC, one mgmt port."""
+
+    count: int = 8
+    gpus_per_node: int = 4
+    nic_speed: int = 400
+    fe_speed: int = 100
+    prefix: str = "gpu"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The GPU (compute) fabric.
+
+    rail-only: one leaf per rail, no spine; cross-rail traffic stays in the node (NVLink).
+    rail-optimized: nodes split in `groups` (pods); each group has one leaf per rail; every
+    leaf connects to every spine with `uplinks_per_spine` links.
+    """
+
+    kind: str = "rail-optimized"
+    rails: int = 4
+    groups: int = 2
+    spines: int = 2
+    leaf_ports: int = 64
+    spine_ports: int = 64
+    uplink_speed: int = 800
+    uplinks_per_spine: int = 1
+    mtu: int = 9100
+    allow_oversubscription: bool = False
+    ecmp_hash: str = "l4"
+
+
+@dataclass(frozen=True)
+class Frontend:
+    """The north-south Clos: GPU nodes' FE NICs, CPU and storage servers, gateways.
+    `storage_nics`: every GPU node also has a storage NIC (`st0`, `storage_nic_speed`) on its
+    FE leaf, for the storage plane: a tenant declared with `nic='st0'` (see Tenant)."""
+
+    spines: int = 2
+    leaves: int = 2
+    leaf_ports: int = 48
+    spine_ports: int = 32
+    host_speed: int = 100
+    uplink_speed: int = 400
+    cpu_servers: int = 0
+    storage_servers: int = 2
+    gateways: int = 1
+    mtu: int = 1500
+    ecmp_hash: str = "l4"
+    storage_nics: bool = False
+    storage_nic_speed: int = 200
+
+
+@dataclass(frozen=True)
+class Management:
+    """The out-of-band plane: one L2 switch that every node's management port plugs into."""
+
+    ports: int = 256
+    speed: int = 1
+
+
+@dataclass(frozen=True)
+class Addressing:
+    """Disjoint ranges per plane, and the ASN of each spine tier (leaves count up from it)."""
+
+    be: str = "10.0.0.0/16"
+    fe: str = "10.16.0.0/16"
+    mgmt: str = "172.31.0.0/20"
+    tenants: str = "10.32.0.0/16"  # FE tenant subnets (one /24 each unless declared)
+    be_asn: int = 64600
+    fe_asn: int = 65100
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What the leaves advertise for their host links.
+
+    summarize_hosts: the fewest prefixes covering a leaf's host links (one /27 for a rail
+    leaf of 16 GPUs, as the plan's addressing aligns them) instead of one /31 each. One
+    event behind a BFD session or a spine then rewrites a leaf's few summaries, not every
+    GPU's /31 (xlarge: 1,071 routes per leaf, 1.0–1.6 s for a gray failure on this machine).
+    A host link that fails stays inside its leaf's summary: traffic to it is dropped at
+    the leaf, not rerouted (there is no other way to that NIC anyway).
+    """
+
+    summarize_hosts: bool = False
+
+
+@dataclass(frozen=True)
+class Bfd:
+    """BFD on every fabric session, through a named FRR profile."""
+
+    profile: str = "fabric"
+    interval_ms: int = 300
+    multiplier: int = 3
+    enabled: bool = True
+
+    @property
+    def detect_ms(self) -> int:
+        return self.interval_ms * self.multiplier
+
+
+@dataclass(frozen=True)
+class Objectives:
+    """The loss window each QP may suffer, in ms, per kind of event: what the job can bear,
+    declared by the user and never derived from the configuration under test (raising BFD
+    timers must not raise the budget). Defaults, and why, in docs/concepts.md ("Failover objectives").
+
+    hard_ms: carrier loss next to the switch that must reroute (a leaf uplink, a whole spine).
+    remote_ms: carrier loss one hop away: the news must travel as a BGP withdrawal.
+    gray_ms: a link that stays up and drops everything (only BFD can tell).
+    restore_ms: a failed element coming back.
+    """
+
+    hard_ms: float = 50.0
+    remote_ms: float = 250.0
+    gray_ms: float = 1000.0
+    restore_ms: float = 10.0
+
+
+@dataclass(frozen=True)
+class Lossless:
+    """The backend's lossless RoCEv2 contract, the same on every hop: RoCE traffic is marked
+    `roce_dscp` and travels in traffic class, queue, priority group and PFC priority
+    `roce_priority` (ECN marking on that queue); congestion notifications (CNPs) are marked
+    `cnp_dscp` and go to strict-priority queue `cnp_priority`; RoCE frames carry `roce_mtu`
+    bytes of payload (an InfiniBand MTU), which every BE port's MTU must hold with the
+    headers (`roce_frame_bytes`)."""
+
+    roce_priority: int = 3
+    roce_dscp: int = 26
+    cnp_priority: int = 6
+    cnp_dscp: int = 48
+    roce_mtu: int = 4096
+
+    @property
+    def roce_frame_bytes(self) -> int:
+        """The IP packet a full RoCEv2 RDMA WRITE carries: IPv4 20 + UDP 8 + BTH 12 + RETH 16
+        + payload + ICRC 4. A port's (IP) MTU must be at least this."""
+        return 20 + 8 + 12 + 16 + self.roce_mtu + 4
+
+
+ROCE_MTUS = (256, 512, 1024, 2048, 4096)  # the InfiniBand path MTUs a RoCE NIC negotiates
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A frontend tenant: one L2 segment stretched over the FE leaves by BGP EVPN (VXLAN VNI
+    `vni`, VLAN `vlan` on the leaves), with its own subnet. `members` are host names, shell
+    patterns over them (`gpu0[1-4]`) or roles (`role:storage`); a member of one tenant is an
+    access port, a member of several (a gateway, or a GPU node also in the storage tenant) a
+    tagged trunk with one VLAN interface per tenant. `vlan` and `subnet` default to one per
+    tenant in declaration order (VLAN 100+i; the i-th /24 of addressing.tenants).
+    `nic`: the NIC members join through where they have it (`st0`, the GPU nodes' storage
+    NIC, makes the tenant the storage plane; hosts without it join with `fe0`)."""
+
+    name: str
+    vni: int
+    members: tuple[str, ...]
+    vlan: int | None = None
+    subnet: str | None = None
+    nic: str = "fe0"
+
+
+ACL_ACTIONS = ("permit", "deny")
+ACL_PROTOCOLS = {"any": None, "icmp": 1, "tcp": 6, "udp": 17}
+
+
+@dataclass(frozen=True)
+class AclRule:
+    """One rule of the FE edge ACL, applied where traffic enters the fabric (every
+    tenant member's leaf port, ingress). `src`/`dst`: `any`, `tenant:NAME`, `role:ROLE` or a
+    host name. `dst_ports`/`src_ports`: "" (any), "2049" or "8000-8100" (TCP/UDP only).
+    First match wins, in declaration order."""
+
+    action: str
+    src: str = "any"
+    dst: str = "any"
+    protocol: str = "any"
+    dst_ports: str = ""
+    src_ports: str = ""
+
+
+@dataclass(frozen=True)
+class Acl:
+    """The FE edge ACL: its rules, and what happens to IPv4 traffic no rule matches."""
+
+    rules: tuple[AclRule, ...] = ()
+    default: str = "permit"
+
+
+@dataclass(frozen=True)
+class Cable:
+    """A cable beyond what the builders lay: between two nodes, by name.
+
+    Ports on switches are assigned by the plan unless named (`Ethernet<N>` of the switch's
+    HwSKU); a host end needs its NIC name (`rail<r>`, `fe0`, `st0`, `mgmt0`). A NIC or port
+    takes one cable. `speed` defaults to the speed of the links it joins (the plane's uplinks,
+    or the host NIC's); a cable of another speed is refused, as it would sit in an ECMP group
+    of faster or slower links, unless `mixed_speed=True` says it is on purpose.
+    """
+
+    a: str
+    b: str
+    a_port: str | None = None
+    b_port: str | None = None
+    speed: int | None = None
+    mixed_speed: bool = False
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The whole declaration of one AI cluster."""
+
+    name: str
+    gpu: GpuNodes = field(default_factory=GpuNodes)
+    backend: Backend = field(default_factory=Backend)
+    frontend: Frontend = field(default_factory=Frontend)
+    mgmt: Management = field(default_factory=Management)
+    addressing: Addressing = field(default_factory=Addressing)
+    bfd: Bfd = field(default_factory=Bfd)
+    routing: Routing = field(default_factory=Routing)
+    cables: tuple[Cable, ...] = ()
+    objectives: Objectives = field(default_factory=Objectives)
+    lossless: Lossless = field(default_factory=Lossless)
+    tenants: tuple[Tenant, ...] = ()
+    acl: Acl = field(default_factory=Acl)
+
+
+DECLARATIONS: dict[type, str] = guard(Cluster)  # every declaration class, and where it sits in a Cluster
+
+
+# --------------------------------------------------------------------------- the built fabric
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    role: Role
+    group: int | None = None  # BE group (pod) of a GPU node or rail leaf
+    rail: int | None = None  # rail of a rail leaf
+
+    @property
+    def is_switch(self) -> bool:
+        return self.role.is_switch
+
+
+@dataclass(frozen=True)
+class Link:
+    """One cable. `a` is the lower end (host or leaf), `b` the upper (leaf, spine, OOB).
+
+    A port of None is a switch data port that the plan numbers.
+    """
+
+    a: str
+    b: str
+    plane: Plane
+    speed: int
+    a_port: str | None = None
+    b_port: str | None = None
+    rail: int | None = None
+    declared: bool = False  # came from Cluster.cables, not from a builder
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """A validated cluster: every node and link. Frozen; build it with `build()`."""
+
+    cluster: Cluster
+    nodes: tuple[Node, ...]
+    links: tuple[Link, ...]
+
+    @property
+    def name(self) -> str:
+        return self.cluster.name
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def nodes_with(self, *roles: Role) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.role in roles)
+
+    def links_in(self, plane: Plane) -> tuple[Link, ...]:
+        return tuple(link for link in self.links if link.plane is plane)
+
+    @property
+    def switches(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.is_switch)
+
+    @property
+    def hosts(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if not n.is_switch)
+
+
+def rail_nic(rail: int) -> str:
+    return f"rail{rail}"
+
+
+FE_NIC = "fe0"
+STORAGE_NIC = "st0"
+MGMT_NIC = "mgmt0"
+
+
+def switch_mgmt_port() -> str:
+    return _SWITCH_MGMT_PORT

@@ -1,0 +1,101 @@
+"""What a check may use of a running lab: `LabView`, the typed face of `harness.lab.Lab`.
+
+Checks, observers, traffic helpers, the RDMA lane and the sabotage faults take a `lab:
+LabView`, not a `Lab`: they read the plan, act on a node's namespace (netlink, sysctls, a host
+tool), ask FRR and the kernel, and fail or heal a cable, on whatever runtime; they never see
+the lab's state on disk or the runtime behind it (DESIGN.md: "The Lab is the only door").
+`Lab` satisfies it (tests/test_lab_door.py); a unit test's stand-in needs only what its check
+reads. Nothing here is imported at run time but `typing`, so any layer may import it.
+"""
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Sequence
+from ipaddress import IPv4Network
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute
+
+    from harness.lab import LinkHandle
+    from harness.observe.convergence import Shortfall
+    from harness.observe.counters import Counters
+    from harness.observe.routing import BfdPeer, BgpPeer, Route
+    from harness.plan import CableRow, Plan
+    from harness.runtime.base import CablingScope
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class LabView(Protocol):
+    # -- what it is
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def plan(self) -> Plan:
+        """The plan as the lab's runtime runs it."""
+        ...
+
+    @property
+    def run_dir(self) -> Path:
+        """The lab's own directory, for files a run keeps (the RDMA lane's VM workdirs)."""
+        ...
+
+    extra_cables: list[CableRow]  # cabled at runtime by fablab itself (harness.checks.sabotage)
+
+    # -- a node's network namespace, from the host
+    def check_node(self, node: str) -> None: ...
+
+    def namespace(self, node: str) -> str: ...
+
+    def ns_exec(self, node: str, argv: Sequence[str], check: bool = False, timeout: float | None = 60.0,
+                input: str | None = None) -> subprocess.CompletedProcess: ...
+
+    def netlink(self, node: str) -> IPRoute: ...
+
+    def in_namespace(self, node: str, fn: Callable[[], T]) -> T: ...
+
+    def sysctl(self, node: str, key: str) -> str: ...
+
+    def set_sysctls(self, node: str, values: dict[str, str | int]) -> None: ...
+
+    def vtysh(self, node: str, *commands: str) -> str: ...
+
+    # -- cables
+    def all_cables(self) -> list[CableRow]: ...
+
+    def cables(self, a: str, b: str) -> list[CableRow]: ...
+
+    def link(self, a: str, b: str, index: int = 0) -> LinkHandle: ...
+
+    def kernel_port_names(self) -> dict[tuple[str, str], str]:
+        """(node, kernel interface) -> the plan's port, where the runtime names them apart."""
+        ...
+
+    def cabling_scope(self) -> CablingScope:
+        """What the cabling audit can see on this runtime."""
+        ...
+
+    # -- observation
+    def counters(self, node: str, ifname: str | None = None) -> dict[str, Counters]: ...
+
+    def acl_counters(self, switch: str) -> dict[str, int]: ...
+
+    def running_config_db(self, switch: str) -> dict: ...
+
+    def mtus(self, node: str) -> dict[str, int]: ...
+
+    def routes(self, node: str) -> dict[IPv4Network, Route]: ...
+
+    def route(self, node: str, prefix: IPv4Network) -> Route | None: ...
+
+    def bgp_peers(self, node: str) -> tuple[BgpPeer, ...]: ...
+
+    def bfd_peers(self, node: str) -> tuple[BfdPeer, ...]: ...
+
+    def shortfalls(self) -> list[Shortfall]: ...
+
+    def address(self, node: str, nic: str) -> str: ...

@@ -1,0 +1,189 @@
+"""How the builders lay a declared cluster out: node names, every cable of every plane, and
+the declared extra cables checked against what is already laid. Robust to bad counts, so that
+validation of the expanded graph can still report its own problems (harness.model.build)."""
+from __future__ import annotations
+
+import re
+
+from harness.declarations import (FE_NIC, MGMT_NIC, STORAGE_NIC, Cluster, Link, Node, Plane, Role, rail_nic,
+                                  switch_mgmt_port)
+from harness.errors import Problem
+
+
+def _width(count: int) -> int:
+    return max(2, len(str(max(count, 1))))
+
+
+def gpu_node_names(cluster: Cluster) -> list[str]:
+    w = _width(cluster.gpu.count)
+    return [f"{cluster.gpu.prefix}{i:0{w}d}" for i in range(1, cluster.gpu.count + 1)]
+
+
+def _nodes_per_group(cluster: Cluster) -> int:
+    be = cluster.backend
+    groups = be.groups if be.kind == "rail-optimized" and be.groups > 0 else 1
+    return max(1, -(-cluster.gpu.count // groups))
+
+
+def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
+    """Lay nodes and cables as the builders intend. Robust to bad counts, so that
+    validation of the expanded graph can still report its own problems."""
+    gpu, be, fe = cluster.gpu, cluster.backend, cluster.frontend
+    nodes: list[Node] = []
+    links: list[Link] = []
+    rail_only = be.kind == "rail-only"
+    per_group = _nodes_per_group(cluster)
+    gpu_names = gpu_node_names(cluster)
+    for i, name in enumerate(gpu_names):
+        nodes.append(Node(name, Role.GPU, group=None if rail_only else i // per_group + 1))
+    fe_hosts = list(gpu_names)
+    storage_links: list[Link] = []
+    for prefix, count, role in (
+        ("stor", fe.storage_servers, Role.STORAGE),
+        ("cpu", fe.cpu_servers, Role.CPU),
+        ("gw", fe.gateways, Role.GATEWAY),
+    ):
+        for i in range(1, max(count, 0) + 1):
+            nodes.append(Node(f"{prefix}{i}", role))
+            fe_hosts.append(f"{prefix}{i}")
+
+    # Backend
+    be_spines = [] if rail_only else [f"be-s{i}" for i in range(1, max(be.spines, 0) + 1)]
+    nodes += [Node(s, Role.BE_SPINE) for s in be_spines]
+    groups = 1 if rail_only else max(be.groups, 1)
+    leaf_of: dict[tuple[int, int], str] = {}
+    for g in range(1, groups + 1):
+        for r in range(max(be.rails, 0)):
+            name = f"be-r{r}" if rail_only else f"be-g{g}-r{r}"
+            leaf_of[(g, r)] = name
+            nodes.append(Node(name, Role.BE_LEAF, group=None if rail_only else g, rail=r))
+    for i, host in enumerate(gpu_names):
+        g = 1 if rail_only else i // per_group + 1
+        for r in range(max(gpu.gpus_per_node, 0)):
+            leaf = leaf_of.get((g, r))
+            if leaf is not None:
+                links.append(Link(host, leaf, Plane.BE, gpu.nic_speed, a_port=rail_nic(r), rail=r))
+    for (_, r), leaf in leaf_of.items():
+        for spine in be_spines:
+            for _ in range(max(be.uplinks_per_spine, 0)):
+                links.append(Link(leaf, spine, Plane.BE, be.uplink_speed, rail=r))
+
+    # Frontend: hosts in contiguous blocks per leaf (a rack each), every leaf to every spine.
+    fe_spines = [f"fe-s{i}" for i in range(1, max(fe.spines, 0) + 1)]
+    fe_leaves = [f"fe-l{i}" for i in range(1, max(fe.leaves, 0) + 1)]
+    nodes += [Node(s, Role.FE_SPINE) for s in fe_spines]
+    nodes += [Node(leaf, Role.FE_LEAF) for leaf in fe_leaves]
+    if fe_leaves:
+        per_leaf = -(-len(fe_hosts) // len(fe_leaves))
+        for i, host in enumerate(fe_hosts):
+            speed = gpu.fe_speed if i < len(gpu_names) else fe.host_speed
+            links.append(Link(host, fe_leaves[i // per_leaf], Plane.FE, speed, a_port=FE_NIC))
+            if fe.storage_nics and i < len(gpu_names):  # in the same rack, to the same leaf
+                storage_links.append(Link(host, fe_leaves[i // per_leaf], Plane.FE, fe.storage_nic_speed,
+                                          a_port=STORAGE_NIC))
+        links += storage_links
+    for leaf in fe_leaves:
+        for spine in fe_spines:
+            links.append(Link(leaf, spine, Plane.FE, fe.uplink_speed))
+
+    # Management: every node's management port on the OOB switch.
+    nodes.append(Node("oob1", Role.OOB))
+    for n in nodes:
+        if n.role is Role.OOB:
+            continue
+        port = switch_mgmt_port() if n.is_switch else MGMT_NIC
+        links.append(Link(n.name, "oob1", Plane.MGMT, cluster.mgmt.speed, a_port=port))
+    return nodes, links
+
+
+_PORT = re.compile(r"^Ethernet\d{1,5}$")  # a switch data port; the plan checks it against the HwSKU
+
+
+def host_nics(cluster: Cluster, node: Node) -> dict[str, Plane]:
+    """The NICs a host has, and the plane each is cabled into."""
+    gpu = node.role is Role.GPU
+    nics = {rail_nic(r): Plane.BE for r in range(cluster.gpu.gpus_per_node if gpu else 0)}
+    nics[FE_NIC] = Plane.FE
+    if gpu and cluster.frontend.storage_nics:
+        nics[STORAGE_NIC] = Plane.FE
+    nics[MGMT_NIC] = Plane.MGMT
+    return nics
+
+
+def _nic_speed(cluster: Cluster, node: Node, nic: str) -> int:
+    gpu, fe = cluster.gpu, cluster.frontend
+    if nic == MGMT_NIC:
+        return cluster.mgmt.speed
+    if nic == STORAGE_NIC:
+        return fe.storage_nic_speed
+    if nic == FE_NIC:
+        return gpu.fe_speed if node.role is Role.GPU else fe.host_speed
+    return gpu.nic_speed
+
+
+def _cables(cluster: Cluster, nodes: list[Node], laid: list[Link], ok) -> tuple[list[Link], list[Problem]]:
+    """The declared cables, checked against the nodes and the cables the builders laid."""
+    by_name = {n.name: n for n in nodes}
+    taken = {(end, port): f"cabled to {other}" for lk in laid
+             for end, port, other in ((lk.a, lk.a_port, lk.b), (lk.b, lk.b_port, lk.a)) if port is not None}
+    links: list[Link] = []
+    problems: list[Problem] = []
+    for i, c in enumerate(cluster.cables if isinstance(cluster.cables, tuple) else ()):
+        where = f"cables[{i}]"
+        if not ok(where):
+            continue
+        found = len(problems)
+        ends = []
+        for end, port, side in ((c.a, c.a_port, "a_port"), (c.b, c.b_port, "b_port")):
+            node = by_name.get(end)
+            ends.append(node)
+            if node is None:
+                problems.append(Problem(where, f"no node named {end!r}", "use a name from `fablab show`"))
+            elif not node.is_switch and not port:
+                problems.append(Problem(where, f"host {end!r} needs its NIC name",
+                                        f"set the port of {end!r}, e.g. {side}='fe0'"))
+            elif not node.is_switch and port not in host_nics(cluster, node):
+                problems.append(Problem(f"{where}.{side}", f"{end} has no NIC {port!r}",
+                                        f"its NICs: {', '.join(host_nics(cluster, node))}"))
+            elif node.is_switch and port is not None and not _PORT.match(port):
+                problems.append(Problem(f"{where}.{side}", f"{end} has no port {port!r}",
+                                        "name a data port, Ethernet<N>, or leave it out and let the plan number it"))
+            elif port is not None and (end, port) in taken:
+                problems.append(Problem(f"{where}.{side}", f"{end}:{port} is already {taken[(end, port)]}",
+                                        "a NIC or port takes one cable: remove this one or use a free port"))
+        a, b = ends
+        if a is None or b is None or len(problems) > found:
+            continue
+        if a is b:
+            problems.append(Problem(where, f"cable from {a.name} to itself", "a cable joins two different nodes"))
+            continue
+        planes = {n.role.plane for n in (a, b) if n.is_switch}
+        if {Plane.FE, Plane.BE} <= planes:
+            problems.append(Problem(where, f"cable {a.name}–{b.name} joins the FE and the BE fabric",
+                                    "FE and BE must stay physically separate: remove this cable"))
+            continue
+        if Plane.MGMT in planes and len(planes) > 1:
+            problems.append(Problem(where, f"cable {a.name}–{b.name} joins the mgmt plane to a data fabric",
+                                    "management ports only plug into the OOB switch"))
+            continue
+        if not planes:
+            problems.append(Problem(where, f"cable {a.name}–{b.name} joins two hosts", "cable a host to a leaf"))
+            continue
+        plane = planes.pop()
+        host, nic = next(((n, port) for n, port in ((a, c.a_port), (b, c.b_port)) if not n.is_switch), (None, None))
+        if host is not None and (nic_plane := host_nics(cluster, host)[nic]) is not plane:
+            problems.append(Problem(where, f"{host.name}'s {nic} is a {nic_plane.value.upper()} NIC, cabled here "
+                                           f"into the {plane.value.upper()} plane",
+                                    "cable a NIC to a switch of its plane"))
+            continue
+        group = (_nic_speed(cluster, host, nic) if host is not None else cluster.mgmt.speed if plane is Plane.MGMT
+                 else cluster.backend.uplink_speed if plane is Plane.BE else cluster.frontend.uplink_speed)
+        if c.speed is not None and c.speed != group and not c.mixed_speed:
+            problems.append(Problem(f"{where}.speed", f"a {c.speed}G cable among the {group}G links it joins",
+                                    f"use speed={group} (or leave it out), or set mixed_speed=True on purpose"))
+            continue
+        for end, port in ((a.name, c.a_port), (b.name, c.b_port)):
+            if port is not None:
+                taken[(end, port)] = f"cabled by {where}"
+        links.append(Link(a.name, b.name, plane, c.speed or group, a_port=c.a_port, b_port=c.b_port, declared=True))
+    return links, problems

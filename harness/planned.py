@@ -1,0 +1,226 @@
+"""What a plan holds: every switch with its ports, ASN, loopback and HwSKU; every host with its
+NICs; the tenants; the cabling rows; the bill of materials. Frozen; `harness.plan.make_plan`
+computes it from a fabric, deterministically."""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from functools import cached_property
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+
+from harness.declarations import Fabric, Plane, Role
+from harness.hwsku import PortRow
+
+
+SWITCH_ROLES_ORDER = (Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
+
+
+@dataclass(frozen=True)
+class Port:
+    """One used port of a switch."""
+
+    name: str  # SONiC name, e.g. Ethernet8 (also the kernel name in the netns runtime)
+    clab: str  # containerlab endpoint name of sonic-vs, e.g. eth3: the interface owning the port's lanes
+    index: int  # row of the HwSKU's port_config.ini (0-based); on the OOB bridge, just a number
+    peer: str
+    peer_port: str
+    plane: Plane
+    speed: int
+    mtu: int
+    address: IPv4Interface | None  # set on host-facing ports; fabric ports are unnumbered
+    rail: int | None = None
+    row: PortRow | None = None  # the HwSKU's row of this port; None on the OOB bridge
+    vlans: tuple[int, ...] = ()  # tenant VLANs of an FE leaf's L2 port (tagged when several)
+
+    @property
+    def unnumbered(self) -> bool:
+        """A fabric port: no address of its own (BGP unnumbered), not a tenant's L2 port."""
+        return self.address is None and not self.vlans
+
+    @property
+    def tagged(self) -> bool:
+        return len(self.vlans) > 1
+
+
+@dataclass(frozen=True)
+class SwitchPlan:
+    name: str
+    role: Role
+    plane: Plane
+    asn: int
+    loopback: IPv4Interface
+    mgmt: IPv4Interface
+    ports: tuple[Port, ...]
+    mtu: int
+    lossless: bool
+    hash_policy: int
+    plane_range: IPv4Network
+    oversubscription: float | None
+    hwsku: str
+    group: int | None = None
+    rail: int | None = None
+    vnis: tuple[int, ...] = ()  # tenant VNIs with members behind this leaf (it is their VTEP)
+
+    @property
+    def router_id(self) -> IPv4Address:
+        return self.loopback.ip
+
+    @property
+    def fabric_ports(self) -> tuple[Port, ...]:
+        return tuple(p for p in self.ports if p.unnumbered)
+
+    @property
+    def host_ports(self) -> tuple[Port, ...]:
+        """Routed ports towards hosts (each with its /31)."""
+        return tuple(p for p in self.ports if p.address is not None)
+
+    @property
+    def tenant_ports(self) -> tuple[Port, ...]:
+        return tuple(p for p in self.ports if p.vlans)
+
+
+@dataclass(frozen=True)
+class Nic:
+    """One interface of a host, with the routes that must leave through it."""
+
+    name: str
+    plane: Plane
+    address: IPv4Interface
+    gateway: IPv4Address | None
+    routes: tuple[IPv4Network, ...]
+    mtu: int
+    peer: str
+    peer_port: str
+    rail: int | None = None
+    tenant: str | None = None  # an FE NIC in a tenant: an L2 member, addressed in the tenant's subnet
+    parent: str | None = None  # a tagged tenant NIC's physical NIC (fe0.101 on fe0)
+    vlan: int | None = None
+
+    @property
+    def physical(self) -> str:
+        return self.parent or self.name
+
+
+@dataclass(frozen=True)
+class TenantMember:
+    host: str
+    nic: str
+    address: IPv4Interface
+    leaf: str
+    leaf_port: str
+
+
+@dataclass(frozen=True)
+class TenantPlan:
+    name: str
+    vni: int
+    vlan: int
+    subnet: IPv4Network
+    members: tuple[TenantMember, ...]
+
+    @property
+    def leaves(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m.leaf for m in self.members))
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    name: str
+    role: Role
+    nics: tuple[Nic, ...]
+    group: int | None = None
+
+    def nic(self, name: str) -> Nic:
+        for n in self.nics:
+            if n.name == name:
+                return n
+        raise KeyError(f"{self.name} has no NIC {name!r}")
+
+    @property
+    def mgmt(self) -> Nic:
+        """The management NIC (mgmt0; a runtime may name it otherwise, e.g. eth0 on containerlab)."""
+        for n in self.nics:
+            if n.plane is Plane.MGMT:
+                return n
+        raise KeyError(f"{self.name} has no management NIC")
+
+
+@dataclass(frozen=True)
+class CableRow:
+    a_node: str
+    a_port: str
+    b_node: str
+    b_port: str
+    plane: Plane
+    rail: int | None
+    speed: int
+    media: str
+
+
+@dataclass(frozen=True)
+class Bom:
+    """What to buy: switches per role, cables per media, optics per speed."""
+
+    switches: tuple[tuple[str, int], ...]
+    ports_used: tuple[tuple[str, int], ...]  # "400G" -> ports in use on switches
+    cables: tuple[tuple[str, int], ...]
+    optics: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    fabric: Fabric
+    switches: tuple[SwitchPlan, ...]
+    hosts: tuple[HostPlan, ...]
+    oob: tuple[Port, ...]  # the OOB switch's ports
+    cables: tuple[CableRow, ...]
+    mgmt_network: IPv4Network
+    be_rail_blocks: tuple[IPv4Network, ...]
+    fe_block: IPv4Network
+    bom: Bom
+    tenants: tuple[TenantPlan, ...] = ()
+
+    def tenant(self, name: str) -> TenantPlan:
+        for t in self.tenants:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    @property
+    def name(self) -> str:
+        return self.fabric.name
+
+    def switch(self, name: str) -> SwitchPlan:
+        for s in self.switches:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def host(self, name: str) -> HostPlan:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def originated(self, sw: SwitchPlan) -> tuple[IPv4Network, ...]:
+        """What sw advertises: its loopback, and its host links one /31 each or, with
+        `Routing.summarize_hosts`, the fewest prefixes that cover them."""
+        return self._originated[sw.name]
+
+    @cached_property
+    def _originated(self) -> dict[str, tuple[IPv4Network, ...]]:
+        # Once per plan: the filters and limits of every switch's frr.conf ask for every
+        # switch's (86 × 86 collapses at xlarge made rendering 10× slower).
+        summarize = self.fabric.cluster.routing.summarize_hosts
+        out = {}
+        for sw in self.switches:
+            hosts = [p.address.network for p in sw.host_ports]
+            if hosts and summarize:
+                hosts = list(ipaddress.collapse_addresses(hosts))
+            out[sw.name] = (sw.loopback.network, *hosts)
+        return out
+
+    def route_prefix(self, nic: Nic) -> IPv4Network:
+        """The prefix the fabric carries a host NIC's address in: its /31, or its leaf's summary."""
+        leaf = self.switch(nic.peer)
+        return next(p for p in self.originated(leaf) if nic.address.ip in p)

@@ -1,0 +1,167 @@
+"""The layers of harness/ look only down, and no module imports itself round a circle.
+
+Every import counts, the ones inside functions too (a late import is still a dependency),
+except those under `if TYPE_CHECKING:`, which never run: they name types for annotations.
+The layers, lowest first (docs/architecture.md):
+
+0 core       declarations, validation, plan, addressing, tenancy, ACL, HwSKU tables: no I/O
+1 plumbing   waiting, signals, namespaces, scheduling priority; LabView, the typed protocol
+             of a running lab (it names types only under TYPE_CHECKING, so any layer may use it)
+2 render     artifacts from a plan; finding a declaration (catalog)
+3 observe    what a running lab shows (FIBs, sessions, counters) and traffic generators
+4 runtime    netns and containerlab
+5 lab        the door to a running lab
+6 rdma       the microVM lane
+7 checks     one plug-in per check
+8 report     results, JUnit, HTML, provenance
+9 interface  the CLI, the pytest plugin
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = ROOT / "harness"
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("harness", "harness.errors", "harness.codec", "harness.declarations", "harness.declguard", "harness.declcheck",
+     "harness.layout", "harness.model", "harness.tenancy", "harness.acl", "harness.hwsku", "harness.mgmtnet",
+     "harness.plan", "harness.planned"),
+    ("harness.wait", "harness.interrupt", "harness.namespaces", "harness.priority", "harness.labview"),
+    ("harness.render", "harness.catalog", "topologies"),
+    ("harness.observe", "harness.traffic"),
+    ("harness.runtime",),
+    ("harness.lab",),
+    ("harness.rdma",),
+    ("harness.checks",),
+    ("harness.report", "harness.report_html", "harness.provenance"),
+    ("harness.cli", "harness.cli_audit", "harness.cli_lab", "harness.cli_rdma", "harness.console", "harness.validate",
+     "harness.pytest_plugin"),
+)
+
+
+def layer_of(module: str) -> int | None:
+    best, found = -1, None
+    for i, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > best:
+                best, found = len(name), i
+    return found
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, here: str | None = None) -> set[str]:
+    """Every fablab module `path` (module `here`, by default its name in the tree) imports,
+    at any depth of its code."""
+    here = here or module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(), filename=str(path))
+    typing_only = {id(n) for block in ast.walk(tree) if _is_type_checking(block) for n in ast.walk(block)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            for alias in node.names:  # `from harness import wait` names a module
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if _is_module(candidate) else base)
+    return {m for m in found if m.split(".")[0] in ("harness", "topologies")}
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and (
+        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING"))
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in sorted(HARNESS.rglob("*.py"))}
+    return {name: {m for m in imports_of(path) if m != name} for name, path in modules.items()}
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in graph() if layer_of(m) is None] == []
+
+
+def test_imports_only_look_down():
+    upward = [f"{m} (layer {layer_of(m)}) imports {d} (layer {layer_of(d)})"
+              for m, deps in graph().items() for d in sorted(deps)
+              if d != "harness" and layer_of(d) is not None and layer_of(d) > layer_of(m)]
+    assert upward == []
+
+
+def test_no_import_cycle():
+    g = graph()
+    assert cycles({m: {d for d in deps if d in g} for m, deps in g.items()}) == []
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted. The
+    package face `harness` (harness/__init__.py re-exports the core) is left out: importing
+    any `harness.x` runs it, which is no dependency of x on what it re-exports."""
+    g = {m: {d for d in deps if d != "harness"} for m, deps in g.items() if m != "harness"}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in g.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_scan_sees_late_imports_and_cycles(tmp_path):
+    # Positive controls: a function-level import is found, and a circle of two is one.
+    f = tmp_path / "probe.py"
+    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness.lab import Lab\n"
+                 "def f():\n    from harness.checks import registry\n")
+    assert imports_of(f, "harness.probe") == {"harness.checks.registry"}
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
+    assert layer_of("harness.checks.ecmp") > layer_of("harness.lab") > layer_of("harness.runtime.netns")
+
+
+def test_no_module_over_450_lines():
+    long = {str(p.relative_to(ROOT)): n for p in HARNESS.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 450}
+    assert long == {}
