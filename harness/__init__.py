@@ -1,10 +1,10 @@
 """fablab: declare, render, boot and prove AI data-center fabrics (FE and BE)."""
 from __future__ import annotations
 
-from harness.errors import HarnessError, LabError, PrerequisiteError, Problem, RenderError, TopologyError
-from harness.model import (Addressing, Backend, Bfd, Cable, Cluster, Fabric, Frontend, GpuNodes, Link,
+from harness.core.errors import HarnessError, LabError, PrerequisiteError, Problem, RenderError, TopologyError
+from harness.core.model import (Addressing, Backend, Bfd, Cable, Cluster, Fabric, Frontend, GpuNodes, Link,
                            Management, Node, Plane, Role, build)
-from harness.plan import Plan, make_plan
+from harness.core.plan import Plan, make_plan
 
 __version__ = "0.1.0"
 

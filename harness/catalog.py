@@ -5,8 +5,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError, Problem, TopologyError
-from harness.model import Cluster, Fabric, build
+from harness.core.errors import HarnessError, InputError, Problem, TopologyError
+from harness.core.model import Cluster, Fabric, build
 
 
 def builtins() -> dict:
@@ -65,13 +65,13 @@ def _near_name(e: Exception) -> str:
     """For a misspelt name of a declaration class (`Backnd(...)`), the one meant."""
     import difflib
 
-    from harness import model
+    from harness.core import model
 
     name = getattr(e, "name", None) if isinstance(e, NameError) else None
     if not isinstance(name, str):
         return ""
     near = difflib.get_close_matches(name, [n for n in dir(model) if not n.startswith("_")], n=1, cutoff=0.7)
-    return f" (did you mean {near[0]!r}, from harness.model?)" if near else ""
+    return f" (did you mean {near[0]!r}, from harness.core.model?)" if near else ""
 
 
 def _where(path: Path, e: BaseException) -> str:

@@ -17,12 +17,12 @@ from ipaddress import IPv4Network
 from pathlib import Path
 from typing import TypeVar
 
-from harness.errors import HarnessError, InputError, TopologyError, UnknownLab
-from harness.model import Cluster, Fabric, Plane, build, check_lab_name
+from harness.core.errors import HarnessError, InputError, TopologyError, UnknownLab
+from harness.core.model import Cluster, Fabric, Plane, build, check_lab_name
 from harness.observe.convergence import Shortfall
 from harness.observe.counters import Counters, interface_counters
 from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers
-from harness.plan import CableRow, Plan, make_plan
+from harness.core.plan import CableRow, Plan, make_plan
 from harness.runtime import RUNTIMES, get_runtime
 from harness.runtime.base import CablingScope, Progress, Runtime, TeardownReport, quiet
 from harness.runtime.state import LabState, is_stale, labs, load, namespaces_present
@@ -86,7 +86,7 @@ class LabSummary:
 
 
 class Lab:
-    """A running lab; what checks, observers and faults may use of it is `harness.labview.LabView`."""
+    """A running lab; what checks, observers and faults may use of it is `harness.plumbing.labview.LabView`."""
 
     def __init__(self, state: LabState, plan: Plan, runtime: Runtime) -> None:
         self.state = state
@@ -283,7 +283,7 @@ class Lab:
             return interface_counters(s, ifname)
 
     def acl_counters(self, switch: str) -> dict[str, int]:
-        """Packets each FE edge ACL entry (harness/acl.py names them) matched on a leaf."""
+        """Packets each FE edge ACL entry (harness/core/acl.py names them) matched on a leaf."""
         return self.runtime.acl_counters(self.name, switch)
 
     def running_config_db(self, switch: str) -> dict:

@@ -2,7 +2,7 @@
 
 Options: --topology (built-in name or .py path, default ai-cluster), --runtime (netns),
 --results-dir (default results/: the parent of the session's own run directory, see
-harness.report). Fixtures: `cluster` (the declaration), `lab` (booted once per session,
+harness.report.results). Fixtures: `cluster` (the declaration), `lab` (booted once per session,
 always torn down), `results` (JSON and PNG per check, with the session's provenance: the
 `cluster` declaration, the runtime, the pytest command line; the end time is written when
 the session finishes, not when it is interrupted).
@@ -30,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
     name = config.getoption("runtime", default="netns")
     if name == "netns":
         return
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     from harness.runtime import RUNTIMES
 
     if name not in RUNTIMES:
@@ -48,7 +48,7 @@ def skip_reason(runtime: str) -> str | None:
     FRR, nftables, ...). The labs skip with it rather than fail."""
     if runtime != "netns":
         return None
-    from harness.errors import PrerequisiteError
+    from harness.core.errors import PrerequisiteError
     from harness.runtime import get_runtime
 
     try:
@@ -88,7 +88,7 @@ def lab(cluster, pytestconfig: pytest.Config):
 @pytest.fixture(scope="session")
 def rdma_lane():
     """Skips, with the reason, where the RDMA lane cannot run (`make rdma-deps` sets it up)."""
-    from harness.errors import PrerequisiteError
+    from harness.core.errors import PrerequisiteError
     from harness.rdma.vmimage import boot_files
 
     try:
@@ -102,8 +102,8 @@ _RESULTS = pytest.StashKey[object]()
 
 @pytest.fixture(scope="session")
 def results(pytestconfig: pytest.Config, cluster):
-    from harness.provenance import collect
-    from harness.report import Results
+    from harness.report.provenance import collect
+    from harness.report.results import Results
 
     topology = pytestconfig.getoption("topology")
     runtime = pytestconfig.getoption("runtime")

@@ -25,7 +25,7 @@ import pytest
 
 from harness.checks.cabling import check_cabling
 from harness.checks.sabotage import rogue_cable, stray_cable, stray_ends, swap_cables
-from harness.wait import until
+from harness.plumbing.wait import until
 
 
 def _leaves(lab) -> tuple[str, str]:

@@ -32,9 +32,9 @@ import pytest
 
 from harness.checks.fe_tcp import check_fe_ecmp, check_fe_failover, fe_pair
 from harness.checks.sabotage import forwarding_blackhole, l3_hashing
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.lab import set_carriers
-from harness.wait import until
+from harness.plumbing.wait import until
 
 
 @pytest.fixture

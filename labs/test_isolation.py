@@ -39,8 +39,8 @@ import pytest
 
 from harness.checks.isolation import check_isolation
 from harness.checks.sabotage import leak_route, stray_cable, stray_ends
-from harness.model import FE_NIC, Plane, Role
-from harness.wait import until
+from harness.core.model import FE_NIC, Plane, Role
+from harness.plumbing.wait import until
 
 
 def _range(lab, plane: Plane) -> IPv4Network:

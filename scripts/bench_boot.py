@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.lab import Lab  # noqa: E402
 from harness.catalog import load_cluster  # noqa: E402
-from harness.errors import HarnessError  # noqa: E402
+from harness.core.errors import HarnessError  # noqa: E402
 
 TARGETS = {"ai-cluster": 4.0, "large": 10.0, "xlarge": 60.0}
 

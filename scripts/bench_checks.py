@@ -33,7 +33,7 @@ from harness.checks.ecmp_bound import qps_for  # noqa: E402
 from harness.checks.ecmp_faults import hash_seed, weighted_uplink  # noqa: E402
 from harness.checks.sabotage import l3_hashing  # noqa: E402
 from harness.lab import Lab  # noqa: E402
-from harness.model import Backend, Cluster, Frontend, GpuNodes  # noqa: E402
+from harness.core.model import Backend, Cluster, Frontend, GpuNodes  # noqa: E402
 
 
 def bench_cluster(uplinks: int) -> Cluster:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.model import build
-from harness.plan import make_plan
+from harness.core.model import build
+from harness.core.plan import make_plan
 from topologies import BUILTINS
 
 # Public reference data (containerlab's schema, SONiC's HwSKU files and YANG models) lives

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from harness.checks.cabling import CableFinding, KernelPort, audit, matched_cables
-from harness.model import Plane
+from harness.core.model import Plane
 
 
 def as_cabled(plan) -> list[KernelPort]:

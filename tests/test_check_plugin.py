@@ -13,8 +13,8 @@ import pytest
 
 from harness.checks.base import Case, Check, Outcome
 from harness.checks.registry import MODULES, NAMES, load, run_checks, select
-from harness.errors import InputError
-from harness.model import Plane
+from harness.core.errors import InputError
+from harness.core.model import Plane
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "check_example.py"

@@ -16,10 +16,10 @@ import pytest
 
 from harness.checks.cabling import CableFinding, CablingResult
 from harness.checks.registry import NAMES, Verdict, select
-from harness.cli import main
+from harness.cli.main import main
 from harness.checks.base import pyplot
-from harness.report import check_document, junit_xml
-from harness.report_html import html_report, write_html
+from harness.report.results import check_document, junit_xml
+from harness.report.html import html_report, write_html
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def test_a_lab_that_is_not_running_exits_2(capsys):
 
 
 def test_a_lab_still_booting_exits_2(capsys, monkeypatch, tmp_path):
-    from harness.model import cluster_to_dict
+    from harness.core.model import cluster_to_dict
     from harness.runtime import state
     from harness.runtime.processes import start_time
     from topologies import BUILTINS
@@ -152,8 +152,8 @@ class _PlanOnly:  # what run_checks reads of a lab to decide that a check does n
 
 def test_checks_that_do_not_apply_are_not_applicable_not_passed():
     from harness.checks.registry import run_checks
-    from harness.model import build
-    from harness.plan import make_plan
+    from harness.core.model import build
+    from harness.core.plan import make_plan
     from topologies import BUILTINS
 
     plan = make_plan(build(BUILTINS["rail-only"]()))
@@ -166,7 +166,7 @@ def test_checks_that_do_not_apply_are_not_applicable_not_passed():
 
 def test_a_check_that_cannot_run_has_failed(ai_plan):
     from harness.checks.registry import Case, Check, run_checks
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
 
     def broken(lab):
         raise HarnessError("gpu01 has no NIC rail9")

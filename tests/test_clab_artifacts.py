@@ -14,11 +14,11 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from harness.mgmtnet import POOL
-from harness.model import build
-from harness.plan import make_plan
+from harness.core.mgmtnet import POOL
+from harness.core.model import build
+from harness.core.plan import make_plan
 from harness.render import artifacts
-from harness.hwsku import DEFAULT_HWSKU
+from harness.core.hwsku import DEFAULT_HWSKU
 from harness.render.containerlab import switch_env
 from harness.render.sonic_init import CONTAINER_DIR, LOG_FILE, STATUS_FILE, STEPS
 from topologies import BUILTINS
@@ -170,7 +170,7 @@ def test_mgmt_addresses_agree_between_config_db_and_clab_file(rendered):
 def test_two_labs_get_disjoint_mgmt_subnets(ai_plan):
     first = yaml.safe_load(artifacts(ai_plan, lab="a")["a.clab.yml"])
     taken = IPv4Network(first["mgmt"]["ipv4-subnet"])
-    from harness.mgmtnet import lab_mgmt_network
+    from harness.core.mgmtnet import lab_mgmt_network
 
     net = lab_mgmt_network("b", len(ai_plan.fabric.nodes), taken={taken})
     second = yaml.safe_load(artifacts(ai_plan, lab="b", mgmt_network=net)["b.clab.yml"])

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import PrerequisiteError, LabError
-from harness.model import build
-from harness.plan import make_plan
+from harness.core.errors import PrerequisiteError, LabError
+from harness.core.model import build
+from harness.core.plan import make_plan
 from harness.runtime import clab, state
 from harness.runtime.clab import ClabRuntime, check_prerequisites, container_name, poll_all
 from harness.runtime.clab_cli import (InitStatus, deploy_argv, destroy_argv, inspect_argv, parse_init_status,
@@ -325,7 +325,7 @@ def test_up_writes_the_artifacts_it_deploys_with_the_lab_subnet(run_root):
 
 
 def test_a_second_lab_gets_a_subnet_apart_from_the_running_one(run_root):
-    from harness.mgmtnet import lab_mgmt_network
+    from harness.core.mgmtnet import lab_mgmt_network
 
     plan = make_plan(build(BUILTINS["ai-cluster"]()))
     first = lab_mgmt_network("y", len(plan.fabric.nodes))
@@ -349,7 +349,7 @@ def test_a_second_lab_gets_a_subnet_apart_from_the_running_one(run_root):
 def test_the_clab_view_moves_mgmt_and_names_hosts_mgmt_nic_eth0():
     from ipaddress import IPv4Network
 
-    from harness.model import Plane
+    from harness.core.model import Plane
     from harness.runtime.clab import clab_view
 
     plan = make_plan(build(BUILTINS["ai-cluster"]()))
@@ -364,7 +364,7 @@ def test_the_clab_view_moves_mgmt_and_names_hosts_mgmt_nic_eth0():
 # ---------------------------------------------------------------------- what the cabling audit asks of a runtime
 
 def test_clab_names_a_sonic_cable_end_by_its_endpoint_and_audits_fe_and_be_only():
-    from harness.model import Plane, Role
+    from harness.core.model import Plane, Role
     from harness.runtime.netns import NetnsRuntime
 
     plan = make_plan(build(BUILTINS["ai-cluster"]()))

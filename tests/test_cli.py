@@ -6,7 +6,7 @@ import textwrap
 
 import yaml
 
-from harness.cli import main
+from harness.cli.main import main
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

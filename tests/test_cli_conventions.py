@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 
 FABLAB = [sys.executable, "-m", "harness.cli"]
 NO_LAB = "nolab-x9"  # a lab name nothing on this machine carries
@@ -60,7 +60,7 @@ def test_a_usage_error_is_exit_2():
 
 def test_show_json_carries_declaration_errors_as_json(tmp_path, capsys):
     path = tmp_path / "bad.py"
-    path.write_text("from harness.model import *\n"
+    path.write_text("from harness.core.model import *\n"
                     "cluster = Cluster(name='bad', gpu=GpuNodes(count=0))\n")
     assert main(["show", str(path), "--json"]) == 2
     doc = json.loads(capsys.readouterr().out)

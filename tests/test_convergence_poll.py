@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import LabError
-from harness.model import build
+from harness.core.errors import LabError
+from harness.core.model import build
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
 from harness.observe.routing import BfdPeer, BgpPeer, route_widths
-from harness.plan import make_plan
+from harness.core.plan import make_plan
 from harness.runtime.base import wait_converged
 from harness.runtime.vty import VtyClient, daemon_of
 from topologies import BUILTINS

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from harness.errors import DeclarationArgumentError, Problem, TopologyError
-from harness.model import (Acl, AclRule, Addressing, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Management,
+from harness.core.errors import DeclarationArgumentError, Problem, TopologyError
+from harness.core.model import (Acl, AclRule, Addressing, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Management,
                            Objectives, Tenant, build, cluster_from_dict, cluster_to_dict)
-from harness.plan import make_plan
+from harness.core.plan import make_plan
 from topologies import BUILTINS
 
 

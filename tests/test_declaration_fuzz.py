@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.catalog import load_fabric
-from harness.declcheck import show
-from harness.cli import main
-from harness.errors import TopologyError
-from harness.model import (Acl, AclRule, Backend, Cable, Cluster, Frontend, GpuNodes, Management, Tenant,
+from harness.core.declcheck import show
+from harness.cli.main import main
+from harness.core.errors import TopologyError
+from harness.core.model import (Acl, AclRule, Backend, Cable, Cluster, Frontend, GpuNodes, Management, Tenant,
                            build)
-from harness.plan import make_plan
+from harness.core.plan import make_plan
 from test_properties import clusters
 from topologies import BUILTINS
 
@@ -161,7 +161,7 @@ def test_a_typo_in_a_topology_file_is_a_topology_error(data):
     section = next(name for name, c in SECTIONS.items() if c is cls)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "typo.py"
-        path.write_text("from harness.model import *\n"
+        path.write_text("from harness.core.model import *\n"
                         f"cluster = Cluster(name='t', {section}={cls.__name__}({wrong}=1))\n")
         with pytest.raises(TopologyError) as info:
             load_fabric(str(path))
@@ -192,7 +192,7 @@ def test_cli_on_a_faulty_file_exits_2_naming_the_field(name, tmp_path, capsys):
     arg = f"({value},)" if section == "tenants" else value
     path = tmp_path / name
     path.write_text(textwrap.dedent(f"""
-        from harness.model import *
+        from harness.core.model import *
         cluster = Cluster(name="mine", {section}={arg})
     """))
     start = time.monotonic()

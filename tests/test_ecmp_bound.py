@@ -8,7 +8,7 @@ import pytest
 
 from harness.checks.ecmp import EcmpResult, PathCount, default_pair, distinct_sport_qpns
 from harness.checks.ecmp_bound import FALSE_FAIL, MISS, band, bound, qps_for
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.traffic.roce import roce_sport
 

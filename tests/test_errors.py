@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from harness.errors import TopologyError
-from harness.model import Addressing, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Management, build
-from harness.plan import make_plan
+from harness.core.errors import TopologyError
+from harness.core.model import Addressing, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Management, build
+from harness.core.plan import make_plan
 from topologies import BUILTINS
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from harness.checks.failover import check_failover_case
 from harness.checks.failover_windows import QpLoss, judge, measure
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.traffic.flows import RoceFlow
 from harness.traffic.results import FlowReceived, FlowSent, Gap, ReceiveResult, SendResult
 
@@ -151,7 +151,7 @@ def test_one_result_for_every_case():
     import json
 
     from harness.checks.failover import FailoverResult
-    from harness.model import Objectives
+    from harness.core.model import Objectives
 
     ok, unsure, bad = _case(), _case(not_measurable="sender lag"), _case(problems=("window 80 ms > 50",))
     assert FailoverResult((ok, ok), Objectives(), seconds=2.0).passed is True
@@ -168,7 +168,7 @@ def test_plot_every_case(tmp_path):
     from dataclasses import replace
 
     from harness.checks.failover import FailoverResult
-    from harness.model import Objectives
+    from harness.core.model import Objectives
     from harness.checks.failover import plot_failover
 
     timeline = {"bucket_ms": 10.0, "received": [120] * 50 + [60] * 3 + [120] * 50, "failure_ms": 500.0,

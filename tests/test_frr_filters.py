@@ -9,9 +9,9 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from harness.model import Plane, Role, Routing, build
+from harness.core.model import Plane, Role, Routing, build
 from harness.observe.convergence import expectations
-from harness.plan import make_plan
+from harness.core.plan import make_plan
 from harness.render.frr import MAX_PREFIX_HEADROOM, frr_conf
 from topologies import BUILTINS
 

@@ -2,7 +2,7 @@
 
 The reference port_config.ini files are parsed here on their own, and docker-sonic-vs's lane
 map is rebuilt from them as SONiC builds it (row i, 1-based, gives its lanes to eth<i>), so a
-wrong transcription or a wrong rule in harness/hwsku.py cannot check itself.
+wrong transcription or a wrong rule in harness/core/hwsku.py cannot check itself.
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.hwsku import HWSKUS, hwsku
-from harness.model import Cable, Cluster, build
-from harness.plan import make_plan
+from harness.core.hwsku import HWSKUS, hwsku
+from harness.core.model import Cable, Cluster, build
+from harness.core.plan import make_plan
 from harness.render import artifacts
 from topologies import BUILTINS
 

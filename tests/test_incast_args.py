@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 
 from harness.checks.collectives import _wire_bytes, check_incast
-from harness.errors import HarnessError
-from harness.model import build
-from harness.plan import make_plan
+from harness.core.errors import HarnessError
+from harness.core.model import build
+from harness.core.plan import make_plan
 from topologies import BUILTINS
 
 

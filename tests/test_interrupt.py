@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from harness import interrupt, wait
+from harness.plumbing import interrupt, wait
 
 
 def _swallowed_signal() -> None:

@@ -9,9 +9,9 @@ from ipaddress import IPv4Network
 import pytest
 
 from harness.checks.isolation import MGMT_PORT, cross_plane_sessions, plan_probes, route_leaks
-from harness.model import Plane, Role, build
+from harness.core.model import Plane, Role, build
 from harness.observe.routing import BgpPeer, Route
-from harness.plan import make_plan
+from harness.core.plan import make_plan
 from harness.traffic.probe import NONCE_BYTES, _read, frame, parse, payload
 from topologies import BUILTINS
 

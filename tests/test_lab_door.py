@@ -55,7 +55,7 @@ def test_the_scan_sees_an_offending_import(tmp_path):
 # ---------------------------------------------------------------------- LabView: what a check may use
 
 # The layers `Lab` may stand on: the pure core, the runtimes behind it and the observers.
-LAB_MAY_IMPORT = ("harness.errors", "harness.model", "harness.plan", "harness.labview", "harness.runtime",
+LAB_MAY_IMPORT = ("harness.core.errors", "harness.core.model", "harness.core.plan", "harness.plumbing.labview", "harness.runtime",
                   "harness.observe")
 # Where a lab is seen through LabView only: neither its state on disk nor its runtime.
 VIEWERS = ("harness/checks", "harness/observe", "harness/traffic", "harness/rdma", "docs/examples")
@@ -100,7 +100,7 @@ def test_a_lab_is_a_labview_with_the_same_signatures(ai_plan):
     import inspect
 
     from harness.lab import Lab
-    from harness.labview import LabView
+    from harness.plumbing.labview import LabView
 
     lab = _lab_stand_in(ai_plan)
     assert isinstance(lab, LabView)
@@ -114,7 +114,7 @@ def test_a_lab_is_a_labview_with_the_same_signatures(ai_plan):
 
 
 def test_something_short_of_a_lab_is_no_labview(ai_plan):
-    from harness.labview import LabView
+    from harness.plumbing.labview import LabView
 
     class NoScope:  # the control: every member of a Lab but one
         def __getattr__(self, name):

@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 
 from harness.checks.lossless import audit, load_dir
-from harness.cli import main
-from harness.errors import HarnessError, TopologyError
-from harness.model import Lossless, build
-from harness.plan import make_plan
+from harness.cli.main import main
+from harness.core.errors import HarnessError, TopologyError
+from harness.core.model import Lossless, build
+from harness.core.plan import make_plan
 from harness.render import artifacts, write_artifacts
 from harness.render.lossless import contract_of
 from topologies import BUILTINS

@@ -8,9 +8,9 @@ from ipaddress import IPv4Interface, IPv4Network
 
 import pytest
 
-from harness.errors import MgmtNetworkError
-from harness.mgmtnet import POOL, lab_mgmt_network, mgmt_prefixlen, with_mgmt_network
-from harness.model import Plane
+from harness.core.errors import MgmtNetworkError
+from harness.core.mgmtnet import POOL, lab_mgmt_network, mgmt_prefixlen, with_mgmt_network
+from harness.core.model import Plane
 
 # Subnets a lab's mgmt network must never touch: Docker's default address pools,
 # containerlab's default mgmt subnet, fablab's default data ranges.

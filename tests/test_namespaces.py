@@ -1,4 +1,4 @@
-"""Namespaces made and entered without helper processes (harness/namespaces.py; needs root)."""
+"""Namespaces made and entered without helper processes (harness/plumbing/namespaces.py; needs root)."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from harness.errors import LabError, NamespaceError
-from harness.namespaces import NETNS_DIR, create, entered, list_namespaces, remove
+from harness.core.errors import LabError, NamespaceError
+from harness.plumbing.namespaces import NETNS_DIR, create, entered, list_namespaces, remove
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: creates network namespaces")
 

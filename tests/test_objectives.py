@@ -6,8 +6,8 @@ from dataclasses import fields, replace
 
 import pytest
 
-from harness.errors import TopologyError
-from harness.model import (Acl, AclRule, Addressing, Bfd, Cluster, Lossless, Management, Objectives, Routing, Tenant, build,
+from harness.core.errors import TopologyError
+from harness.core.model import (Acl, AclRule, Addressing, Bfd, Cluster, Lossless, Management, Objectives, Routing, Tenant, build,
                            cluster_from_dict, cluster_to_dict)
 from topologies import BUILTINS
 

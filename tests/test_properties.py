@@ -7,8 +7,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.model import Backend, Cluster, Frontend, GpuNodes, Plane, Role, build
-from harness.plan import make_plan
+from harness.core.model import Backend, Cluster, Frontend, GpuNodes, Plane, Role, build
+from harness.core.plan import make_plan
 from harness.render.containerlab import clab_yaml
 
 

@@ -14,13 +14,13 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from harness import provenance as prov
+from harness.report import provenance as prov
 from harness.catalog import load_cluster
 from harness.checks.registry import Verdict
-from harness.model import cluster_from_dict, cluster_to_dict
-from harness.provenance import Provenance, collect, declaration_sha256, parse_frr_version
-from harness.report import Results, junit_xml, new_run_dir
-from harness.report_html import html_report
+from harness.core.model import cluster_from_dict, cluster_to_dict
+from harness.report.provenance import Provenance, collect, declaration_sha256, parse_frr_version
+from harness.report.results import Results, junit_xml, new_run_dir
+from harness.report.html import html_report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +68,7 @@ def test_two_runs_under_one_parent_keep_both_and_latest_is_the_second(tmp_path):
 
 def test_a_run_directory_is_never_shared(tmp_path, monkeypatch):
     names = iter(["20260101T000000Z-x-aaaaaa", "20260101T000000Z-x-aaaaaa", "20260101T000000Z-x-bbbbbb"])
-    monkeypatch.setattr("harness.report.run_dir_name", lambda label: next(names))
+    monkeypatch.setattr("harness.report.results.run_dir_name", lambda label: next(names))
     a, b = new_run_dir(tmp_path, "x"), new_run_dir(tmp_path, "x")
     assert (a.name, b.name) == ("20260101T000000Z-x-aaaaaa", "20260101T000000Z-x-bbbbbb")
 
@@ -171,7 +171,7 @@ class _VtyLab:  # a running lab as far as asking its FRR goes
 
 
 def test_the_frr_the_lab_runs_or_none(ai_plan):
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
 
     lab = _VtyLab(ai_plan, "FRRouting 9.1.2 (fe-l1) on Linux(6.1.0).\n")
     assert prov.lab_frr_version(lab) == "9.1.2" and lab.asked == [(ai_plan.switches[0].name, ("show version",))]
@@ -218,7 +218,7 @@ def _report_args(tmp_path, **kw) -> argparse.Namespace:
 
 
 def test_report_json_names_the_run_directory_and_its_provenance(tmp_path, ai_plan, capsys):
-    from harness.cli_lab import _report
+    from harness.cli.labs import _report
 
     run = Results(tmp_path / "results", "prov1", _provenance())
     run.finish()
@@ -233,7 +233,7 @@ def test_report_json_names_the_run_directory_and_its_provenance(tmp_path, ai_pla
 
 
 def test_report_table_names_the_run_directory(tmp_path, ai_plan, capsys):
-    from harness.cli_lab import _report
+    from harness.cli.labs import _report
 
     run = Results(tmp_path, "prov1", _provenance())
     code = _report(_report_args(tmp_path, json=False), "fablab check prov1", _verdicts(), ai_plan, {}, run)
@@ -247,8 +247,8 @@ def _stand_in_checks(lab, checks, results, progress):
 
 
 def test_validate_json_has_the_results_directory_and_provenance(tmp_path, monkeypatch, capsys):
-    import harness.validate
-    from harness.cli import main
+    import harness.cli.validate
+    from harness.cli.main import main
 
     def validate(plan, results, **kw):  # no boot: the checks run on no lab
         assert kw["name"] == "prov1" and kw["topology"] == "ai-cluster"
@@ -256,7 +256,7 @@ def test_validate_json_has_the_results_directory_and_provenance(tmp_path, monkey
         results.finish()
         return verdicts
 
-    monkeypatch.setattr(harness.validate, "validate", validate)
+    monkeypatch.setattr(harness.cli.validate, "validate", validate)
     code = main(["validate", "ai-cluster", "--name", "prov1", "--results", str(tmp_path), "--json"])
     doc = json.loads(capsys.readouterr().out)
     run = Path(doc["results"])
@@ -270,8 +270,8 @@ def test_validate_json_has_the_results_directory_and_provenance(tmp_path, monkey
 
 def test_check_json_has_the_results_directory_and_the_labs_frr(tmp_path, monkeypatch, capsys, ai_plan):
     import harness.checks.registry
-    from harness import cli_lab
-    from harness.cli import main
+    from harness.cli import labs as cli_lab
+    from harness.cli.main import main
     from harness.runtime.state import LabState
 
     cluster = ai_plan.fabric.cluster

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import LabError
+from harness.core.errors import LabError
 from harness.rdma import perftest, vmimage
 from harness.rdma.microvm import MEMORY_MB, Endpoint, qemu_argv, vm_tag
 from harness.rdma.session import DEFAULT_SIZE, RdmaSpec, _result, guest_script

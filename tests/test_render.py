@@ -9,8 +9,8 @@ import subprocess
 import pytest
 import yaml
 
-from harness.model import build
-from harness.plan import make_plan
+from harness.core.model import build
+from harness.core.plan import make_plan
 from harness.render import artifacts
 from topologies import BUILTINS
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import harness.render as rendering
-from harness.cli import main
-from harness.errors import InputError, RenderError, TopologyError
-from harness.model import check_lab_name
+from harness.cli.main import main
+from harness.core.errors import InputError, RenderError, TopologyError
+from harness.core.model import check_lab_name
 from harness.render import MANIFEST, OutputDirRefused, write_artifacts
 
 
@@ -129,8 +129,8 @@ def test_an_exchange_the_file_system_refuses_changes_nothing(earlier, monkeypatc
 
 
 def render_rail_only_over(out: Path) -> None:
-    from harness.model import build
-    from harness.plan import make_plan
+    from harness.core.model import build
+    from harness.core.plan import make_plan
     from topologies import BUILTINS
 
     write_artifacts(rendering.artifacts(make_plan(build(BUILTINS["rail-only"]()))), out)

@@ -5,10 +5,10 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from harness.errors import HarnessError
-from harness.model import build
+from harness.core.errors import HarnessError
+from harness.core.model import build
 from harness.observe.convergence import expectations
-from harness.plan import make_plan
+from harness.core.plan import make_plan
 from harness.runtime import get_runtime
 from harness.runtime.frr import split_config
 from harness.runtime.state import check_lab_name, lab_of_namespace, namespace
@@ -71,7 +71,7 @@ def test_bfdd_gets_only_its_block_and_the_rest_goes_to_zebra_and_bgpd():
 def test_clab_runtime_names_what_is_missing(monkeypatch):
     import shutil
 
-    from harness.errors import PrerequisiteError
+    from harness.core.errors import PrerequisiteError
     from harness.runtime.clab import check_prerequisites
 
     monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "containerlab" else f"/usr/bin/{tool}")

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import pytest
 
-from harness.model import Acl, AclRule, Frontend, Lossless, Tenant, build
-from harness.plan import make_plan
+from harness.core.model import Acl, AclRule, Frontend, Lossless, Tenant, build
+from harness.core.plan import make_plan
 from harness.render import artifacts
 from conftest import require_tool
 from sonic_yang import Schema, validate

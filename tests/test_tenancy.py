@@ -7,10 +7,10 @@ from ipaddress import IPv4Address, IPv4Network
 
 import pytest
 
-from harness.acl import compile_acl, verdict
-from harness.errors import PrerequisiteError
-from harness.model import Acl, AclRule, Addressing, Frontend, Tenant, build
-from harness.plan import make_plan
+from harness.core.acl import compile_acl, verdict
+from harness.core.errors import PrerequisiteError
+from harness.core.model import Acl, AclRule, Addressing, Frontend, Tenant, build
+from harness.core.plan import make_plan
 from harness.runtime import tenants as rt
 from test_errors import base, only
 

@@ -17,7 +17,7 @@ from scapy.compat import raw
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 
-from harness.namespaces import entered
+from harness.plumbing.namespaces import entered
 from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, SpecError, TcpClientSpec, TcpServerSpec,
                                    TrafficError, UdpFlow)
 from harness.traffic.results import TcpResult, losses
@@ -27,7 +27,7 @@ from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WR
 from harness.traffic.runner import (TrafficProcess, netns_exists, run_sender, run_tcp_client, start_receiver,
                                     start_receivers, start_sender, start_senders, start_tcp_server, veth_testbed)
 from harness.traffic.tcp import STALL_RECORD_MS, iperf3_path, run_iperf3
-from harness.wait import until
+from harness.plumbing.wait import until
 
 # Unique per run: two test runs at once (two checkouts) must not share namespaces.
 LAB = f"td{os.getpid()}"

@@ -12,7 +12,7 @@ from scapy.compat import raw
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.traffic import patterns
 from harness.traffic.flows import (ReceiveGroupSpec, ReceiveSpec, RoceFlow, SendGroupSpec, SendSpec, SpecError,
                                    TcpClientSpec, UdpFlow, from_json, to_json)

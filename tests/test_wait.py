@@ -1,11 +1,11 @@
-"""The one way fablab waits (harness/wait.py): until a condition holds, or how long it took."""
+"""The one way fablab waits (harness/plumbing/wait.py): until a condition holds, or how long it took."""
 from __future__ import annotations
 
 import time
 
 import pytest
 
-from harness.wait import Timeout, pause_until, until, within
+from harness.plumbing.wait import Timeout, pause_until, until, within
 
 
 def test_until_returns_the_first_truthy_value():

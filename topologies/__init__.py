@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.model import Cluster
+from harness.core.model import Cluster
 from topologies.ai_cluster import ai_cluster
 from topologies.large import large
 from topologies.rail_only import rail_only

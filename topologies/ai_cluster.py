@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.model import Acl, AclRule, Backend, Cluster, Frontend, GpuNodes, Tenant, gpu_node_names
+from harness.core.model import Acl, AclRule, Backend, Cluster, Frontend, GpuNodes, Tenant, gpu_node_names
 
 ACL = Acl(rules=(
     AclRule("permit", src="role:gpu", dst="role:storage", protocol="tcp", dst_ports="2049"),

@@ -5,7 +5,7 @@ node (NVLink), so the BE has no path from rail r to rail s at all.
 """
 from __future__ import annotations
 
-from harness.model import Backend, Cluster, Frontend, GpuNodes
+from harness.core.model import Backend, Cluster, Frontend, GpuNodes
 
 
 def rail_only(name: str = "rail-only", nodes: int = 4, gpus_per_node: int = 4) -> Cluster:

@@ -6,7 +6,7 @@
 """
 from __future__ import annotations
 
-from harness.model import Backend, Cluster, Frontend, GpuNodes
+from harness.core.model import Backend, Cluster, Frontend, GpuNodes
 
 
 def xlarge(name: str = "xlarge") -> Cluster:

@@ -5,8 +5,8 @@ import time
 from dataclasses import dataclass
 
 from harness.checks.base import Case, Check, Outcome
-from harness.labview import LabView
-from harness.model import Plane
+from harness.plumbing.labview import LabView
+from harness.core.model import Plane
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A check is one module under harness/checks/ exporting `CHECK`: its name, the claim it proves,
 when it applies to a plan, and its cases, each a run on a lab that returns an `Outcome` and,
 where it has one, a plot of that outcome. The registry (harness.checks.registry) names the
-modules; reports (harness.report, harness.report_html) read only `Outcome` and `Verdict`.
+modules; reports (harness.report.results, harness.report.html) read only `Outcome` and `Verdict`.
 
 This module stays light: it imports neither the checks nor what they need (scipy and
 matplotlib load when a check runs or plots, never with the CLI).
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
-    from harness.plan import Plan
+    from harness.core.plan import Plan
 
 
 class Table(NamedTuple):

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.checks.base import Case, Check, Outcome, Table
-from harness.labview import LabView
-from harness.model import Plane, Role
-from harness.plan import Plan
+from harness.plumbing.labview import LabView
+from harness.core.model import Plane, Role
+from harness.core.plan import Plan
 
 # Every runtime links a node's namespace under this directory (DESIGN: "The Lab is the only door").
 NETNS_DIR = Path("/run/netns")

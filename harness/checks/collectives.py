@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from harness.checks.base import Case, Check, Outcome
-from harness.errors import HarnessError
-from harness.labview import LabView
-from harness.model import Role
+from harness.core.errors import HarnessError
+from harness.plumbing.labview import LabView
+from harness.core.model import Role
 from harness.traffic.flows import ReceiveSpec
 from harness.traffic.patterns import Endpoint, FlowOptions, all_to_all, incast, receive_specs, ring, send_specs
 from harness.traffic.roce import BTH_LEN, ICRC_LEN, IP_LEN, RETH_LEN, UDP_LEN

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from harness.checks.base import Case, Check, Outcome, needs_spine_tier, pyplot, save
 from harness.checks.ecmp_bound import FALSE_FAIL, SKEW_WEIGHT, bound, qps_for
-from harness.errors import HarnessError
-from harness.labview import LabView
+from harness.core.errors import HarnessError
+from harness.plumbing.labview import LabView
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 FALSE_FAIL = 0.001  # a fair hash fails the verdict at most this often
 MISS = 0.001  # a skewed weighting passes at most this often

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 
 from harness.checks.sabotage import Sabotage
-from harness.errors import HarnessError
-from harness.labview import LabView
+from harness.core.errors import HarnessError
+from harness.plumbing.labview import LabView
 
 
 def _route(lab: LabView, node: str, prefix: str) -> dict:

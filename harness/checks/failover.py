@@ -39,17 +39,17 @@ from harness.checks.base import Case, Check, needs_spine_tier
 from harness.checks.ecmp import _far_peer, first_gpu_nic
 from harness.checks.failover_result import FailoverCase, FailoverResult, plot_failover
 from harness.checks.failover_windows import judge, measure
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.lab import set_carriers
-from harness.labview import LabView
-from harness.model import Objectives, Plane, Role
+from harness.plumbing.labview import LabView
+from harness.core.model import Objectives, Plane, Role
 from harness.observe.flowcount import FlowCounters
 from harness.observe.route_watch import route_change_ms
-from harness.priority import realtime
+from harness.plumbing.priority import realtime
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport
 from harness.traffic.runner import start_receiver, start_sender
-from harness.wait import pause_until, until, within
+from harness.plumbing.wait import pause_until, until, within
 
 CASES = ("local", "remote", "gray", "spine")
 HARD_CASES = ("local", "remote", "spine")

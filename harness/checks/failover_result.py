@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.checks.base import Outcome, pyplot, save
 from harness.checks.failover_windows import QpLoss
-from harness.model import Objectives
+from harness.core.model import Objectives
 
 
 @dataclass(frozen=True)

@@ -32,16 +32,16 @@ from dataclasses import dataclass, field
 
 from harness.checks.base import Case, Check, Outcome
 from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
-from harness.errors import HarnessError
-from harness.labview import LabView
+from harness.core.errors import HarnessError
+from harness.plumbing.labview import LabView
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.observe.route_watch import route_change_ms
-from harness.model import Plane
-from harness.plan import Plan
+from harness.core.model import Plane
+from harness.core.plan import Plan
 from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpServerSpec
 from harness.traffic.results import TcpResult, TcpStream
 from harness.traffic.runner import TrafficProcess, run_tcp_client, start_tcp_server
-from harness.wait import pause_until
+from harness.plumbing.wait import pause_until
 
 TCP_RTO_MIN_MS = 200.0  # Linux's TCP_RTO_MIN: the soonest a lost segment is sent again without a probe
 FIRST_SPORT = 21000

@@ -34,11 +34,11 @@ from ipaddress import IPv4Network
 
 from harness.checks.base import Case, Check, Outcome, Table
 from harness.checks.isolation_probes import MGMT_PORT, plan_probes
-from harness.labview import LabView
-from harness.model import Plane
+from harness.plumbing.labview import LabView
+from harness.core.model import Plane
 from harness.observe.paths import Fib, owner_of, trace
 from harness.observe.routing import Route
-from harness.plan import Plan, SwitchPlan
+from harness.core.plan import Plan, SwitchPlan
 from harness.traffic.probe import Arrival, Probe, ProbeSession
 
 __all__ = ["MGMT_PORT", "CHECK", "IsolationResult", "Leak", "check_isolation", "cross_plane_sessions", "plan_probes",

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.acl import compile_acl, verdict
-from harness.model import Plane, Role
-from harness.plan import HostPlan, Nic, Plan
+from harness.core.acl import compile_acl, verdict
+from harness.core.model import Plane, Role
+from harness.core.plan import HostPlan, Nic, Plan
 from harness.traffic.probe import PROBE_PORT, Probe, new_nonce
 
 MGMT_PORT = "eth0"  # a switch's management port (SONiC's name, kept by both runtimes)

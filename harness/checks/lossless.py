@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.checks.base import Case, Check, Outcome, Table
-from harness.errors import InputError
-from harness.labview import LabView
-from harness.model import Lossless
-from harness.plan import Plan
+from harness.core.errors import InputError
+from harness.plumbing.labview import LabView
+from harness.core.model import Lossless
+from harness.core.plan import Plan
 from harness.render.lossless import Contract, contract_of
 
 @dataclass(frozen=True)

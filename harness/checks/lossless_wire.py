@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 
 from harness.checks.base import Outcome
-from harness.errors import HarnessError
-from harness.labview import LabView
+from harness.core.errors import HarnessError
+from harness.plumbing.labview import LabView
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.runner import start_receivers, start_senders
 

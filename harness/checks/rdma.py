@@ -13,12 +13,14 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import rdma, wait
+from harness import rdma
+
+from harness.plumbing import wait
 from harness.checks.ecmp import default_pair
 from harness.checks.ecmp_bound import FALSE_FAIL, band
 from harness.checks.base import Outcome, pyplot, save
-from harness.errors import HarnessError
-from harness.labview import LabView
+from harness.core.errors import HarnessError
+from harness.plumbing.labview import LabView
 from harness.observe.counters import interface_counters
 from harness.observe.flowcount import FlowCounters
 from harness.observe.route_watch import route_change_ms

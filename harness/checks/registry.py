@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.checks.base import Case, Check, Outcome, Verdict, has_spine_tier
-from harness.errors import HarnessError, InputError
-from harness.labview import LabView
+from harness.core.errors import HarnessError, InputError
+from harness.plumbing.labview import LabView
 
 __all__ = ["MODULES", "NAMES", "Case", "Check", "UnknownCheck", "Verdict", "has_spine_tier", "load", "run_checks",
            "select"]
@@ -80,7 +80,7 @@ def select(only: str | None) -> tuple[Check, ...]:
 
 def run_checks(lab: LabView, checks: tuple[Check, ...] | None = None, results=None,
                progress: Callable[[str, str], None] = lambda phase, detail: None) -> list[Verdict]:
-    """Run the checks (all of them for None) on a running lab; `results` (harness.report.Results)
+    """Run the checks (all of them for None) on a running lab; `results` (harness.report.results.Results)
     gets each outcome's JSON and plot."""
     verdicts: list[Verdict] = []
     for check in select(None) if checks is None else checks:

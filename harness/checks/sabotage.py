@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-from harness.errors import HarnessError
-from harness.hwsku import hwsku
-from harness.labview import LabView
-from harness.model import FE_NIC, Plane, Role
-from harness.plan import CableRow
+from harness.core.errors import HarnessError
+from harness.core.hwsku import hwsku
+from harness.plumbing.labview import LabView
+from harness.core.model import FE_NIC, Plane, Role
+from harness.core.plan import CableRow
 
 
 @dataclass
@@ -313,7 +313,7 @@ def _move_far_ends(lab: LabView, x: tuple[str, str], y: tuple[str, str]) -> None
 def merge_tenants(lab: LabView, leaf: str, port: str, into_vni: int) -> Sabotage:
     """A tenant member's leaf port moved into another tenant's bridge (the wrong VLAN on an
     access port): its frames now reach the other tenant."""
-    from harness.tenancy import bridge_device
+    from harness.core.tenancy import bridge_device
 
     own = next(t.vni for t in lab.plan.tenants for m in t.members if (m.leaf, m.leaf_port) == (leaf, port))
     lab.ns_exec(leaf, ["ip", "link", "set", port, "master", bridge_device(into_vni)], check=True)
@@ -326,7 +326,7 @@ def merge_tenants(lab: LabView, leaf: str, port: str, into_vni: int) -> Sabotage
 
 def flip_acl_entry(lab: LabView, leaf: str, entry: str) -> Sabotage:
     """One ACL entry on one leaf with the opposite action (a rule typed the wrong way round)."""
-    from harness.tenancy import NFT_TABLE
+    from harness.core.tenancy import NFT_TABLE
 
     listing = lab.ns_exec(leaf, ["nft", "-a", "list", "chain", "bridge", NFT_TABLE, "ingress"], check=True).stdout
     line = next(x for x in listing.splitlines() if f'comment "{entry}"' in x)
@@ -348,7 +348,7 @@ def flip_acl_entry(lab: LabView, leaf: str, entry: str) -> Sabotage:
 def route_tenant(lab: LabView, leaf: str, vni: int) -> Sabotage:
     """A leaf that routes a tenant into the underlay: an address on the tenant's bridge (an SVI
     in the default VRF, which is what a missing VRF makes of an anycast gateway)."""
-    from harness.tenancy import NFT_TABLE, bridge_device
+    from harness.core.tenancy import NFT_TABLE, bridge_device
 
     br = bridge_device(vni)
     lab.set_sysctls(leaf, {f"net.ipv4.conf.{br}.forwarding": 1})

@@ -28,12 +28,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from harness import wait
-from harness.acl import AclEntry, compile_acl, verdict
+from harness.plumbing import wait
+from harness.core.acl import AclEntry, compile_acl, verdict
 from harness.checks.base import Case, Check, Outcome
-from harness.labview import LabView
-from harness.model import ACL_PROTOCOLS, Plane, Role
-from harness.plan import Plan, TenantMember
+from harness.plumbing.labview import LabView
+from harness.core.model import ACL_PROTOCOLS, Plane, Role
+from harness.core.plan import Plan, TenantMember
 from harness.traffic.frames import Landing, Shot, TapSession
 from harness.traffic.probe import PROBE_PORT, new_nonce
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 
 from harness.observe.routing import BfdPeer, BgpPeer
-from harness.plan import Plan, SwitchPlan
+from harness.core.plan import Plan, SwitchPlan
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import itertools
 import json
 from collections import defaultdict
 
-from harness.errors import HarnessError, LabError
-from harness.labview import LabView
+from harness.core.errors import HarnessError, LabError
+from harness.plumbing.labview import LabView
 
 _ids = itertools.count(1)
 _MAX_ELEMENTS = 1 << 20

@@ -5,8 +5,8 @@ from ipaddress import IPv4Address
 
 from pyroute2 import NetlinkError
 
-from harness.labview import LabView
-from harness.plan import CableRow
+from harness.plumbing.labview import LabView
+from harness.core.plan import CableRow
 
 
 def owner_of(plan, address: str) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from ipaddress import IPv4Network
 
-from harness import wait
-from harness.labview import LabView
+from harness.plumbing import wait
+from harness.plumbing.labview import LabView
 
 
 def route_change_ms(lab: LabView, node: str, prefix: IPv4Network, ports: str | Iterable[str], *, present: bool,

@@ -8,12 +8,12 @@
         result = run.result()
 
 A lane above the lab, not part of it: `Lab` knows nothing of it (DESIGN.md, "The Lab is the
-only door"); it uses what any check may (`harness.labview.LabView`).
+only door"); it uses what any check may (`harness.plumbing.labview.LabView`).
 """
 from __future__ import annotations
 
 from harness.rdma.session import RdmaResult, RdmaRun, RdmaSpec, run_rdma
-from harness.labview import LabView
+from harness.plumbing.labview import LabView
 from harness.runtime.base import Progress, quiet
 
 

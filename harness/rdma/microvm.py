@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
 
-from harness import wait
-from harness.errors import HarnessError, LabError
-from harness.labview import LabView
+from harness.plumbing import wait
+from harness.core.errors import HarnessError, LabError
+from harness.plumbing.labview import LabView
 from harness.rdma.vmimage import QEMU, BootFiles
 from harness.runtime.base import Progress, quiet
 from harness.runtime.state import NS_PREFIX

@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import wait
-from harness.errors import HarnessError, LabError
-from harness.labview import LabView
-from harness.model import Plane
+from harness.plumbing import wait
+from harness.core.errors import HarnessError, LabError
+from harness.plumbing.labview import LabView
+from harness.core.model import Plane
 from harness.rdma import perftest, vmimage
 from harness.rdma.microvm import Endpoint, VmRun, vm_tag
 from harness.rdma.perftest import MAX_QPS, PERFTEST_PORT, TESTS, Bandwidth, Latency, QueuePair, Rping

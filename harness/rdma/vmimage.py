@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import PrerequisiteError, LabError
+from harness.core.errors import PrerequisiteError, LabError
 
 CACHE = Path(os.environ.get("FABLAB_RDMA_CACHE", "/var/cache/fablab/rdma"))
 BUSYBOX = Path("/bin/busybox")

@@ -12,9 +12,9 @@ import tempfile
 from ipaddress import IPv4Network
 from pathlib import Path
 
-from harness.errors import InputError, RenderError
-from harness.mgmtnet import lab_mgmt_network, with_mgmt_network
-from harness.plan import Plan
+from harness.core.errors import InputError, RenderError
+from harness.core.mgmtnet import lab_mgmt_network, with_mgmt_network
+from harness.core.plan import Plan
 from harness.render.cabling import cabling_csv
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE, clab_yaml
 from harness.render.diagram import topology_svg
@@ -32,7 +32,7 @@ def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | No
     """Relative path -> text, for every artifact. Pure: nothing is written.
 
     The mgmt addresses (clab file and config_db.json alike) are moved into `mgmt_network`,
-    by default the lab's own subnet (harness.mgmtnet), so that labs can run side by side.
+    by default the lab's own subnet (harness.core.mgmtnet), so that labs can run side by side.
     """
     lab = lab or plan.name
     if mgmt_network is None:

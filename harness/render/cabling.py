@@ -4,7 +4,7 @@ from __future__ import annotations
 import csv
 import io
 
-from harness.plan import Plan
+from harness.core.plan import Plan
 
 COLUMNS = ("a_node", "a_port", "b_node", "b_port", "plane", "rail", "speed", "media")
 

@@ -7,9 +7,9 @@ from `exec` (see harness/render/sonic_init.py for why and for the status protoco
 """
 from __future__ import annotations
 
-from harness.hwsku import DEFAULT_HWSKU
-from harness.model import Plane
-from harness.plan import HostPlan, Plan, SwitchPlan
+from harness.core.hwsku import DEFAULT_HWSKU
+from harness.core.model import Plane
+from harness.core.plan import HostPlan, Plan, SwitchPlan
 from harness.render.sonic_init import CONTAINER_DIR, STATUS_FILE, start_command
 from harness.render.templates import render_template
 

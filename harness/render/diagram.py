@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.model import Plane, Role
-from harness.plan import Plan
+from harness.core.model import Plane, Role
+from harness.core.plan import Plan
 from harness.render.templates import render_template
 
 _RAIL_COLORS = ("#1f77b4", "#ff7f0e", "#9467bd", "#d62728", "#8c564b", "#e377c2", "#17becf", "#bcbd22")

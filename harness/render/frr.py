@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-from harness.model import Plane, Role
-from harness.plan import Plan, SwitchPlan
+from harness.core.model import Plane, Role
+from harness.core.plan import Plan, SwitchPlan
 from harness.render.templates import render_template
 
 MAX_PATHS = 64

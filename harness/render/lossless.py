@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from harness.model import Lossless, Plane
-from harness.tenancy import VXLAN_OVERHEAD
+from harness.core.model import Lossless, Plane
+from harness.core.tenancy import VXLAN_OVERHEAD
 
 CONTRACT_FILE = "lossless.json"
 

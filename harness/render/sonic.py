@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 
-from harness.acl import TABLE, AclEntry, compile_acl, priority
-from harness.model import Role
-from harness.plan import Plan, SwitchPlan
+from harness.core.acl import TABLE, AclEntry, compile_acl, priority
+from harness.core.model import Role
+from harness.core.plan import Plan, SwitchPlan
 
 # SONiC's device roles by tier: a 2-tier Clos has ToRs under leaves ("SpineRouter" means T2).
 _TYPES = {Role.BE_LEAF: "ToRRouter", Role.FE_LEAF: "ToRRouter",

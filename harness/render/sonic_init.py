@@ -12,7 +12,7 @@ The protocol with the runtime is the file STATUS_FILE inside the container, one 
 """
 from __future__ import annotations
 
-from harness.plan import Plan, SwitchPlan
+from harness.core.plan import Plan, SwitchPlan
 from harness.render.templates import render_template
 
 CONTAINER_DIR = "/etc/fablab"

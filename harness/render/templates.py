@@ -5,7 +5,7 @@ from functools import lru_cache
 
 import jinja2
 
-from harness.errors import RenderError
+from harness.core.errors import RenderError
 
 
 @lru_cache(maxsize=1)

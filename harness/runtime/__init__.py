@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 from harness.runtime.base import Runtime
 
 

@@ -19,13 +19,13 @@ from typing import Protocol, TypeVar
 
 from pyroute2 import IPRoute
 
-from harness import namespaces, wait
-from harness.errors import LabError
-from harness.model import Plane
+from harness.plumbing import namespaces, wait
+from harness.core.errors import LabError
+from harness.core.model import Plane
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
 from harness.observe.routing import (FIBMATCH_ARGV, ROUTE_ARGV, WIDTH_ARGV, Route, bfd_peers, bgp_peers,
                                      kernel_routes, route_widths)
-from harness.plan import Plan, SwitchPlan
+from harness.core.plan import Plan, SwitchPlan
 from harness.runtime.state import LabState
 
 T = TypeVar("T")

@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable
 from ipaddress import IPv4Network
 from pathlib import Path
 
-from harness import interrupt, namespaces, wait
-from harness.errors import PrerequisiteError, LabError
-from harness.model import Plane, Role, build, cluster_to_dict
-from harness.plan import Plan, make_plan
+from harness.plumbing import interrupt, namespaces, wait
+from harness.core.errors import PrerequisiteError, LabError
+from harness.core.model import Plane, Role, build, cluster_to_dict
+from harness.core.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
 from harness.render.containerlab import SONIC_IMAGE
 from harness.runtime import processes
@@ -128,7 +128,7 @@ class ClabRuntime(NamespaceAccess):
         check_lab_name(lab)
         image = sonic_image()
         check_prerequisites(image, which=self._which, run=self._run)
-        from harness.mgmtnet import lab_mgmt_network
+        from harness.core.mgmtnet import lab_mgmt_network
 
         if lab in labs():
             if not replace:
@@ -169,7 +169,7 @@ class ClabRuntime(NamespaceAccess):
             t = time.monotonic()
             looks = wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress)
             timings["converged"] = time.monotonic() - t
-            interrupt.checkpoint()  # a signal swallowed during the boot (see harness/interrupt.py)
+            interrupt.checkpoint()  # a signal swallowed during the boot (see harness/plumbing/interrupt.py)
         except BaseException:
             interrupt.handled()
             if os.getpid() == state.runner_pid:
@@ -378,7 +378,7 @@ class ClabRuntime(NamespaceAccess):
 def clab_view(plan: Plan, network: IPv4Network | None) -> Plan:
     """The plan as containerlab runs it: mgmt addresses in the lab's own subnet, and each
     host's management NIC is its eth0 on containerlab's management network (not mgmt0)."""
-    from harness.mgmtnet import with_mgmt_network
+    from harness.core.mgmtnet import with_mgmt_network
 
     if network is not None:
         plan = with_mgmt_network(plan, network)

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import LabError
+from harness.core.errors import LabError
 
 
 def deploy_argv(topology: Path, replace: bool = False) -> list[str]:

@@ -13,9 +13,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import wait
-from harness.errors import PrerequisiteError, LabError
-from harness.namespaces import exec_argv
+from harness.plumbing import wait
+from harness.core.errors import PrerequisiteError, LabError
+from harness.plumbing.namespaces import exec_argv
 
 FRR_BIN = Path("/usr/lib/frr")
 DAEMONS = ("zebra", "bfdd", "bgpd")

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from pyroute2 import IPRoute
 
-from harness import interrupt, namespaces
-from harness.errors import PrerequisiteError, LabError
-from harness.model import Plane, Role, cluster_to_dict
+from harness.plumbing import interrupt, namespaces
+from harness.core.errors import PrerequisiteError, LabError
+from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
-from harness.plan import CableRow, HostPlan, Plan, SwitchPlan
+from harness.core.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf
 from harness.render.sonic import config_db_json
 from harness.runtime import neighbours, processes, tenants
@@ -100,7 +100,7 @@ class NetnsRuntime(NamespaceAccess):
                 t = time.monotonic()
                 looks = wait_converged(self, plan, lab, max(1.0, deadline - t), progress)
                 timings["converged"] = time.monotonic() - t
-            interrupt.checkpoint()  # a signal swallowed during the boot (see harness/interrupt.py)
+            interrupt.checkpoint()  # a signal swallowed during the boot (see harness/plumbing/interrupt.py)
         except BaseException:
             interrupt.handled()
             if os.getpid() == state.runner_pid:  # never from a forked helper process

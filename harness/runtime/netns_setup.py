@@ -5,7 +5,7 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
-from harness.plan import SwitchPlan
+from harness.core.plan import SwitchPlan
 
 MGMT_TABLE = "fablab_mgmt"
 _HASH_SEED = Path("/proc/sys/net/ipv4/fib_multipath_hash_seed")

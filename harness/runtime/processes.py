@@ -9,7 +9,7 @@ import os
 import signal
 from pathlib import Path
 
-from harness import wait
+from harness.plumbing import wait
 
 
 def cmdline(pid: int) -> list[str]:

@@ -12,16 +12,16 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError, UnknownLab
-from harness.model import Cluster, cluster_from_dict
-from harness.model import check_lab_name as model_check_lab_name
+from harness.core.errors import HarnessError, InputError, UnknownLab
+from harness.core.model import Cluster, cluster_from_dict
+from harness.core.model import check_lab_name as model_check_lab_name
 
 RUN_ROOT = Path(os.environ.get("FABLAB_RUN_DIR", "/run/fablab"))
 NS_PREFIX = "fl_"
 
 
 def check_lab_name(name: str) -> str:
-    """The name, if usable (harness.model's rule, which `fablab render --name` applies too)."""
+    """The name, if usable (harness.core.model's rule, which `fablab render --name` applies too)."""
     problems = model_check_lab_name(name)
     if problems:
         raise InputError(f"lab name {name!r} is not usable: {problems[0].hint}")
@@ -117,7 +117,7 @@ def is_stale(state: LabState) -> bool:
 
 def namespaces_present(state: LabState) -> int:
     """How many of the lab's namespaces are on the system now: read, not remembered."""
-    from harness.namespaces import list_namespaces
+    from harness.plumbing.namespaces import list_namespaces
 
     present = set(list_namespaces())
     return sum(1 for ns in state.namespaces if ns in present)

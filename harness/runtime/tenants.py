@@ -7,7 +7,7 @@ zebra advertises the MACs the bridge learns on the ports as EVPN type-2 routes, 
 installs remote MACs and flood lists from BGP. SONiC's single VLAN-aware Bridge with a VLAN
 per tenant needs 802.1Q, which this kernel lacks; the L2 domains are the same. The edge ACL
 is nftables in the bridge family, on the member ports' ingress, one counter per entry.
-No SVI and no VRF: tenants are L2 only (see harness/tenancy.py).
+No SVI and no VRF: tenants are L2 only (see harness/core/tenancy.py).
 """
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import namespaces
-from harness.acl import TABLE, AclEntry, compile_acl
-from harness.errors import PrerequisiteError, LabError
-from harness.plan import HostPlan, Plan, SwitchPlan
-from harness.tenancy import NFT_TABLE, VXLAN_OVERHEAD, VXLAN_PORT, bridge_device, vxlan_device
+from harness.plumbing import namespaces
+from harness.core.acl import TABLE, AclEntry, compile_acl
+from harness.core.errors import PrerequisiteError, LabError
+from harness.core.plan import HostPlan, Plan, SwitchPlan
+from harness.core.tenancy import NFT_TABLE, VXLAN_OVERHEAD, VXLAN_PORT, bridge_device, vxlan_device
 
 
 def leaf_commands(plan: Plan, sw: SwitchPlan) -> list[str]:

@@ -12,7 +12,7 @@ import socket
 import threading
 from pathlib import Path
 
-from harness.errors import LabError
+from harness.core.errors import LabError
 
 END = b"\0\0\0"
 # Which daemon answers a `show` command (vtysh learns this from its command table).

@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Union
 
-from harness.codec import CodecError, from_plain, to_plain
-from harness.errors import HarnessError
+from harness.core.codec import CodecError, from_plain, to_plain
+from harness.core.errors import HarnessError
 
 ROCE_PORT = 4791
 UDP_PORT = 9000
@@ -312,7 +312,7 @@ class TcpClientSpec:
         _check(problems, "TcpClientSpec")
 
 
-# ---------------------------------------------------------------------------- JSON (harness.codec)
+# ---------------------------------------------------------------------------- JSON (harness.core.codec)
 
 _KINDS: dict[str, type] = {"roce": RoceFlow, "udp": UdpFlow}
 _KIND_OF = {cls: kind for kind, cls in _KINDS.items()}

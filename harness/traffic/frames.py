@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from harness.tenancy import VXLAN_PORT
+from harness.core.tenancy import VXLAN_PORT
 from harness.traffic.probe import (ETH_P_ALL, ETH_P_IP, MAGIC, NONCE_BYTES, OpenIn, internet_checksum, mac_of,
                                    read_until)
 

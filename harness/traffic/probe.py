@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import TypeVar
 
-from harness import wait
-from harness.errors import HarnessError
+from harness.plumbing import wait
+from harness.core.errors import HarnessError
 
 PROBE_PORT = 33434
 MAGIC = b"FLPROBE2"

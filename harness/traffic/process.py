@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.traffic.flows import to_json
 
 

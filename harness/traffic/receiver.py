@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from harness.namespaces import entered
+from harness.plumbing.namespaces import entered
 from harness.traffic.flows import ReceiveGroupSpec, ReceiveSpec, TrafficError, from_json
 from harness.traffic.process import say, serve
 from harness.traffic.results import FlowReceived, Gap, ReceiveGroupResult, ReceiveResult, pack_int64

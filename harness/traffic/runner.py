@@ -15,14 +15,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-from harness import wait
-from harness.namespaces import NETNS_DIR, exec_argv
-from harness.priority import TRAFFIC
+from harness.plumbing import wait
+from harness.plumbing.namespaces import NETNS_DIR, exec_argv
+from harness.plumbing.priority import TRAFFIC
 from harness.traffic.flows import (ReceiveGroupSpec, ReceiveSpec, SendGroupSpec, SendSpec, TcpClientSpec, TcpServerSpec,
                                    TrafficError, from_json, to_json)
 from harness.traffic.results import ReceiveGroupResult, ReceiveResult, SendGroupResult, SendResult, TcpResult
 
-# A modest real-time priority (see harness/priority.py): above every FRR daemon, below the
+# A modest real-time priority (see harness/plumbing/priority.py): above every FRR daemon, below the
 # kernel's own threads; the processes it is used for sleep or block between packets.
 REALTIME_ARGV = ("chrt", "--fifo", str(TRAFFIC))
 R = TypeVar("R")

@@ -21,9 +21,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from harness import wait
-from harness.namespaces import entered
-from harness.priority import TRAFFIC
+from harness.plumbing import wait
+from harness.plumbing.namespaces import entered
+from harness.plumbing.priority import TRAFFIC
 from harness.traffic.flows import RoceFlow, SendGroupSpec, SendSpec, TrafficError, UdpFlow, from_json
 from harness.traffic.neighwatch import NeighbourWatch
 from harness.traffic.process import say, serve

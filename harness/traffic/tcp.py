@@ -20,7 +20,7 @@ from harness.traffic import process
 from harness.traffic.flows import SpecError, TcpClientSpec, TcpServerSpec, TrafficError, from_dict
 from harness.traffic.results import TcpResult, TcpStream
 from harness.traffic.runner import run_in_netns, wait_listening
-from harness.wait import pause_until
+from harness.plumbing.wait import pause_until
 
 READY = "READY"
 _CHUNK = 256 * 1024

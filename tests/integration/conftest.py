@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from harness import namespaces
+from harness.plumbing import namespaces
 from harness.pytest_plugin import skip_reason
 from harness.runtime import processes
 from harness.runtime.state import NS_PREFIX

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import pytest
 
 from harness.checks.lossless import audit_lab
-from harness.cli import main
+from harness.cli.main import main
 from harness.lab import Lab
 from harness.runtime.state import run_dir
 from topologies import BUILTINS

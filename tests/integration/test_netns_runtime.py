@@ -11,10 +11,10 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from harness import interrupt
-from harness.errors import PrerequisiteError, LabError
+from harness.plumbing import interrupt
+from harness.core.errors import PrerequisiteError, LabError
 from harness.lab import Lab
-from harness.model import Routing
+from harness.core.model import Routing
 from harness.observe.route_watch import route_change_ms
 from harness.runtime import netns as netns_runtime
 from topologies import BUILTINS

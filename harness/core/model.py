@@ -1,10 +1,10 @@
 """Validate a declared cluster and expand it into its fabric (`build`), all problems at once.
 
-`build()` checks every field's type, choice and limit (harness.declcheck), then the
-declaration's own rules, then expands it (harness.layout) and checks the expanded graph
+`build()` checks every field's type, choice and limit (harness.core.declcheck), then the
+declaration's own rules, then expands it (harness.core.layout) and checks the expanded graph
 (cables, port budgets, oversubscription, tenants), so that every problem is reported
 together, each with its field and a hint. Nothing here touches the system. The declaration
-types live in harness.declarations; their names are importable from here too.
+types live in harness.core.declarations; their names are importable from here too.
 """
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ import ipaddress
 import math
 from collections import Counter
 
-from harness import declcheck
-from harness.codec import CodecError, from_plain, to_plain
-from harness.declarations import (  # the declaration types: importable from here as well
+from harness.core import declcheck
+from harness.core.codec import CodecError, from_plain, to_plain
+from harness.core.declarations import (  # the declaration types: importable from here as well
     ACL_ACTIONS, ACL_PROTOCOLS, Acl, AclRule, Addressing, BACKEND_KINDS, Backend, Bfd, Cable, Cluster,
     DECLARATIONS, ECMP_HASHES, FE_NIC, Fabric, Frontend, GpuNodes, Link, Lossless, MGMT_NIC, Management, Node,
     Objectives, Plane, ROCE_MTUS, Role, Routing, SPEEDS_GBPS, STORAGE_NIC, Tenant, _NAME, check_lab_name,
     rail_nic, switch_mgmt_port)
-from harness.errors import Problem, TopologyError
-from harness.layout import _cables, _expand, gpu_node_names, host_nics
-from harness.tenancy import check_tenancy
+from harness.core.errors import Problem, TopologyError
+from harness.core.layout import _cables, _expand, gpu_node_names, host_nics
+from harness.core.tenancy import check_tenancy
 
 __all__ = [
     "ACL_ACTIONS", "ACL_PROTOCOLS", "Acl", "AclRule", "Addressing", "BACKEND_KINDS", "Backend", "Bfd", "Cable",
@@ -38,7 +38,7 @@ __all__ = [
 def build(cluster: Cluster) -> Fabric:
     """Expand and validate a declaration; raise TopologyError listing every problem.
 
-    First every field's type, choice and limit (harness.declcheck); then the declaration's
+    First every field's type, choice and limit (harness.core.declcheck); then the declaration's
     rules, skipping what reads a field that failed; then, when gpu, backend, frontend and
     mgmt passed whole and the totals are within what fablab can plan, the expansion and the
     checks over the expanded graph (cables, port budgets, tenants).
@@ -275,7 +275,7 @@ def cluster_to_dict(cluster: Cluster) -> dict:
 
 
 def cluster_from_dict(data: dict) -> Cluster:
-    """The inverse of cluster_to_dict (harness.codec, driven by the classes' own annotations,
+    """The inverse of cluster_to_dict (harness.core.codec, driven by the classes' own annotations,
     so a new field or section survives the state file without being listed here: routing
     once did not, and an attached lab then expected /31s where it advertised summaries). A
     field or section missing from an older state file gets its default; data that does not

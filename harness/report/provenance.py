@@ -3,7 +3,7 @@ the runtime, kernel and FRR, the command line, when it started and ended.
 
 `collect()` builds one `Provenance` per run. Everything it asks of the system (git, FRR) is
 optional: a missing tool, a tree that is no git checkout or a lab that does not answer gives
-None for that field, never an error. The run's results (harness.report.Results) carry it in
+None for that field, never an error. The run's results (harness.report.results.Results) carry it in
 summary.json, in every per-check JSON, in the JUnit XML and in the HTML report.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 _VERSION = re.compile(r"\b(\d+\.\d+(?:\.\d+)?[\w.+~-]*)")
-_HARNESS = Path(__file__).resolve().parent
+_HARNESS = Path(__file__).resolve().parents[1]  # the harness package (this module is in harness/report/)
 
 
 @dataclass(frozen=True)
@@ -68,11 +68,11 @@ def now() -> str:
 
 
 def declaration_sha256(cluster) -> str:
-    """sha256 of the canonical declaration: `harness.model.cluster_to_dict(cluster)` as JSON
+    """sha256 of the canonical declaration: `harness.core.model.cluster_to_dict(cluster)` as JSON
     with sorted keys and compact separators. Equal declarations give equal hashes, whatever
     file or built-in they came from; any change to any field gives another. `cluster` is a
     Cluster, or the plain data of one (a running lab's state)."""
-    from harness.model import cluster_to_dict
+    from harness.core.model import cluster_to_dict
 
     data = cluster if isinstance(cluster, dict) else cluster_to_dict(cluster)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -137,7 +137,7 @@ def local_frr_version() -> str | None:
 
 def lab_frr_version(lab) -> str | None:
     """The FRR one of the lab's switches runs (`show version` in its vtysh), or None."""
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
 
     switches = getattr(lab.plan, "switches", ())
     if not switches:

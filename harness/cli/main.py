@@ -11,11 +11,11 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from harness import interrupt
+from harness.plumbing import interrupt
 from harness.catalog import builtins, load_fabric
-from harness.console import err, out
-from harness.errors import HarnessError, InputError, TopologyError
-from harness.plan import make_plan, summary
+from harness.cli.console import err, out
+from harness.core.errors import HarnessError, InputError, TopologyError
+from harness.core.plan import make_plan, summary
 from harness.render import artifacts, write_artifacts
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE
 
@@ -92,7 +92,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from harness.model import check_lab_name
+    from harness.core.model import check_lab_name
 
     # A bad --name is reported with the declaration's problems, before anything is written.
     problems = check_lab_name(args.name, "--name") if args.name is not None else []
@@ -146,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--host-image", default=HOST_IMAGE)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_render)
-    from harness import cli_audit, cli_lab, cli_rdma
+    from harness.cli import audit as cli_audit, labs as cli_lab, rdma as cli_rdma
 
     cli_lab.register(sub)
     cli_rdma.register(sub)
@@ -215,7 +215,7 @@ def _closed_pipe() -> int:
 
 
 def version_text() -> str:
-    from harness.provenance import fablab_version, git_commit
+    from harness.report.provenance import fablab_version, git_commit
 
     commit, dirty = git_commit()
     where = f" (git {commit[:12]}{', modified' if dirty else ''})" if commit else ""

@@ -1,13 +1,13 @@
 """How the builders lay a declared cluster out: node names, every cable of every plane, and
 the declared extra cables checked against what is already laid. Robust to bad counts, so that
-validation of the expanded graph can still report its own problems (harness.model.build)."""
+validation of the expanded graph can still report its own problems (harness.core.model.build)."""
 from __future__ import annotations
 
 import re
 
-from harness.declarations import (FE_NIC, MGMT_NIC, STORAGE_NIC, Cluster, Link, Node, Plane, Role, rail_nic,
+from harness.core.declarations import (FE_NIC, MGMT_NIC, STORAGE_NIC, Cluster, Link, Node, Plane, Role, rail_nic,
                                   switch_mgmt_port)
-from harness.errors import Problem
+from harness.core.errors import Problem
 
 
 def _width(count: int) -> int:

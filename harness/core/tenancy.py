@@ -13,8 +13,8 @@ import fnmatch
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-from harness.errors import Problem
-from harness.declarations import (ACL_ACTIONS, ACL_PROTOCOLS, FE_NIC, STORAGE_NIC, AclRule, Fabric, Plane,
+from harness.core.errors import Problem
+from harness.core.declarations import (ACL_ACTIONS, ACL_PROTOCOLS, FE_NIC, STORAGE_NIC, AclRule, Fabric, Plane,
                                   Role, Tenant)
 
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8: a tenant frame's MTU is the FE's minus this

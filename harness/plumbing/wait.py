@@ -4,8 +4,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from harness import interrupt
-from harness.errors import HarnessError
+from harness.plumbing import interrupt
+from harness.core.errors import HarnessError
 
 
 class Timeout(HarnessError):

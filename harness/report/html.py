@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.checks.base import Outcome, Verdict
-from harness.plan import Plan
+from harness.core.plan import Plan
 from harness.render.diagram import topology_svg
 from harness.render.templates import render_template
 

@@ -1,9 +1,9 @@
 """What an engineer declares about an AI cluster, and the fabric a declaration expands to.
 
 A `Cluster` is counts, kinds, speeds and ranges (frozen dataclasses); a `Fabric` is every node
-and every cable, each tagged with its plane. Types only: `harness.model.build` validates a
+and every cable, each tagged with its plane. Types only: `harness.core.model.build` validates a
 declaration and expands it. A wrong call of a declaration class (an unknown field, a missing
-one) is a declaration error naming its section (harness.declguard), not Python's TypeError.
+one) is a declaration error naming its section (harness.core.declguard), not Python's TypeError.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-from harness.declguard import guard
-from harness.errors import Problem
+from harness.core.declguard import guard
+from harness.core.errors import Problem
 
 
 class Plane(str, Enum):

@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from ipaddress import IPv4Interface, IPv4Network
 
-from harness.errors import MgmtNetworkError
-from harness.model import Plane
-from harness.plan import HostPlan, Nic, Plan, Port
+from harness.core.errors import MgmtNetworkError
+from harness.core.model import Plane
+from harness.core.plan import HostPlan, Nic, Plan, Port
 
 POOL = IPv4Network("198.18.0.0/15")
 # Addresses kept free beyond the nodes: room for containers a runtime adds next to the lab.

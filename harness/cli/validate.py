@@ -9,9 +9,9 @@ from pathlib import Path
 
 from harness.checks.registry import Check, Verdict, has_spine_tier, run_checks
 from harness.lab import Lab
-from harness.plan import Plan
-from harness.provenance import collect, lab_frr_version
-from harness.report import Results
+from harness.core.plan import Plan
+from harness.report.provenance import collect, lab_frr_version
+from harness.report.results import Results
 from harness.runtime.base import Progress, quiet
 
 __all__ = ["Verdict", "has_spine_tier", "validate"]

@@ -15,10 +15,10 @@ from pathlib import Path
 from rich.table import Table
 
 from harness.catalog import load_fabric
-from harness.console import out
-from harness.errors import InputError
+from harness.cli.console import out
+from harness.core.errors import InputError
 from harness.lab import Lab
-from harness.plan import make_plan
+from harness.core.plan import make_plan
 from harness.render.lossless import contract_of
 
 

@@ -8,8 +8,8 @@ from dataclasses import asdict
 from rich.table import Table
 
 from harness import rdma
-from harness.cli_lab import progress_printer
-from harness.console import err, out
+from harness.cli.labs import progress_printer
+from harness.cli.console import err, out
 from harness.lab import Lab
 from harness.rdma.perftest import TESTS
 from harness.rdma.session import RdmaSpecError

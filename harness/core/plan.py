@@ -8,7 +8,7 @@ Blocks are a power of two, at least a /24, large enough for the plane's host lin
 address of a host link follows the node's index, so it reads back to the node.
 The mgmt plane is flat: node k gets the (k+2)-th address (the first is left for the
 containerlab management bridge).
-Each routed switch runs as a SONiC HwSKU (harness/hwsku.py) and its ports are that HwSKU's
+Each routed switch runs as a SONiC HwSKU (harness/core/hwsku.py) and its ports are that HwSKU's
 rows: the smallest HwSKU with enough ports, the docker-sonic-vs default when it fits.
 """
 from __future__ import annotations
@@ -18,13 +18,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv4Network
 
-from harness.errors import Problem, TopologyError
-from harness.hwsku import PortRow, choose, largest
-from harness.model import (ECMP_HASHES, STORAGE_NIC, Fabric, Link, Node, Plane, Role, oversubscription,
+from harness.core.errors import Problem, TopologyError
+from harness.core.hwsku import PortRow, choose, largest
+from harness.core.model import (ECMP_HASHES, STORAGE_NIC, Fabric, Link, Node, Plane, Role, oversubscription,
                            switch_mgmt_port)
-from harness.planned import (  # the plan's types: importable from here as well
+from harness.core.planned import (  # the plan's types: importable from here as well
     SWITCH_ROLES_ORDER, Bom, CableRow, HostPlan, Nic, Plan, Port, SwitchPlan, TenantMember, TenantPlan)
-from harness.tenancy import VXLAN_OVERHEAD, member_nics, tenant_subnet, tenant_vlan
+from harness.core.tenancy import VXLAN_OVERHEAD, member_nics, tenant_subnet, tenant_vlan
 
 __all__ = ["SWITCH_ROLES_ORDER", "Bom", "CableRow", "HostPlan", "Nic", "Plan", "Port", "SwitchPlan", "TenantMember",
            "TenantPlan", "clab_port_name", "make_plan", "media_of", "port_name", "summary"]

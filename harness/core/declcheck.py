@@ -22,8 +22,8 @@ import types
 import typing
 from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
 
-from harness.errors import Problem, TopologyError
-from harness.declarations import BACKEND_KINDS, DECLARATIONS, ECMP_HASHES, SPEEDS_GBPS, Cluster
+from harness.core.errors import Problem, TopologyError
+from harness.core.declarations import BACKEND_KINDS, DECLARATIONS, ECMP_HASHES, SPEEDS_GBPS, Cluster
 
 MAX_NODES = 512  # nodes of every kind, switches and the OOB switch included (xlarge: 229)
 MAX_LINKS = 6144  # cables of every plane (xlarge: 2,426)
@@ -270,7 +270,7 @@ def _example(where: str, key: str, t=None) -> str:
     f = _FIELDS.get(key)
     if f is not None and _has_default(f):
         return f"e.g. {name}={_default(f)!r}"
-    return f"see {key.partition('.')[0]} in harness.model"
+    return f"see {key.partition('.')[0]} in harness.core.model"
 
 
 def _has_default(f) -> bool:

@@ -1,5 +1,5 @@
 """Results of checks as files: one directory per run, with one JSON per check, PNG plots,
-and a summary, each carrying the run's provenance (harness.provenance).
+and a summary, each carrying the run's provenance (harness.report.provenance).
 
 Layout under the parent the user names (`--results DIR`, `--results-dir DIR`)::
 
@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.checks.base import Outcome, Verdict
-from harness.codec import to_plain
-from harness.provenance import Provenance
+from harness.core.codec import to_plain
+from harness.report.provenance import Provenance
 
 
 def to_data(obj: object) -> object:
-    """A check's result as JSON-ready data (harness.codec), with its verdict (passed, reason)."""
+    """A check's result as JSON-ready data (harness.core.codec), with its verdict (passed, reason)."""
     return to_plain(obj, extras=("passed", "reason"))
 
 

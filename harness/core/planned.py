@@ -1,5 +1,5 @@
 """What a plan holds: every switch with its ports, ASN, loopback and HwSKU; every host with its
-NICs; the tenants; the cabling rows; the bill of materials. Frozen; `harness.plan.make_plan`
+NICs; the tenants; the cabling rows; the bill of materials. Frozen; `harness.core.plan.make_plan`
 computes it from a fabric, deterministically."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
-from harness.declarations import Fabric, Plane, Role
-from harness.hwsku import PortRow
+from harness.core.declarations import Fabric, Plane, Role
+from harness.core.hwsku import PortRow
 
 
 SWITCH_ROLES_ORDER = (Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
-from harness.model import ACL_PROTOCOLS, AclRule
-from harness.plan import Plan
-from harness.tenancy import PortRange, parse_ports
+from harness.core.model import ACL_PROTOCOLS, AclRule
+from harness.core.plan import Plan
+from harness.core.tenancy import PortRange, parse_ports
 
 TABLE = "FE_EDGE"  # SONiC's ACL table name, and the nftables table's suffix
 DEFAULT_RULE = "DEFAULT"

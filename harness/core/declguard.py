@@ -8,7 +8,7 @@ import functools
 import typing
 from dataclasses import MISSING, fields
 
-from harness.errors import DeclarationArgumentError, Problem
+from harness.core.errors import DeclarationArgumentError, Problem
 
 
 def guard(root: type) -> dict[type, str]:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from harness.observe.convergence import Shortfall
     from harness.observe.counters import Counters
     from harness.observe.routing import BfdPeer, BgpPeer, Route
-    from harness.plan import CableRow, Plan
+    from harness.core.plan import CableRow, Plan
     from harness.runtime.base import CablingScope
 
 T = TypeVar("T")

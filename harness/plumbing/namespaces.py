@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
-from harness import wait
-from harness.errors import LabError, NamespaceError
+from harness.plumbing import wait
+from harness.core.errors import LabError, NamespaceError
 
 if TYPE_CHECKING:
     from pyroute2 import IPRoute

@@ -12,11 +12,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.catalog import load_fabric
-from harness.console import err, out
-from harness.errors import HarnessError, InputError, TopologyError
+from harness.cli.console import err, out
+from harness.core.errors import HarnessError, InputError, TopologyError
 from harness.lab import Lab
-from harness.model import check_lab_name
-from harness.plan import make_plan
+from harness.core.model import check_lab_name
+from harness.core.plan import make_plan
 from harness.runtime import RUNTIMES
 
 
@@ -141,8 +141,8 @@ def _checks(only: str | None):
 def cmd_check(args: argparse.Namespace) -> int:
     """Run the checks on a lab that is already up, e.g. after changing something by hand."""
     from harness.checks.registry import run_checks
-    from harness.provenance import collect, lab_frr_version
-    from harness.report import Results
+    from harness.report.provenance import collect, lab_frr_version
+    from harness.report.results import Results
     checks = _checks(args.only)
     if checks is None:
         return 2
@@ -172,7 +172,7 @@ def _same_declaration(lab: Lab, against: str) -> None:
     """The checks judge a lab by the declaration fablab recorded when it booted the lab; with
     --against the engineer names the judge, and a lab booted from anything else is refused."""
     from harness.catalog import load_cluster
-    from harness.provenance import declaration_sha256
+    from harness.report.provenance import declaration_sha256
 
     judge, booted = declaration_sha256(load_cluster(against)), declaration_sha256(lab.state.cluster)
     if judge != booted:
@@ -182,9 +182,9 @@ def _same_declaration(lab: Lab, against: str) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from harness.provenance import collect
-    from harness.report import Results
-    from harness.validate import validate
+    from harness.report.provenance import collect
+    from harness.report.results import Results
+    from harness.cli.validate import validate
 
     checks = _checks(args.only)
     if checks is None:
@@ -204,7 +204,7 @@ def _report(args: argparse.Namespace, title: str, verdicts, plan, about: dict, r
     """The same output for `check` and `validate`: table or JSON, and JUnit/HTML files when asked,
     each with the run's provenance; `results` is the run's Results (its directory is named).
     Exit 0 when nothing failed (not applicable is not a failure), 3 when a check failed."""
-    from harness.report import check_document, junit_xml
+    from harness.report.results import check_document, junit_xml
 
     failed = [v for v in verdicts if v.passed is False]
     provenance = results.provenance
@@ -215,7 +215,7 @@ def _report(args: argparse.Namespace, title: str, verdicts, plan, about: dict, r
         path.write_text(junit_xml(verdicts, title, provenance))
         written.append(f"JUnit {path}")
     if args.html:
-        from harness.report_html import write_html
+        from harness.report.html import write_html
 
         written.append(f"HTML {write_html(Path(args.html), verdicts, plan, title, about, provenance)}")
     if args.json:

@@ -1,0 +1,6 @@
+"""`python -m harness.cli`: the fablab command."""
+import sys
+
+from harness.cli.main import main
+
+sys.exit(main())
