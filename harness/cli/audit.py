@@ -31,7 +31,8 @@ def _result(target: str, against: str | None):
             raise InputError(f"{target} is a render directory: name the declaration its configs must meet, e.g. "
                              f"`fablab audit --against ai-cluster {target}` (a built-in name or a .py file). "
                              "The lossless.json beside the configs travels with them, so it cannot judge them")
-        return audit(contract_of(plan), load_dir(Path(target), contract_of(plan)))
+        contract = contract_of(plan)
+        return audit(contract, load_dir(Path(target), contract))
     if target in Lab.names():
         return audit_lab(Lab.attach(target), plan)
     raise InputError(f"{target!r} is neither a render directory nor a running lab "
