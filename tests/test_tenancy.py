@@ -7,7 +7,7 @@ from ipaddress import IPv4Address, IPv4Network
 
 import pytest
 
-from harness.core.acl import compile_acl, verdict
+from harness.core.acl import verdict
 from harness.core.errors import PrerequisiteError
 from harness.core.model import Acl, AclRule, Addressing, Frontend, Tenant, build
 from harness.core.plan import make_plan
@@ -150,7 +150,7 @@ def test_the_netns_runtime_refuses_a_trunk_it_cannot_build(monkeypatch):
 
 
 def test_acl_verdicts_follow_first_match(plan):
-    entries = compile_acl(plan)
+    entries = plan.acl
     gpu01, stor1 = plan.host("gpu01").nic("st0").address.ip, plan.host("stor1").nic("fe0").address.ip
     gw1 = plan.host("gw1").nic("fe0").address.ip
     gpu01_fe = plan.host("gpu01").nic("fe0").address.ip
@@ -164,7 +164,7 @@ def test_acl_verdicts_follow_first_match(plan):
 
 
 def test_acl_entries_stay_inside_tenants(plan):
-    for e in compile_acl(plan):
+    for e in plan.acl:
         if e.src is not None and e.dst is not None:
             assert any(e.src.subnet_of(t.subnet) and e.dst.subnet_of(t.subnet) for t in plan.tenants), e
 
@@ -178,8 +178,8 @@ def test_leaf_commands_bridge_each_vni(plan):
 
 
 def test_acl_ruleset_counts_every_entry(plan):
-    text = rt.acl_ruleset(compile_acl(plan), plan.switch("fe-l1"))
-    names = [e.name for e in compile_acl(plan)]
+    text = rt.acl_ruleset(plan.acl, plan.switch("fe-l1"))
+    names = [e.name for e in plan.acl]
     assert all(f'comment "{n}"' in text for n in names)
     ports = ", ".join(f'"{p.name}"' for p in plan.switch("fe-l1").tenant_ports)
     assert f"iifname {{ {ports} }}" in text and "Ethernet0" in ports
@@ -272,7 +272,7 @@ def test_every_acl_entry_gets_a_tuple_it_decides(plan):
 
     shots, gaps = plan_shots(plan)
     acl = [x for x in shots if x.entry]
-    entries = compile_acl(plan)
+    entries = plan.acl
     assert gaps == []
     assert {x.entry for x in acl} == {e.name for e in entries}
     for x in acl:
@@ -295,7 +295,7 @@ def test_a_shadowed_entry_gets_no_tuple():
 def test_controls_use_tuples_the_acl_permits(plan):
     from harness.checks.tenants import plan_shots
 
-    entries = compile_acl(plan)
+    entries = plan.acl
     for x in plan_shots(plan)[0]:
         if x.kind == "tenant control":
             s = x.shot
@@ -312,7 +312,7 @@ def test_under_a_deny_default_controls_and_negatives_take_what_the_acl_permits()
     acl = Acl(rules=(AclRule("permit", "any", "gw1", "tcp", "443"), AclRule("permit", "any", "any", "icmp")),
               default="deny")
     p = make_plan(build(replace(base(), acl=acl)))
-    entries = compile_acl(p)
+    entries = p.acl
     shots, gaps = plan_shots(p)
     assert gaps == []
     negatives = [x for x in shots if x.must_land is None and not x.entry]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.core.acl import compile_acl, verdict
+from harness.core.acl import verdict
 from harness.core.model import Plane, Role
 from harness.core.plan import HostPlan, Nic, Plan
 from harness.traffic.probe import PROBE_PORT, Probe, new_nonce
@@ -54,7 +54,7 @@ def _tenant_targets(plan: Plan) -> tuple[list[list[_Target]], dict[str, tuple[st
     that is the first), and per address its control: a member of the same tenant on another
     node whose probe the edge ACL lets through, sent straight to the target's MAC (the segment
     is L2). A member no control can reach is no target: its silence would prove nothing."""
-    entries = compile_acl(plan)
+    entries = plan.acl
     targets: list[list[_Target]] = []
     controls: dict[str, tuple[str, str, str, tuple[str, str]]] = {}
     for t in plan.tenants:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 
 from harness.plumbing import wait
-from harness.core.acl import AclEntry, compile_acl, verdict
+from harness.core.acl import AclEntry, verdict
 from harness.checks.base import Case, Check, Outcome
 from harness.plumbing.labview import LabView
 from harness.core.model import ACL_PROTOCOLS, Plane, Role
@@ -109,7 +109,7 @@ class TenantResult(Outcome):
 
 def plan_shots(plan: Plan, nonce=new_nonce) -> tuple[list[Expectation], list[str]]:
     """Every frame of one run, and what cannot be controlled (reported as problems)."""
-    entries = compile_acl(plan)
+    entries = plan.acl
     out: list[Expectation] = []
     gaps: list[str] = []
 

@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv4Network
 
+from harness.core.acl import compile_acl
 from harness.core.errors import Problem, TopologyError
 from harness.core.hwsku import PortRow, choose, largest
 from harness.core.model import (ECMP_HASHES, STORAGE_NIC, Fabric, Link, Node, Plane, Role, oversubscription,
@@ -134,6 +135,7 @@ def make_plan(fabric: Fabric) -> Plan:
         return row.name if row is not None else oob_names[(id(lk), is_b)]
 
     mtu_of = {Plane.BE: c.backend.mtu, Plane.FE: c.frontend.mtu, Plane.MGMT: 1500}
+    tenant_mtu = c.frontend.mtu - VXLAN_OVERHEAD  # a tenant frame crosses the FE inside VXLAN
     asn_of = _asns(fabric)
     loopbacks = _loopbacks(fabric, be_blocks[0], fe_blocks[0])
 
@@ -171,7 +173,7 @@ def make_plan(fabric: Fabric) -> Plan:
                                 lk.b, end_port(lk, True)))
                 continue
             if (node.name, lk.a_port) in in_tenants:
-                nics += _tenant_nics(in_tenants[(node.name, lk.a_port)], lk, end_port(lk, True), c.frontend.mtu)
+                nics += _tenant_nics(in_tenants[(node.name, lk.a_port)], lk, end_port(lk, True), tenant_mtu)
                 continue
             pair = link_addr.get((lk.a, lk.a_port))
             if pair is None:
@@ -196,9 +198,32 @@ def make_plan(fabric: Fabric) -> Plan:
         CableRow(lk.a, end_port(lk, False), lk.b, end_port(lk, True), lk.plane, lk.rail, lk.speed,
                  media_of(lk, fabric))
         for lk in fabric.links)
-    tenants = _tenant_plans(fabric, in_tenants, hosts)
+    tenants = _tenant_plans(fabric, hosts, tenant_mtu)
     return Plan(fabric, tuple(switches), tuple(hosts), tuple(oob_ports), cables, mgmt_net,
-                rail_blocks, fe_block, _bom(fabric, cables), tenants)
+                rail_blocks, fe_block, _bom(fabric, cables), tenants,
+                acl=compile_acl(c.acl, tenants, tuple(hosts)),
+                originates=_originates(switches, c.routing.summarize_hosts),
+                tenant_mtus=_tenant_mtus(switches, tenants))
+
+
+def _originates(switches: list[SwitchPlan], summarize: bool) -> dict[str, tuple[IPv4Network, ...]]:
+    out = {}
+    for sw in switches:
+        hosts = [p.address.network for p in sw.host_ports]
+        if hosts and summarize:
+            hosts = list(ipaddress.collapse_addresses(hosts))
+        out[sw.name] = (sw.loopback.network, *hosts)
+    return out
+
+
+def _tenant_mtus(switches: list[SwitchPlan], tenants: tuple[TenantPlan, ...]) -> dict[str, dict[str, int]]:
+    """Every tenant frame is the same size, so every FE fabric port carries it: a fabric port's
+    path is whatever ECMP and failover choose."""
+    if not tenants:
+        return {}
+    frame = tenants[0].mtu
+    return {s.name: {p.name: frame if p.vlans else frame + VXLAN_OVERHEAD for p in s.ports if p.vlans or p.unnumbered}
+            for s in switches if s.plane is Plane.FE}
 
 
 @dataclass(frozen=True)
@@ -221,9 +246,8 @@ def _tenancy(fabric: Fabric) -> dict[tuple[str, str], tuple[_Membership, ...]]:
     return {key: tuple(m) for key, m in out.items()}
 
 
-def _tenant_nics(memberships: tuple[_Membership, ...], lk: Link, leaf_port: str, fe_mtu: int) -> list[Nic]:
+def _tenant_nics(memberships: tuple[_Membership, ...], lk: Link, leaf_port: str, mtu: int) -> list[Nic]:
     """One tenant: the FE NIC itself, untagged. Several: a VLAN interface per tenant on it."""
-    mtu = fe_mtu - VXLAN_OVERHEAD
     if len(memberships) == 1:
         m = memberships[0]
         return [Nic(lk.a_port, Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant)]
@@ -231,13 +255,12 @@ def _tenant_nics(memberships: tuple[_Membership, ...], lk: Link, leaf_port: str,
                 parent=lk.a_port, vlan=m.vlan) for m in memberships]
 
 
-def _tenant_plans(fabric: Fabric, in_tenants: dict[tuple[str, str], tuple[_Membership, ...]],
-                  hosts: list[HostPlan]) -> tuple[TenantPlan, ...]:
+def _tenant_plans(fabric: Fabric, hosts: list[HostPlan], mtu: int) -> tuple[TenantPlan, ...]:
     out = []
     for i, t in enumerate(fabric.cluster.tenants):
         rows = [TenantMember(h.name, n.name, n.address, n.peer, n.peer_port)
                 for h in hosts for n in h.nics if n.tenant == t.name]
-        out.append(TenantPlan(t.name, t.vni, tenant_vlan(i, t), tenant_subnet(fabric, i, t), tuple(rows)))
+        out.append(TenantPlan(t.name, t.vni, tenant_vlan(i, t), tenant_subnet(fabric, i, t), tuple(rows), mtu))
     return tuple(out)
 
 

@@ -1,15 +1,20 @@
 """What a plan holds: every switch with its ports, ASN, loopback and HwSKU; every host with its
-NICs; the tenants; the cabling rows; the bill of materials. Frozen; `harness.core.plan.make_plan`
-computes it from a fabric, deterministically."""
+NICs; the tenants; the cabling rows; the bill of materials; and the facts that follow from them
+which render, runtimes, checks and the audit all need (the compiled edge ACL, what each switch
+originates, the MTU a tenant frame needs on each FE port). Frozen; `harness.core.plan.make_plan`
+computes it from a fabric, deterministically, each fact once."""
 from __future__ import annotations
 
-import ipaddress
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from typing import TYPE_CHECKING
 
 from harness.core.declarations import Fabric, Plane, Role
 from harness.core.hwsku import PortRow
+
+if TYPE_CHECKING:
+    from harness.core.acl import AclEntry
 
 
 SWITCH_ROLES_ORDER = (Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
@@ -117,6 +122,7 @@ class TenantPlan:
     vlan: int
     subnet: IPv4Network
     members: tuple[TenantMember, ...]
+    mtu: int  # the largest tenant frame: the FE's MTU less VXLAN's overhead, which the underlay carries
 
     @property
     def leaves(self) -> tuple[str, ...]:
@@ -179,6 +185,16 @@ class Plan:
     fe_block: IPv4Network
     bom: Bom
     tenants: tuple[TenantPlan, ...] = ()
+    # The FE edge ACL compiled to concrete prefixes, first match wins, the default last
+    # (harness.core.acl): SONiC's ACL_RULEs, the netns nftables rules and the verdicts a lab
+    # expects are all read from here.
+    acl: tuple[AclEntry, ...] = ()
+    # switch -> what it advertises: its loopback, then its host links one /31 each or, with
+    # `Routing.summarize_hosts`, the fewest prefixes that cover them.
+    originates: Mapping[str, tuple[IPv4Network, ...]] = field(default_factory=dict, hash=False)
+    # FE switch -> port -> the least MTU that carries a tenant frame there: the tenant MTU on a
+    # member port, that plus VXLAN's overhead on every fabric port a tenant frame may cross.
+    tenant_mtus: Mapping[str, Mapping[str, int]] = field(default_factory=dict, hash=False)
 
     def tenant(self, name: str) -> TenantPlan:
         for t in self.tenants:
@@ -203,22 +219,8 @@ class Plan:
         raise KeyError(name)
 
     def originated(self, sw: SwitchPlan) -> tuple[IPv4Network, ...]:
-        """What sw advertises: its loopback, and its host links one /31 each or, with
-        `Routing.summarize_hosts`, the fewest prefixes that cover them."""
-        return self._originated[sw.name]
-
-    @cached_property
-    def _originated(self) -> dict[str, tuple[IPv4Network, ...]]:
-        # Once per plan: the filters and limits of every switch's frr.conf ask for every
-        # switch's (86 × 86 collapses at xlarge made rendering 10× slower).
-        summarize = self.fabric.cluster.routing.summarize_hosts
-        out = {}
-        for sw in self.switches:
-            hosts = [p.address.network for p in sw.host_ports]
-            if hosts and summarize:
-                hosts = list(ipaddress.collapse_addresses(hosts))
-            out[sw.name] = (sw.loopback.network, *hosts)
-        return out
+        """What sw advertises (`originates`)."""
+        return self.originates[sw.name]
 
     def route_prefix(self, nic: Nic) -> IPv4Network:
         """The prefix the fabric carries a host NIC's address in: its /31, or its leaf's summary."""

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from harness.core.model import Lossless, Plane
-from harness.core.tenancy import VXLAN_OVERHEAD
+from harness.core.model import Lossless
 
 CONTRACT_FILE = "lossless.json"
 
@@ -57,12 +56,6 @@ def contract_of(plan) -> Contract:
                     {s.name: tenant_tables(plan, s) for s in leaves},
                     {s.name: tuple(p.name for p in s.tenant_ports) for s in leaves},
                     {s.name: {p.name: f"{p.peer}:{p.peer_port}" for p in s.ports} for s in be},
-                    _tenant_path_mtus(plan), {s.name: {p.name: p.speed for p in s.ports} for s in be})
+                    {s: dict(ports) for s, ports in plan.tenant_mtus.items()},
+                    {s.name: {p.name: p.speed for p in s.ports} for s in be})
 
-
-def _tenant_path_mtus(plan) -> dict[str, dict[str, int]]:
-    if not plan.tenants:
-        return {}
-    frame = plan.fabric.cluster.frontend.mtu - VXLAN_OVERHEAD
-    return {s.name: {p.name: frame if p.vlans else frame + VXLAN_OVERHEAD for p in s.ports if p.vlans or p.unnumbered}
-            for s in plan.switches if s.plane is Plane.FE}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from harness.core.acl import TABLE, AclEntry, compile_acl, priority
+from harness.core.acl import TABLE, AclEntry, priority
 from harness.core.model import Role
 from harness.core.plan import Plan, SwitchPlan
 
@@ -88,7 +88,7 @@ def tenant_tables(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
                              for t in tenants},
         "VXLAN_EVPN_NVO": {"nvo": {"source_vtep": VTEP}},
     }
-    entries = compile_acl(plan)
+    entries = plan.acl
     tables["ACL_TABLE"] = {TABLE: {"policy_desc": "FE edge ACL (fablab)", "type": "L3", "stage": "ingress",
                                    "ports": [p.name for p in sw.tenant_ports]}}
     tables["ACL_RULE"] = {f"{TABLE}|{e.name}": _acl_rule(e, priority(i, len(entries))) for i, e in enumerate(entries)}

@@ -17,17 +17,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.plumbing import namespaces
-from harness.core.acl import TABLE, AclEntry, compile_acl
+from harness.core.acl import TABLE, AclEntry
 from harness.core.errors import PrerequisiteError, LabError
 from harness.core.plan import HostPlan, Plan, SwitchPlan
-from harness.core.tenancy import NFT_TABLE, VXLAN_OVERHEAD, VXLAN_PORT, bridge_device, vxlan_device
+from harness.core.tenancy import NFT_TABLE, VXLAN_PORT, bridge_device, vxlan_device
 
 
 def leaf_commands(plan: Plan, sw: SwitchPlan) -> list[str]:
     """`ip -batch` lines that make sw a VTEP for its tenants: per VNI a bridge holding the
     VXLAN device and the members' ports (the kernel here has no VLAN-aware bridge: SONiC's
     one Bridge with a VLAN per tenant becomes a bridge per tenant, the same L2 domains)."""
-    mtu = plan.fabric.cluster.frontend.mtu - VXLAN_OVERHEAD
     lines: list[str] = []
     for t in plan.tenants:
         if t.vni not in sw.vnis:
@@ -36,8 +35,8 @@ def leaf_commands(plan: Plan, sw: SwitchPlan) -> list[str]:
         lines += [f"link add {br} type bridge",
                   f"link add {dev} type vxlan id {t.vni} local {sw.loopback.ip} dstport {VXLAN_PORT} nolearning "
                   "ttl 64",
-                  f"link set {dev} mtu {mtu} master {br} up",
-                  f"link set {br} mtu {mtu} up"]
+                  f"link set {dev} mtu {t.mtu} master {br} up",
+                  f"link set {br} mtu {t.mtu} up"]
         lines += [f"link set {p.name} master {br}" for p in sw.tenant_ports if t.vlan in p.vlans]
     return lines
 
@@ -97,7 +96,7 @@ def _nft_rule(e: AclEntry) -> str:
 
 def apply(plan: Plan, namespace_of: Callable[[str], str]) -> None:
     """Before FRR starts: zebra learns VNIs from the devices it finds."""
-    entries = compile_acl(plan)
+    entries = plan.acl
     for sw in plan.switches:
         if sw.vnis:
             ns = namespace_of(sw.name)
