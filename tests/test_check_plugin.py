@@ -102,3 +102,12 @@ def test_the_example_judges_the_kernel_by_the_plan(ai_plan):
     assert lowered.problems == (f"{host.name}:{nic.name} has MTU 1500, the plan's is {nic.mtu}",)
     assert lowered.reason.startswith("NOT at the planned MTU: ") and lowered.result.differ == {
         f"{host.name}:{nic.name}": 1500}
+
+
+def test_tally_names_how_many_and_the_first():
+    from harness.checks.base import tally
+
+    assert tally((), "leaks") == ()
+    assert tally(("a->b", "c->d"), "controls not delivered", 7, then=" (proves nothing)") == (
+        "2/7 controls not delivered (proves nothing), e.g. a->b",)
+    assert tally(["x"], "routes missing") == ("1 routes missing, e.g. x",)

@@ -125,6 +125,15 @@ class Case:
     plot: Plot | None = None
 
 
+def tally(found: tuple | list, what: str, of: int | None = None, *, then: str = "") -> tuple[str, ...]:
+    """A failed verdict's summary of what can be hundreds: "n[/of] what[ then], e.g. the first";
+    nothing when none was found."""
+    if not found:
+        return ()
+    share = f"{len(found)}/{of}" if of is not None else f"{len(found)}"
+    return (f"{share} {what}{then}, e.g. {found[0]}",)
+
+
 def always(plan: Plan) -> str | None:
     return None
 

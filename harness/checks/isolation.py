@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-from harness.checks.base import Case, Check, Outcome, Table
+from harness.checks.base import Case, Check, Outcome, Table, tally
 from harness.checks.isolation_probes import MGMT_PORT, plan_probes
 from harness.plumbing.labview import LabView
 from harness.core.model import Plane
@@ -93,18 +93,11 @@ class IsolationResult(Outcome):
                 f"delivered, no route or session across planes; {figures}")
 
     def named(self) -> tuple[str, ...]:
-        parts = []
-        if self.leaks:
-            parts.append(f"{len(self.leaks)} cross-plane probes delivered, e.g. {self.leaks[0]}")
-        if self.leaked_routes:
-            parts.append(f"{len(self.leaked_routes)} nodes route across planes, e.g. {self.leaked_routes[0]}")
-        if self.cross_plane_sessions:
-            parts.append(f"{len(self.cross_plane_sessions)} BGP sessions across planes, e.g. "
-                         f"{self.cross_plane_sessions[0]}")
-        if self.failed_controls:
-            parts.append(f"{len(self.failed_controls)}/{self.controls} controls not delivered (the check proves "
-                         f"nothing until they are), e.g. {self.failed_controls[0]}")
-        return tuple(parts)
+        return (tally(self.leaks, "cross-plane probes delivered")
+                + tally(self.leaked_routes, "nodes route across planes")
+                + tally(self.cross_plane_sessions, "BGP sessions across planes")
+                + tally(self.failed_controls, "controls not delivered", self.controls,
+                        then=" (the check proves nothing until they are)"))
 
     def findings_table(self) -> Table | None:
         if not self.leaks:

@@ -30,7 +30,7 @@ from ipaddress import IPv4Address
 
 from harness.plumbing import wait
 from harness.core.acl import AclEntry, verdict
-from harness.checks.base import Case, Check, Outcome
+from harness.checks.base import Case, Check, Outcome, tally
 from harness.plumbing.labview import LabView
 from harness.core.model import ACL_PROTOCOLS, Plane, Role
 from harness.core.plan import Plan, TenantMember
@@ -90,18 +90,12 @@ class TenantResult(Outcome):
                 f"{self.acl_entries}/{self.acl_entries} entries decided and counted as declared; {figures}")
 
     def named(self) -> tuple[str, ...]:
-        parts = []
-        if self.leaks:
-            parts.append(f"{len(self.leaks)} frames left their tenant, e.g. {self.leaks[0]}")
-        if self.failed_controls:
-            parts.append(f"{len(self.failed_controls)}/{self.controls} controls did not land (nothing is proven "
-                         f"until they do), e.g. {self.failed_controls[0]}")
-        if self.evpn_missing:
-            parts.append(f"{len(self.evpn_missing)}/{self.evpn_expected} type-2 routes missing, e.g. "
-                         f"{self.evpn_missing[0]}")
-        if self.acl_wrong:
-            parts.append(f"{len(self.acl_wrong)} ACL outcomes differ from the declaration, e.g. {self.acl_wrong[0]}")
-        return tuple(parts) + self.gaps[:1]
+        return (tally(self.leaks, "frames left their tenant")
+                + tally(self.failed_controls, "controls did not land", self.controls,
+                        then=" (nothing is proven until they do)")
+                + tally(self.evpn_missing, "type-2 routes missing", self.evpn_expected)
+                + tally(self.acl_wrong, "ACL outcomes differ from the declaration")
+                + self.gaps[:1])
 
 
 # --------------------------------------------------------------------------- planning
