@@ -59,7 +59,7 @@ def test_a_port_too_small_for_roce_frames_is_named(lab, results):
 
 
 def test_a_hop_that_rewrites_dscp_is_seen_by_the_receivers(lab, results):
-    leaf = next(s.name for s in lab.plan.switches if s.lossless and s.rail == 0)
+    leaf = next(s.name for s in lab.plan.switches if s.lossless and 0 in s.rails)
     rules = ("table inet fablab_dscp_rewrite {\n chain forward {\n  type filter hook forward priority 0;\n"
              "  ip dscp 26 ip dscp set cs0\n }\n}\n")
     lab.ns_exec(leaf, ["nft", "-f", "-"], input=rules, check=True)

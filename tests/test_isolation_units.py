@@ -52,7 +52,9 @@ def test_every_switch_is_probed_through_eth0_both_ways_and_on_a_data_port(planne
 def test_probes_grow_with_the_fabric_not_with_host_pairs(planned):
     plan, probes = planned
     kinds = Counter(p.kind for p in probes)
-    leaves = {pl: sum(1 for s in plan.switches if s.plane is pl and s.host_ports) for pl in (Plane.BE, Plane.FE)}
+    # a destination per leaf, per port group on a leaf of several rails
+    leaves = {pl: sum(max(len(s.rails), 1) for s in plan.switches if s.plane is pl and s.host_ports)
+              for pl in (Plane.BE, Plane.FE)}
     # routed NICs only: a tenant member's FE NIC is an L2 port, the tenant check's to probe
     nics = {pl: sum(1 for h in plan.hosts for n in h.nics if n.plane is pl and n.tenant is None)
             for pl in (Plane.BE, Plane.FE)}

@@ -15,17 +15,19 @@ from harness.render.containerlab import clab_yaml
 @st.composite
 def clusters(draw) -> Cluster:
     gpus = draw(st.sampled_from([1, 2, 4, 8]))
+    per_leaf = draw(st.sampled_from([k for k in (1, 2, 4) if gpus % k == 0]))
     kind = draw(st.sampled_from(["rail-only", "rail-optimized"]))
     groups = 1 if kind == "rail-only" else draw(st.integers(1, 4))
     nodes = groups * draw(st.integers(1, 6))
     spines = 0 if kind == "rail-only" else draw(st.integers(1, 4))
-    # enough uplink bandwidth to stay non-blocking: per_group × 400G down over spines × 800G up
-    uplinks = max(1, -(-(nodes // groups) * 400 // (spines * 800))) if spines else 1
+    # enough uplink bandwidth to stay non-blocking: per_group × rails per leaf × 400G down
+    # over spines × 800G up
+    uplinks = max(1, -(-(nodes // groups) * per_leaf * 400 // (spines * 800))) if spines else 1
     return Cluster(
         name=draw(st.sampled_from(["c1", "lab-a", "pod7"])),
         gpu=GpuNodes(count=nodes, gpus_per_node=gpus),
-        backend=Backend(kind=kind, rails=gpus, groups=groups, spines=spines, uplinks_per_spine=uplinks,
-                        spine_ports=512),
+        backend=Backend(kind=kind, rails=gpus, rails_per_leaf=per_leaf, groups=groups, spines=spines,
+                        uplinks_per_spine=uplinks, spine_ports=512),
         frontend=Frontend(spines=draw(st.integers(1, 3)), leaves=draw(st.integers(1, 3)),
                           storage_servers=draw(st.integers(0, 3)), cpu_servers=draw(st.integers(0, 3)),
                           gateways=draw(st.integers(0, 2))),
@@ -48,7 +50,8 @@ def test_gpu_nic_r_lands_on_a_rail_r_leaf(cluster):
         for nic in be_nics:
             leaf = fabric.node(nic.peer)
             assert leaf.role is Role.BE_LEAF
-            assert leaf.rail == nic.rail == int(nic.name.removeprefix("rail"))
+            assert nic.rail == int(nic.name.removeprefix("rail")) and nic.rail in leaf.rails
+            assert plan.switch(leaf.name).group_of(nic.peer_port) == nic.rail  # in its rail's port group
             if cluster.backend.kind == "rail-optimized":
                 assert leaf.group == host.group
 

@@ -18,6 +18,7 @@ from harness.render import artifacts
 from conftest import require_tool
 from sonic_yang import Schema, validate
 from topologies import BUILTINS
+from topologies.multi_rail import multi_rail
 
 RELEASES = ("202411", "master")
 
@@ -57,6 +58,8 @@ def configs():
                        AclRule("deny", "gpu01", "any", "udp", "4791"),
                        AclRule("deny", "any", "role:gateway", "icmp"),
                        AclRule("permit", "role:gpu", "role:gateway")), default="deny"))
+    # rail-only leaves of two rails each: a VRF per rail, the host ports in their rail's VRF
+    declared[CUSTOM_RAIL_VRFS] = multi_rail(kind="rail-only")
     for topology, cluster in declared.items():
         plan = make_plan(build(cluster))
         files = artifacts(plan)
@@ -78,10 +81,11 @@ def verdicts(yanglint, schemas, configs, tmp_path_factory):
 
 CUSTOM_LOSSLESS = "ai-cluster+lossless"
 CUSTOM_TENANTS = "ai-cluster+trunks"
+CUSTOM_RAIL_VRFS = "multi-rail+rail-only"
 
 
 @pytest.mark.parametrize("release", RELEASES)
-@pytest.mark.parametrize("topology", sorted(BUILTINS) + [CUSTOM_LOSSLESS, CUSTOM_TENANTS])
+@pytest.mark.parametrize("topology", sorted(BUILTINS) + [CUSTOM_LOSSLESS, CUSTOM_TENANTS, CUSTOM_RAIL_VRFS])
 def test_config_db_passes_sonic_yang(verdicts, topology, release):
     rejected = [f"{switch}: {error}" for (rel, topo, switch), errors in sorted(verdicts.items())
                 if rel == release and topo == topology for error in errors]
@@ -125,3 +129,15 @@ def test_yang_check_rejects_a_broken_config(yanglint, schemas, configs, tmp_path
     found = validate(yanglint, schemas[release], {"good": good, "broken": break_it(good)}, tmp_path)
     assert found["good"] == []
     assert found["broken"] and found["broken"][0].startswith(where), found["broken"]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_yang_check_rejects_a_port_in_an_undeclared_vrf(yanglint, schemas, configs, tmp_path, release):
+    good = configs[(CUSTOM_RAIL_VRFS, "be-r0-1")]
+    assert set(good["VRF"]) == {"Vrf_rail0", "Vrf_rail1"}
+    assert good["INTERFACE"]["Ethernet0"] == {"vrf_name": "Vrf_rail0"}
+    assert good["INTERFACE"]["Ethernet32"] == {"vrf_name": "Vrf_rail1"}  # 8 nodes: rail 1 from the 9th port
+    broken = {**good, "VRF": {"Vrf_rail1": {}}}  # rail 0's port group names a VRF that is gone
+    found = validate(yanglint, schemas[release], {"good": good, "broken": broken}, tmp_path)
+    assert found["good"] == []
+    assert found["broken"], "a port in a missing VRF must be rejected"

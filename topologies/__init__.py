@@ -9,12 +9,14 @@ from collections.abc import Callable
 from harness.core.model import Cluster
 from topologies.ai_cluster import ai_cluster
 from topologies.large import large
+from topologies.multi_rail import multi_rail
 from topologies.rail_only import rail_only
 from topologies.xlarge import xlarge
 
 BUILTINS: dict[str, Callable[[], Cluster]] = {
     "ai-cluster": ai_cluster,
     "rail-only": rail_only,
+    "multi-rail": multi_rail,
     "large": large,
     "xlarge": xlarge,
 }

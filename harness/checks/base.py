@@ -150,7 +150,7 @@ class Check:
 
 
 def has_spine_tier(plan: Plan) -> bool:
-    return any(len(s.fabric_ports) >= 2 for s in plan.switches if s.rail is not None)
+    return any(len(s.fabric_ports) >= 2 for s in plan.switches if s.rails)
 
 
 def needs_spine_tier(plan: Plan) -> str | None:

@@ -13,8 +13,8 @@ fault made from outside fablab is recorded nowhere. Findings, in the terms of ca
 - miswired: a planned end that lands on a port the plan does not use, or outside the lab;
 - unknown: a cable between ports the plan does not use;
 - not bridged: a mgmt cable whose OOB end is not in the OOB switch's bridge;
-each with notes when it joins two planes (FE–BE, data–mgmt) or puts a GPU NIC of rail r on
-a leaf of another rail. This is the first check a pre-deployment engineer runs.
+each with notes when it joins two planes (FE–BE, data–mgmt), puts a GPU NIC of rail r on a
+leaf that does not carry rail r, or (on a leaf of several rails) in another rail's port group. This is the first check a pre-deployment engineer runs.
 """
 from __future__ import annotations
 
@@ -167,12 +167,14 @@ def _state(pa: KernelPort, pb: KernelPort, a: End, b: End, kinds: _Kinds) -> lis
 
 
 class _Kinds:
-    """What the plan says about an end: its plane, and the rail of a GPU NIC or a rail leaf."""
+    """What the plan says about an end: its plane, the rail of a GPU NIC, the rails a leaf
+    carries and the rail whose port group holds a leaf's host port."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self.role = {n.name: n.role for n in plan.fabric.nodes}
-        self.leaf_rail = {n.name: n.rail for n in plan.fabric.nodes if n.role is Role.BE_LEAF}
+        self.leaf_rails = {s.name: s.rails for s in plan.switches if s.rails}
+        self.group_rail = {(s.name, p.name): p.rail for s in plan.switches if s.rails for p in s.host_ports}
         self.end_plane: dict[End, Plane] = {}
         self.nic_rail: dict[End, int] = {}
         for c in plan.cables:
@@ -200,9 +202,14 @@ class _Kinds:
         if mine is not None and theirs is not None and mine is not theirs:
             notes.append(f"joins {mine.value.upper()} and {theirs.value.upper()}")
         for nic, leaf in ((end, peer), (peer, end)):
-            rail, leaf_rail = self.nic_rail.get(nic), self.leaf_rail.get(leaf[0])
-            if rail is not None and leaf_rail is not None and rail != leaf_rail:
-                notes.append(f"{_name(nic)} is rail {rail}, {leaf[0]} is a rail-{leaf_rail} leaf")
+            rail, rails = self.nic_rail.get(nic), self.leaf_rails.get(leaf[0])
+            if rail is None or rails is None:
+                continue
+            if rail not in rails:
+                carried = f"is a rail-{rails[0]} leaf" if len(rails) == 1 else f"carries rails {rails[0]}-{rails[-1]}"
+                notes.append(f"{_name(nic)} is rail {rail}, {leaf[0]} {carried}")
+            elif (group := self.group_rail.get(leaf)) is not None and group != rail:
+                notes.append(f"{_name(nic)} is rail {rail}, {_name(leaf)} is in rail {group}'s port group")
         return tuple(notes)
 
 

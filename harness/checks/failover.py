@@ -61,13 +61,14 @@ _PROBE_PACKETS = 3  # per candidate QP when learning paths (plus the sender's pr
 
 @dataclass(frozen=True)
 class _Element:
-    """What fails in a case, where its QPs are counted, and how the source leaf's route shows it."""
+    """What fails in a case, where its QPs are counted, and whose route shows it avoided."""
 
     name: str
     fail: Callable[[], None]
     restore: Callable[[], None]
     counted_at: tuple[tuple[str, str], ...]  # (switch, egress port) whose traffic crosses the element
-    route_ports: tuple[str, ...]  # the source leaf's ports to it: none in its route = the element avoided
+    route_ports: tuple[str, ...]  # `watch`'s ports to it: none in its route = the element avoided
+    watch: str  # the switch that must reroute: the source leaf, or a spine that reroutes by itself
 
 
 def _port_on(cable, node: str) -> str:
@@ -81,7 +82,7 @@ def _element(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[st
     if case in ("local", "gray"):
         handle = _link_of(lab, leaf, port)
         fail, restore = (handle.down, handle.up) if case == "local" else (handle.gray, handle.heal)
-        return _Element(str(handle), fail, restore, ((leaf, port),), (port,))
+        return _Element(str(handle), fail, restore, ((leaf, port),), (port,), leaf)
     if case == "spine":
         spine = _peer_of(lab, leaf, port)
         handles = [h for c in lab.all_cables() if spine in (c.a_node, c.b_node) and c.plane is Plane.BE
@@ -94,13 +95,17 @@ def _element(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[st
         def restore() -> None:
             set_carriers(handles, up=True)
 
-        return _Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports)
+        return _Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports, leaf)
     # remote: the spine's link to the far leaf; the source leaf must stop sending to that spine
     # (when it has no other link to the far leaf) or the spine must stop using the port.
     spine = node
     handle = _link_of(lab, spine, port)
+    if sum(1 for p in lab.plan.switch(spine).fabric_ports if p.peer == far_leaf) > 1:
+        # parallel links (uplinks_per_spine > 1): the spine still reaches the far leaf, so it
+        # reroutes by itself and the source leaf's route rightly stays as it was
+        return _Element(str(handle), handle.down, handle.up, ((spine, port),), (port,), spine)
     to_spine = tuple(p.name for p in lab.plan.switch(leaf).fabric_ports if p.peer == spine)
-    return _Element(str(handle), handle.down, handle.up, ((spine, port),), to_spine)
+    return _Element(str(handle), handle.down, handle.up, ((spine, port),), to_spine, leaf)
 
 
 def _link_of(lab: LabView, node: str, port: str):
@@ -311,14 +316,14 @@ def _run(lab: LabView, case, el: _Element, leaf, src, dst, far_leaf, flows, spor
                     el.fail()
                     if while_failed is not None:
                         while_failed()
-                    detected_ms = route_change_ms(lab, leaf, prefix, el.route_ports, present=False, since=fail_at,
+                    detected_ms = route_change_ms(lab, el.watch, prefix, el.route_ports, present=False, since=fail_at,
                                                   deadline=time.monotonic() + detect_s)
                     pause_until(fail_at + failed_s)
                     at_restore = _read(counters)
                 finally:
                     restore_at, restore_ns = time.monotonic(), time.time_ns()
                     el.restore()
-                restored_ms = route_change_ms(lab, leaf, prefix, el.route_ports, present=True, since=restore_at,
+                restored_ms = route_change_ms(lab, el.watch, prefix, el.route_ports, present=True, since=restore_at,
                                               deadline=time.monotonic() + after_s)
                 if restored_ms is not None:
                     # Traffic moves back onto the element some time after its route returns (at
@@ -357,10 +362,10 @@ def _run(lab: LabView, case, el: _Element, leaf, src, dst, far_leaf, flows, spor
                         "carrying the load cleanly")
     if detected_ms is None:
         hint = " (is BFD on for this link?)" if case == "gray" else ""
-        problems.append(f"{leaf} still routed over {el.name} {detect_s:g} s after the failure: nothing detected it"
+        problems.append(f"{el.watch} still routed over {el.name} {detect_s:g} s after the failure: nothing detected it"
                         + hint)
     if restored_ms is None:
-        problems.append(f"{el.name} did not return to {leaf}'s route within {after_s:g} s of the restore")
+        problems.append(f"{el.name} did not return to {el.watch}'s route within {after_s:g} s of the restore")
     returned = _returned(counters, at_restore, el, after)
     if restored_ms is not None and returned == 0:
         problems.append(f"no traffic returned to {el.name} after the restore")

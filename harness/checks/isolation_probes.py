@@ -34,15 +34,16 @@ def _nics(plan: Plan, plane: Plane) -> list[tuple[HostPlan, Nic]]:
 
 
 def _targets(plan: Plan, plane: Plane) -> list[list[_Target]]:
-    """Destinations standing for a plane: per leaf, the hosts behind it (first choice first);
-    and the plane's loopback block, standing in a spine's loopback (a leaf's without a spine)."""
+    """Destinations standing for a plane: per leaf (per port group, on a leaf of several rails),
+    the hosts behind it (first choice first); and the plane's loopback block, standing in a
+    spine's loopback (a leaf's without a spine)."""
     nics = _nics(plan, plane)
     switches = [s for s in plan.switches if s.plane is plane]
     out: list[list[_Target]] = []
     for sw in switches:
         behind = [_Target(h.name, str(n.address.ip), plane, n.rail, sw.name) for h, n in nics if n.peer == sw.name]
-        if behind:
-            out.append(behind[:2])  # a second, for a source that is the first
+        for rail in dict.fromkeys(t.rail for t in behind):
+            out.append([t for t in behind if t.rail == rail][:2])  # a second, for a source that is the first
     loop = [s for s in switches if s.role in (Role.BE_SPINE, Role.FE_SPINE)] or switches
     if loop:
         out.append([_Target(s.name, str(s.loopback.ip), plane, None, s.name) for s in loop[:2]])

@@ -360,3 +360,31 @@ def route_tenant(lab: LabView, leaf: str, vni: int) -> Sabotage:
         lab.set_sysctls(leaf, {f"net.ipv4.conf.{br}.forwarding": 0})
 
     return Sabotage(f"{leaf} routes VNI {vni}'s bridge into the underlay", undo)
+
+
+def join_rails(lab: LabView, leaf: str) -> Sabotage:
+    """A rail-only leaf of several rails that forwards between them (its rails in one VRF, the
+    port groups' separation forgotten): a GPU's NIC on one rail reaches another rail."""
+    if not lab.plan.switch(leaf).separate_rails:
+        raise HarnessError(f"join_rails: {leaf} keeps no rails apart (not a rail-only leaf of several rails)")
+    listing = lab.ns_exec(leaf, ["nft", "-a", "list", "ruleset"], check=True).stdout
+    found: list[tuple[list[str], str, str]] = []  # (family table chain, rule, handle)
+    where: list[str] = []
+    for line in map(str.strip, listing.splitlines()):
+        if line.startswith("table "):
+            where = line.split()[1:3]
+        elif line.startswith("chain "):
+            where = where[:2] + [line.split()[1]]
+        elif "oifname !=" in line:
+            rule, handle = line.rsplit(" # handle ", 1)
+            found.append((list(where), rule, handle))
+    if not found:
+        raise HarnessError(f"join_rails: {leaf} has no rule keeping its rails apart")
+    for where, _, handle in found:
+        lab.ns_exec(leaf, ["nft", "delete", "rule", *where, "handle", handle], check=True)
+
+    def undo() -> None:
+        for where, rule, _ in found:
+            lab.ns_exec(leaf, ["nft", "add", "rule", *where, rule], check=True)
+
+    return Sabotage(f"{leaf} forwards between its rails' port groups", undo)

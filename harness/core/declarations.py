@@ -96,10 +96,16 @@ class Backend:
     rail-only: one leaf per rail, no spine; cross-rail traffic stays in the node (NVLink).
     rail-optimized: nodes split in `groups` (pods); each group has one leaf per rail; every
     leaf connects to every spine with `uplinks_per_spine` links.
+    `rails_per_leaf=k`: a leaf carries k consecutive rails (`rails` must divide by k), each in
+    its own port group: the leaf's first ports, rail by rail, one port per GPU node of the
+    group, contiguous (rails 0-1 on one leaf: rail 0's NICs on its first ports, then rail 1's);
+    then its uplinks, which every rail of the leaf shares. In a rail-only fabric the rails of
+    one leaf stay apart as they would on leaves of their own (a VRF per rail on SONiC).
     """
 
     kind: str = "rail-optimized"
     rails: int = 4
+    rails_per_leaf: int = 1
     groups: int = 2
     spines: int = 2
     leaf_ports: int = 64
@@ -319,7 +325,7 @@ class Node:
     name: str
     role: Role
     group: int | None = None  # BE group (pod) of a GPU node or rail leaf
-    rail: int | None = None  # rail of a rail leaf
+    rails: tuple[int, ...] = ()  # the rails a rail leaf carries (one, or `Backend.rails_per_leaf`)
 
     @property
     def is_switch(self) -> bool:

@@ -49,6 +49,7 @@ LIMITS: dict[str, Limit] = {
     "GpuNodes.count": Limit(MAX_NODES),
     "GpuNodes.gpus_per_node": Limit(16),
     "Backend.rails": Limit(16),
+    "Backend.rails_per_leaf": Limit(16),
     "Backend.groups": Limit(128),
     "Backend.spines": Limit(128),
     "Backend.uplinks_per_spine": Limit(16),
@@ -338,7 +339,7 @@ def estimate(c: Cluster) -> tuple[int, int]:
     count = max(gpu.count, 0)
     servers = sum(max(k, 0) for k in (fe.storage_servers, fe.cpu_servers, fe.gateways))
     be_spines = 0 if rail_only else max(be.spines, 0)
-    be_leaves = (1 if rail_only else max(be.groups, 1)) * max(be.rails, 0)
+    be_leaves = (1 if rail_only else max(be.groups, 1)) * -(-max(be.rails, 0) // max(be.rails_per_leaf, 1))
     fe_spines, fe_leaves = max(fe.spines, 0), max(fe.leaves, 0)
     nodes = count + servers + be_spines + be_leaves + fe_spines + fe_leaves + 1
     fe_hosts = (count * (2 if fe.storage_nics else 1) + servers) if fe_leaves else 0

@@ -19,6 +19,19 @@ def gpu_node_names(cluster: Cluster) -> list[str]:
     return [f"{cluster.gpu.prefix}{i:0{w}d}" for i in range(1, cluster.gpu.count + 1)]
 
 
+def rail_sets(rails: int, per_leaf: int) -> list[tuple[int, ...]]:
+    """The rails of each leaf of a group: consecutive runs of `per_leaf` (the last one shorter
+    when a bad declaration does not divide; validation says so)."""
+    k = max(per_leaf, 1)
+    return [tuple(range(first, min(first + k, rails))) for first in range(0, max(rails, 0), k)]
+
+
+def be_leaf_name(group: int | None, rails: tuple[int, ...]) -> str:
+    """be-g1-r0 (group 1, rail 0), be-g1-r0-1 (rails 0 to 1), be-r2 (rail-only: no groups)."""
+    carried = f"r{rails[0]}" if len(rails) == 1 else f"r{rails[0]}-{rails[-1]}"
+    return f"be-{carried}" if group is None else f"be-g{group}-{carried}"
+
+
 def _nodes_per_group(cluster: Cluster) -> int:
     be = cluster.backend
     groups = be.groups if be.kind == "rail-optimized" and be.groups > 0 else 1
@@ -52,21 +65,24 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
     nodes += [Node(s, Role.BE_SPINE) for s in be_spines]
     groups = 1 if rail_only else max(be.groups, 1)
     leaf_of: dict[tuple[int, int], str] = {}
+    be_leaves: list[Node] = []
     for g in range(1, groups + 1):
-        for r in range(max(be.rails, 0)):
-            name = f"be-r{r}" if rail_only else f"be-g{g}-r{r}"
-            leaf_of[(g, r)] = name
-            nodes.append(Node(name, Role.BE_LEAF, group=None if rail_only else g, rail=r))
+        for rails in rail_sets(be.rails, be.rails_per_leaf):
+            name = be_leaf_name(None if rail_only else g, rails)
+            leaf_of.update({(g, r): name for r in rails})
+            be_leaves.append(Node(name, Role.BE_LEAF, group=None if rail_only else g, rails=rails))
+    nodes += be_leaves
     for i, host in enumerate(gpu_names):
         g = 1 if rail_only else i // per_group + 1
         for r in range(max(gpu.gpus_per_node, 0)):
             leaf = leaf_of.get((g, r))
             if leaf is not None:
                 links.append(Link(host, leaf, Plane.BE, gpu.nic_speed, a_port=rail_nic(r), rail=r))
-    for (_, r), leaf in leaf_of.items():
+    for leaf in be_leaves:
+        rail = leaf.rails[0] if len(leaf.rails) == 1 else None  # a multi-rail leaf's uplinks carry all its rails
         for spine in be_spines:
             for _ in range(max(be.uplinks_per_spine, 0)):
-                links.append(Link(leaf, spine, Plane.BE, be.uplink_speed, rail=r))
+                links.append(Link(leaf.name, spine, Plane.BE, be.uplink_speed, rail=rail))
 
     # Frontend: hosts in contiguous blocks per leaf (a rack each), every leaf to every spine.
     fe_spines = [f"fe-s{i}" for i in range(1, max(fe.spines, 0) + 1)]

@@ -70,8 +70,8 @@ def build(cluster: Cluster) -> Fabric:
 # The fields that shape the BE's leaves and uplinks, and those that name and count the hosts:
 # with a problem on one, the oversubscription, resp. the tenants, would be judged on a made-up
 # expansion, so they wait for it to be fixed.
-_BE_SHAPE = ("gpu.count", "gpu.gpus_per_node", "backend.kind", "backend.rails", "backend.groups",
-             "backend.spines", "backend.uplinks_per_spine")
+_BE_SHAPE = ("gpu.count", "gpu.gpus_per_node", "backend.kind", "backend.rails", "backend.rails_per_leaf",
+             "backend.groups", "backend.spines", "backend.uplinks_per_spine")
 _HOSTS = ("gpu.count", "gpu.prefix", "frontend.leaves", "frontend.cpu_servers", "frontend.storage_servers",
           "frontend.gateways")
 
@@ -102,6 +102,14 @@ def _check_declaration(c: Cluster, ok) -> list[Problem]:
         p.append(Problem("backend.rails",
                          f"{be.rails} rails but {gpu.gpus_per_node} GPUs per node",
                          "one rail per GPU: set backend.rails = gpu.gpus_per_node"))
+    if ok("backend.rails_per_leaf") and be.rails_per_leaf < 1:
+        p.append(Problem("backend.rails_per_leaf", f"{be.rails_per_leaf} rails per leaf",
+                         "set it >= 1 (1: a leaf per rail)"))
+    elif ok("backend.rails_per_leaf", "backend.rails") and be.rails >= 1 and be.rails % be.rails_per_leaf:
+        divisors = [k for k in range(1, be.rails + 1) if be.rails % k == 0]
+        p.append(Problem("backend.rails_per_leaf",
+                         f"{be.rails} rails do not split evenly into leaves of {be.rails_per_leaf}",
+                         f"use a divisor of backend.rails: {', '.join(map(str, divisors))}"))
     if ok("backend.kind", "backend.spines") and be.kind == "rail-only" and be.spines:
         p.append(Problem("backend.spines", f"a rail-only backend has no spine tier, but spines={be.spines}",
                          "set spines=0, or kind='rail-optimized'"))
@@ -248,7 +256,8 @@ def _check_fabric(f: Fabric, balance: bool = True) -> list[Problem]:
 
 def _port_hint(role: Role) -> str:
     if role is Role.BE_LEAF:
-        return "raise backend.leaf_ports, or use more groups (rail-optimized) so each leaf serves fewer nodes"
+        return ("raise backend.leaf_ports, lower backend.rails_per_leaf, or use more groups (rail-optimized) so "
+                "each leaf serves fewer nodes")
     if role is Role.BE_SPINE:
         return "raise backend.spine_ports, or add spines"
     if role is Role.FE_LEAF:

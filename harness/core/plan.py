@@ -102,6 +102,9 @@ def make_plan(fabric: Fabric) -> Plan:
     for lk in fabric.links:
         if lk.a_port != switch_mgmt_port():
             ports_of[lk.a].append((lk, False))
+    for node in fabric.nodes_with(Role.BE_LEAF):
+        if len(node.rails) > 1:  # port groups: a leaf's host ports rail by rail (a stable sort)
+            ports_of[node.name].sort(key=lambda e: (not e[1], e[0].rail if e[1] and e[0].rail is not None else 99))
 
     skus, rows_of, sku_problems = _assign_rows(fabric, ports_of)
     problems += sku_problems
@@ -159,7 +162,7 @@ def make_plan(fabric: Fabric) -> Plan:
             mtu=cfg.mtu, lossless=plane is Plane.BE, hash_policy=ECMP_HASHES[cfg.ecmp_hash],
             plane_range=be_net if plane is Plane.BE else fe_net,
             oversubscription=oversubscription(fabric, node.name) if node.role in (Role.BE_LEAF, Role.FE_LEAF) else None,
-            group=node.group, rail=node.rail,
+            group=node.group, rails=node.rails, separate_rails=c.backend.kind == "rail-only" and len(node.rails) > 1,
             vnis=tuple(sorted({m.vni for p in ports for m in in_tenants.get((p.peer, p.peer_port), ()) if p.vlans}))))
 
     hosts: list[HostPlan] = []

@@ -63,7 +63,10 @@ class SwitchPlan:
     oversubscription: float | None
     hwsku: str
     group: int | None = None
-    rail: int | None = None
+    rails: tuple[int, ...] = ()  # the rails a BE leaf carries, each in a port group of its own
+    # A rail-only leaf of several rails: its rails must not reach each other through it (no
+    # spine joins rails in a rail-only fabric); SONiC gives each a VRF.
+    separate_rails: bool = False
     vnis: tuple[int, ...] = ()  # tenant VNIs with members behind this leaf (it is their VTEP)
 
     @property
@@ -82,6 +85,15 @@ class SwitchPlan:
     @property
     def tenant_ports(self) -> tuple[Port, ...]:
         return tuple(p for p in self.ports if p.vlans)
+
+    @property
+    def port_groups(self) -> dict[int, tuple[Port, ...]]:
+        """A BE leaf's host ports by rail: one group per rail it carries, contiguous ports."""
+        return {r: tuple(p for p in self.host_ports if p.rail == r) for r in self.rails}
+
+    def group_of(self, port: str) -> int | None:
+        """The rail whose port group holds `port` (None: an uplink, or not a BE leaf's port)."""
+        return next((p.rail for p in self.host_ports if p.name == port), None)
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ def topology_svg(plan: Plan) -> str:
     nodes = []
     for name, (x, yy) in pos.items():
         node = f.node(name)
-        fill = fills.get(node.role) or rail_color(node.rail) + "55"
+        fill = fills.get(node.role) or rail_color(node.rails[0] if node.rails else None) + "55"
         nodes.append(_Node(x, yy, min(_STEP - 6, 68), name, fill))
     legend = [{"x": 20 + 120 * i, "y": 610, "color": rail_color(r), "label": f"BE rail {r}"}
               for i, r in enumerate(range(f.cluster.backend.rails))]

@@ -62,8 +62,11 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
         if p.unnumbered:
             db["INTERFACE"][p.name] = {"ipv6_use_link_local_only": "enable"}
         elif p.address is not None:
-            db["INTERFACE"][p.name] = {}
+            # A rail-only leaf of several rails keeps them apart: a VRF per rail's port group.
+            db["INTERFACE"][p.name] = {"vrf_name": rail_vrf(p.rail)} if sw.separate_rails else {}
             db["INTERFACE"][f"{p.name}|{p.address}"] = {}
+    if sw.separate_rails:
+        db["VRF"] = {rail_vrf(r): {} for r in sw.rails}
     if sw.lossless:
         db.update(_lossless(plan, sw))
     if sw.vnis:
@@ -72,6 +75,10 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
 
 
 VTEP = "vtep"
+
+
+def rail_vrf(rail: int) -> str:
+    return f"Vrf_rail{rail}"
 
 
 def tenant_tables(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:

@@ -1,5 +1,6 @@
 """What the netns runtime sets in each node's namespace before its daemons start: the
-kernel's settings of a switch and of a host, and a switch's rules around its management port."""
+kernel's settings of a switch and of a host, and a switch's forwarding rules: around its
+management port, and between the rails of a rail-only leaf that carries several."""
 from __future__ import annotations
 
 import zlib
@@ -48,13 +49,17 @@ HOST_SYSCTLS = {
 # SONiC keeps eth0 in a management VRF; this kernel has no VRF, so the switch refuses to
 # forward anything into or out of its management port instead, and (Linux being a weak
 # host) keeps its mgmt address off the data ports and its data addresses off eth0.
-def mgmt_rules(sw: SwitchPlan) -> str:
+# Likewise a rail-only leaf of several rails, which SONiC renders with a VRF per rail: each
+# port group forwards only within itself.
+def switch_rules(sw: SwitchPlan) -> str:
     own = f"{{ {sw.mgmt.ip}, {sw.mgmt.network.broadcast_address}, 255.255.255.255, 224.0.0.0/4 }}"
+    rails = "".join(f"\n    iifname {{ {_names(g)} }} oifname != {{ {_names(g)} }} drop"
+                    for g in sw.port_groups.values() if g) if sw.separate_rails else ""
     return f"""table inet {MGMT_TABLE} {{
   chain forward {{
     type filter hook forward priority 0; policy accept;
     iifname "eth0" drop
-    oifname "eth0" drop
+    oifname "eth0" drop{rails}
   }}
   chain input {{
     type filter hook input priority 0; policy accept;
@@ -63,3 +68,7 @@ def mgmt_rules(sw: SwitchPlan) -> str:
   }}
 }}
 """
+
+
+def _names(ports) -> str:
+    return ", ".join(f'"{p.name}"' for p in ports)
