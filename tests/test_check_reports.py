@@ -160,8 +160,20 @@ def test_checks_that_do_not_apply_are_not_applicable_not_passed():
     verdicts = run_checks(_PlanOnly(plan), select("ecmp,failover"))
     assert [(v.check, v.passed, v.seconds) for v in verdicts] == [
         ("ecmp", None, 0.0), ("failover-local", None, 0.0), ("failover-remote", None, 0.0),
-        ("failover-gray", None, 0.0), ("failover-spine", None, 0.0)]
+        ("failover-gray", None, 0.0), ("failover-spine", None, 0.0), ("failover-superspine-link", None, 0.0),
+        ("failover-superspine", None, 0.0)]
     assert all("no spine tier" in v.reason for v in verdicts)
+
+
+def test_the_superspine_cases_do_not_apply_to_a_3_stage_fabric(ai_plan):
+    from harness.checks.registry import Check, run_checks
+
+    (failover,) = select("failover")
+    only = Check(failover.name, failover.claim, tuple(c for c in failover.cases if "superspine" in c.name),
+                 failover.applies)
+    verdicts = run_checks(_PlanOnly(ai_plan), (only,))
+    assert [(v.check, v.passed) for v in verdicts] == [("failover-superspine-link", None), ("failover-superspine", None)]
+    assert all("no super-spine tier" in v.reason for v in verdicts)
 
 
 def test_a_check_that_cannot_run_has_failed(ai_plan):

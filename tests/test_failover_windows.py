@@ -191,3 +191,11 @@ def test_unknown_case_in_the_list():
 
     with pytest.raises(HarnessError, match=r"failover cases \['flaky'\]"):
         check_failover(None, cases=("local", "flaky"))
+
+
+def test_when_several_links_of_one_group_fail_a_rehashed_qp_is_held_to_the_objective():
+    short = QpLoss(2, 0x301, 50002, "leaf:E20", False, 2, 3.0, 0, 0.0, 0.0)
+    long = QpLoss(3, 0x302, 50003, "leaf:E20", False, 80, 80.0, 0, 0.0, 0.0)
+    assert judge([short], 50.0, 10.0, rehashed=True) == ([], [])
+    problems, _ = judge([long], 50.0, 10.0, rehashed=True)
+    assert problems == ["QP 0x302 (sport 50003) on leaf:E20: loss window 80.0 ms > objective 50 ms"]

@@ -23,12 +23,20 @@ def clusters(draw) -> Cluster:
     # enough uplink bandwidth to stay non-blocking: per_group × rails per leaf × 400G down
     # over spines × 800G up
     uplinks = max(1, -(-(nodes // groups) * per_leaf * 400 // (spines * 800))) if spines else 1
+    # a 5-stage fabric now and then: 2 pods, as many super-spines as spines, non-blocking above too
+    pod_count = draw(st.sampled_from([1, 2])) if kind == "rail-optimized" else 1
+    nodes *= pod_count
+    leaf_links = groups * (gpus // per_leaf) * uplinks
+    supers = spines * -(-leaf_links // (spines * 16)) if pod_count > 1 else 0  # <= 16 links per pair
+    up = -(-leaf_links // supers) if pod_count > 1 else 1
     return Cluster(
         name=draw(st.sampled_from(["c1", "lab-a", "pod7"])),
         gpu=GpuNodes(count=nodes, gpus_per_node=gpus),
         backend=Backend(kind=kind, rails=gpus, rails_per_leaf=per_leaf, groups=groups, spines=spines,
-                        uplinks_per_spine=uplinks, spine_ports=512),
-        frontend=Frontend(spines=draw(st.integers(1, 3)), leaves=draw(st.integers(1, 3)),
+                        uplinks_per_spine=uplinks, spine_ports=512, pods=pod_count,
+                        superspines=supers, uplinks_per_superspine=up,
+                        superspine_ports=512),
+        frontend=Frontend(spines=draw(st.integers(1, 3)), leaves=draw(st.integers(1, 3)), leaf_ports=128,
                           storage_servers=draw(st.integers(0, 3)), cpu_servers=draw(st.integers(0, 3)),
                           gateways=draw(st.integers(0, 2))),
     )

@@ -10,6 +10,7 @@ from harness.core.model import Cluster
 from topologies.ai_cluster import ai_cluster
 from topologies.large import large
 from topologies.multi_rail import multi_rail
+from topologies.pods import pods
 from topologies.rail_only import rail_only
 from topologies.xlarge import xlarge
 
@@ -17,6 +18,7 @@ BUILTINS: dict[str, Callable[[], Cluster]] = {
     "ai-cluster": ai_cluster,
     "rail-only": rail_only,
     "multi-rail": multi_rail,
+    "pods": pods,
     "large": large,
     "xlarge": xlarge,
 }

@@ -118,11 +118,13 @@ Plot = Callable[[Outcome, Path], "Path | None"]  # (outcome, png path) -> the pn
 
 @dataclass(frozen=True)
 class Case:
-    """One run of a check, with a name of its own in reports (failover-local, failover-gray)."""
+    """One run of a check, with a name of its own in reports (failover-local, failover-gray).
+    applies(plan): None when the case applies, else why not (on top of its check's)."""
 
     name: str
     run: Run
     plot: Plot | None = None
+    applies: Callable[[Plan], str | None] | None = None
 
 
 def tally(found: tuple | list, what: str, of: int | None = None, *, then: str = "") -> tuple[str, ...]:
@@ -151,6 +153,16 @@ class Check:
 
 def has_spine_tier(plan: Plan) -> bool:
     return any(len(s.fabric_ports) >= 2 for s in plan.switches if s.rails)
+
+
+def has_superspine_tier(plan: Plan) -> bool:
+    return any(s.role.value == "be-superspine" for s in plan.switches)
+
+
+def needs_superspine_tier(plan: Plan) -> str | None:
+    if has_superspine_tier(plan):
+        return None
+    return "the BE has no super-spine tier (one pod, 3-stage): no second stage to spread or fail over"
 
 
 def needs_spine_tier(plan: Plan) -> str | None:

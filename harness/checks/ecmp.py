@@ -232,15 +232,18 @@ def first_gpu_nic(plan) -> tuple[str, str]:
     raise HarnessError("the cluster has no GPU node with a BE NIC")
 
 
-def _far_peer(plan, host: str, nic) -> tuple[str, str]:
-    """The same rail on a GPU node of another group (so traffic crosses the spine tier)."""
-    group = plan.host(host).group
+def _far_peer(plan, host: str, nic, across: str = "group") -> tuple[str, str]:
+    """The same rail on a GPU node of another group (so traffic crosses the spine tier), or
+    with across="pod" of another pod (so it crosses the super-spine tier too)."""
+    mine = getattr(plan.host(host), across)
     for h in plan.hosts:
-        if h.name != host and h.group is not None and h.group != group:
+        theirs = getattr(h, across)
+        if h.name != host and theirs is not None and theirs != mine:
             for n in h.nics:
                 if n.rail == nic.rail:
                     return h.name, n.name
-    raise HarnessError(f"no GPU node outside group {group} on rail {nic.rail}: ECMP needs traffic across spines")
+    tier = "spines" if across == "group" else "super-spines"
+    raise HarnessError(f"no GPU node outside {across} {mine} on rail {nic.rail}: ECMP needs traffic across {tier}")
 
 
 def plot_ecmp(result: EcmpResult, path: Path) -> Path:

@@ -9,11 +9,14 @@ group. One element then fails and comes back; each case is one kind of failure:
   spines share its ASN), so the source leaf must learn it by a BGP withdrawal.
 - gray: a leaf–spine link stays up and drops everything both ways: only BFD can tell.
 - spine: every link of one spine loses its carrier.
+- superspine-link, superspine (a 5-stage BE only; the QPs then cross to another pod): a
+  spine's link to a super-spine, or every link of a super-spine, loses its carrier; the
+  spines above the source leaf reroute by themselves over their other super-spine links.
 
 Every case ends with the element restored, and the loss that costs is judged too.
 
 The objectives are absolute and declared with the cluster (`Cluster.objectives`: hard_ms
-for local and spine, remote_ms, gray_ms, restore_ms), never derived from the configuration
+for local, spine and the super-spine cases, remote_ms, gray_ms, restore_ms), never derived from the configuration
 under test. A QP's loss window is measured on the sender's clock: for each gap in its
 sequence numbers, the send time of the first packet after the gap minus that of the last
 before it (all namespaces share one clock). If the sender itself fell more than one packet
@@ -32,17 +35,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 
-from harness.checks.base import Case, Check, needs_spine_tier
+from harness.checks.base import Case, Check, needs_spine_tier, needs_superspine_tier
 from harness.checks.ecmp import _far_peer, first_gpu_nic
+from harness.checks.failover_elements import SUPERSPINE_CASES, Element, element_of, observation_points, pick
 from harness.checks.failover_result import FailoverCase, FailoverResult, plot_failover
 from harness.checks.failover_windows import judge, measure
 from harness.core.errors import HarnessError
-from harness.lab import set_carriers
 from harness.plumbing.labview import LabView
-from harness.core.model import Objectives, Plane, Role
+from harness.core.model import Objectives, Role
 from harness.observe.flowcount import FlowCounters
 from harness.observe.route_watch import route_change_ms
 from harness.plumbing.priority import realtime
@@ -51,95 +53,12 @@ from harness.traffic.roce import roce_sport
 from harness.traffic.runner import start_receiver, start_sender
 from harness.plumbing.wait import pause_until, until, within
 
-CASES = ("local", "remote", "gray", "spine")
-HARD_CASES = ("local", "remote", "spine")
+CASES = ("local", "remote", "gray", "spine", *SUPERSPINE_CASES)
+HARD_CASES = ("local", "remote", "spine", *SUPERSPINE_CASES)
 _PROBE_PACKETS = 3  # per candidate QP when learning paths (plus the sender's priming probe)
 
 
-# ---------------------------------------------------------------------------- the element
-
-
-@dataclass(frozen=True)
-class _Element:
-    """What fails in a case, where its QPs are counted, and whose route shows it avoided."""
-
-    name: str
-    fail: Callable[[], None]
-    restore: Callable[[], None]
-    counted_at: tuple[tuple[str, str], ...]  # (switch, egress port) whose traffic crosses the element
-    route_ports: tuple[str, ...]  # `watch`'s ports to it: none in its route = the element avoided
-    watch: str  # the switch that must reroute: the source leaf, or a spine that reroutes by itself
-
-
-def _port_on(cable, node: str) -> str:
-    return cable.a_port if cable.a_node == node else cable.b_port
-
-
-def _element(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[str, str]) -> _Element:
-    """choice: (switch, port) that carried the most candidate QPs: a leaf uplink, or for
-    `remote` a spine's port towards the far leaf."""
-    node, port = choice
-    if case in ("local", "gray"):
-        handle = _link_of(lab, leaf, port)
-        fail, restore = (handle.down, handle.up) if case == "local" else (handle.gray, handle.heal)
-        return _Element(str(handle), fail, restore, ((leaf, port),), (port,), leaf)
-    if case == "spine":
-        spine = _peer_of(lab, leaf, port)
-        handles = [h for c in lab.all_cables() if spine in (c.a_node, c.b_node) and c.plane is Plane.BE
-                   for h in [_link_for(lab, c)]]
-        ports = tuple(_port_on(h.cable, leaf) for h in handles if leaf in (h.cable.a_node, h.cable.b_node))
-
-        def fail() -> None:
-            set_carriers(handles, up=False)
-
-        def restore() -> None:
-            set_carriers(handles, up=True)
-
-        return _Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports, leaf)
-    # remote: the spine's link to the far leaf; the source leaf must stop sending to that spine
-    # (when it has no other link to the far leaf) or the spine must stop using the port.
-    spine = node
-    handle = _link_of(lab, spine, port)
-    if sum(1 for p in lab.plan.switch(spine).fabric_ports if p.peer == far_leaf) > 1:
-        # parallel links (uplinks_per_spine > 1): the spine still reaches the far leaf, so it
-        # reroutes by itself and the source leaf's route rightly stays as it was
-        return _Element(str(handle), handle.down, handle.up, ((spine, port),), (port,), spine)
-    to_spine = tuple(p.name for p in lab.plan.switch(leaf).fabric_ports if p.peer == spine)
-    return _Element(str(handle), handle.down, handle.up, ((spine, port),), to_spine, leaf)
-
-
-def _link_of(lab: LabView, node: str, port: str):
-    for c in lab.all_cables():
-        if (c.a_node, c.a_port) == (node, port) or (c.b_node, c.b_port) == (node, port):
-            return _link_for(lab, c)
-    raise HarnessError(f"no cable on {node}:{port}")
-
-
-def _link_for(lab: LabView, cable):
-    found = lab.cables(cable.a_node, cable.b_node)
-    if cable not in found:
-        raise HarnessError(f"cable {cable} is not in lab {lab.name}")
-    return lab.link(cable.a_node, cable.b_node, found.index(cable))
-
-
-def _peer_of(lab: LabView, node: str, port: str) -> str:
-    for p in lab.plan.switch(node).fabric_ports:
-        if p.name == port:
-            return p.peer
-    raise HarnessError(f"{node} has no fabric port {port}")
-
-
 # ---------------------------------------------------------------------------- learning paths
-
-
-def _observation(lab: LabView, case: str, leaf: str, far_leaf: str) -> dict[str, list[str]]:
-    """switch -> egress ports to count per QP: the source leaf's uplinks, and for `remote`
-    every spine's ports towards the far leaf."""
-    points = {leaf: [p.name for p in lab.plan.switch(leaf).fabric_ports]}
-    if case == "remote":
-        for spine in sorted({p.peer for p in lab.plan.switch(leaf).fabric_ports}):
-            points[spine] = [p.name for p in lab.plan.switch(spine).fabric_ports if p.peer == far_leaf]
-    return points
 
 
 def _learn_paths(lab: LabView, src: tuple[str, str], src_addr: str, dst_addr: str, points: dict[str, list[str]],
@@ -164,22 +83,6 @@ def _learn_paths(lab: LabView, src: tuple[str, str], src_addr: str, dst_addr: st
     finally:
         _remove(installed)
     return seen
-
-
-def _pick(case: str, leaf: str, seen: dict[int, set[tuple[str, str]]], choice: tuple[str, str] | None
-          ) -> tuple[tuple[str, str], list[int]]:
-    """The (switch, port) that carried the most QPs (unless given), and the QPs that crossed it."""
-    tally: dict[tuple[str, str], list[int]] = {}
-    for qp, where in seen.items():
-        for point in where:
-            if case == "remote" and point[0] == leaf:
-                continue
-            tally.setdefault(point, []).append(qp)
-    if choice is None:
-        if not tally:
-            return (leaf, ""), []
-        choice = max(sorted(tally), key=lambda p: len(tally[p]))
-    return choice, tally.get(choice, [])
 
 
 # ---------------------------------------------------------------------------- one case
@@ -216,7 +119,7 @@ def check_failover_case(lab: LabView, case: str, *, src: tuple[str, str] | None 
     src = src or first_gpu_nic(plan)
     src_nic = plan.host(src[0]).nic(src[1])
     leaf = src_nic.peer
-    dst = _far_peer(plan, src[0], src_nic)
+    dst = _far_peer(plan, src[0], src_nic, "pod" if case in SUPERSPINE_CASES else "group")
     dst_nic = plan.host(dst[0]).nic(dst[1])
     far_leaf = dst_nic.peer
     src_addr, dst_addr = str(src_nic.address.ip), str(dst_nic.address.ip)
@@ -227,7 +130,7 @@ def check_failover_case(lab: LabView, case: str, *, src: tuple[str, str] | None 
     _wait_routed(lab, converge_s)
 
     # Learn each candidate QP's path; add candidates until the element carries k of them.
-    points = _observation(lab, case, leaf, far_leaf)
+    points = observation_points(lab, case, leaf, far_leaf)
     seen: dict[int, set[tuple[str, str]]] = {}
     batch = max(16, 4 * k * len(uplinks))
     qp, sports_used = first_qp, set()
@@ -239,13 +142,13 @@ def check_failover_case(lab: LabView, case: str, *, src: tuple[str, str] | None 
                 new.append(qp)
             qp += 1
         seen.update(_learn_paths(lab, src, src_addr, dst_addr, points, new))
-        choice, on = _pick(case, leaf, seen, element)
+        choice, on = pick(case, leaf, seen, element)
         if len(on) >= k or len(seen) >= max_candidates:
             break
     if len(on) < k:
         raise HarnessError(f"only {len(on)} of {len(seen)} candidate QPs crossed {choice[0]}:{choice[1]}; "
                            f"{k} are needed: is the element on the path from {src[0]}:{src[1]} to {dst[0]}:{dst[1]}?")
-    el = _element(lab, case, leaf, far_leaf, choice)
+    el = element_of(lab, case, leaf, far_leaf, choice)
     on_set = set(el.counted_at)
     chosen_on = sorted(on)[:2 * k]
     off = [qp for qp in sorted(seen) if seen[qp] and not seen[qp] & on_set]
@@ -283,7 +186,7 @@ def _wait_routed(lab: LabView, timeout: float) -> None:
           timeout, "the fabric to converge before the failure")
 
 
-def _run(lab: LabView, case, el: _Element, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
+def _run(lab: LabView, case, el: Element, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,
          restore_objective, before_s, failed_s, detect_s, after_s, settle_s, while_failed=None) -> dict:
     """detect_s: at least failed_s (the caller sees to it)."""
     duration = before_s + detect_s + after_s + settle_s  # the longest it runs; stopped once traffic returned
@@ -353,7 +256,7 @@ def _run(lab: LabView, case, el: _Element, leaf, src, dst, far_leaf, flows, spor
     worst_back = max((q.restore_window_ms for q in per_qp), default=0.0)
     lost_elsewhere = sum(q.lost for q in per_qp if not q.on_element)
     lag_ms = max((q.lag_ms for q in per_qp), default=0.0)
-    problems, unsure = judge(per_qp, objective, restore_objective, slot_ns / 1e6)
+    problems, unsure = judge(per_qp, objective, restore_objective, slot_ns / 1e6, el.rehashed)
     if not on_qps:
         problems.append(f"no chosen QP crossed {el.name} before the failure (paths changed since they were "
                         "learned): the case proves nothing")
@@ -386,7 +289,7 @@ def _run(lab: LabView, case, el: _Element, leaf, src, dst, far_leaf, flows, spor
                 sender_realtime=sent.realtime)
 
 
-def _returned(counters: list[FlowCounters], at_restore: dict[str, int], el: _Element,
+def _returned(counters: list[FlowCounters], at_restore: dict[str, int], el: Element,
               now: dict[str, int] | None = None) -> int:
     """Packets counted on the element since the restore."""
     now = _read(counters) if now is None else now
@@ -412,7 +315,8 @@ def _read(counters: list[FlowCounters]) -> dict[str, int]:
 # ---------------------------------------------------------------------------- every case
 
 
-def check_failover(lab: LabView, cases: tuple[str, ...] = CASES, mode: str | None = None, **options) -> FailoverResult:
+def check_failover(lab: LabView, cases: tuple[str, ...] | None = None, mode: str | None = None,
+                   **options) -> FailoverResult:
     """Every case, one after the other, each with its restore; one result for `fablab check`.
     options go to check_failover_case. mode ("hard": local, "gray") is the older call's name."""
     t0 = time.monotonic()
@@ -420,6 +324,8 @@ def check_failover(lab: LabView, cases: tuple[str, ...] = CASES, mode: str | Non
         if mode not in ("hard", "gray"):
             raise HarnessError(f"failover mode {mode!r}: valid modes are hard, gray (or pass cases={CASES})")
         cases = ("local",) if mode == "hard" else ("gray",)
+    if cases is None:  # every case the fabric has: the super-spine ones on a 5-stage BE only
+        cases = tuple(c for c in CASES if c not in SUPERSPINE_CASES or not needs_superspine_tier(lab.plan))
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         raise HarnessError(f"failover cases {unknown}: valid cases are {', '.join(CASES)}")
@@ -443,5 +349,6 @@ def _buckets(received) -> list[int]:
 
 CHECK = Check("failover", "loss windows of a local, remote, gray and whole-spine failure and of each restore, "
               "against the cluster's objectives",
-              tuple(Case(f"failover-{c}", partial(check_failover_case, case=c), plot_failover) for c in CASES),
+              tuple(Case(f"failover-{c}", partial(check_failover_case, case=c), plot_failover,
+                         needs_superspine_tier if c in SUPERSPINE_CASES else None) for c in CASES),
               needs_spine_tier)

@@ -84,8 +84,14 @@ def measure(flows, sports: dict[int, int], path_of: dict[int, str], on_points: s
 
 
 def judge(per_qp: list[QpLoss], objective_ms: float, restore_objective_ms: float,
-          slot_ms: float = 1.0) -> tuple[list[str], list[QpLoss]]:
+          slot_ms: float = 1.0, rehashed: bool = False) -> tuple[list[str], list[QpLoss]]:
     """(problems, QPs whose verdict the sender's lag leaves open).
+
+    rehashed: the element takes several links of one switch's ECMP group down, one after
+    the other (a whole super-spine, or a spine with parallel links to the leaf). With each
+    one the switch's hash-threshold ECMP remaps flows over the links left, and a QP not on
+    the element can be moved onto one that is about to die: such QPs are then held to the
+    objective too, instead of to no loss at all.
 
     A gap's window is an upper bound of the fabric's: the packets either side of it were
     delivered, so the loss lies between them; sender lag at its edges only inflates it. So a
@@ -97,16 +103,17 @@ def judge(per_qp: list[QpLoss], objective_ms: float, restore_objective_ms: float
     for q in per_qp:
         hidden = q.hidden_lag_ms + slot_ms if q.hidden_lag_ms else 0.0
         hidden_back = q.restore_hidden_lag_ms + slot_ms if q.restore_hidden_lag_ms else 0.0
-        if q.on_element and q.window_ms - q.edge_lag_ms > objective_ms:
+        held = q.on_element or rehashed
+        if held and q.window_ms - q.edge_lag_ms > objective_ms:
             problems.append(f"QP 0x{q.qp:x} (sport {q.sport}) on {q.path}: loss window {q.window_ms:.1f} ms "
                             f"> objective {objective_ms:g} ms")
         elif q.restore_window_ms - q.edge_lag_ms > restore_objective_ms:
             problems.append(f"QP 0x{q.qp:x} on {q.path}: {q.restore_lost} packets, {q.restore_window_ms:.1f} ms "
                             f"lost after the restore > objective {restore_objective_ms:g} ms")
-        elif ((q.on_element and q.window_ms + hidden > objective_ms)
+        elif ((held and q.window_ms + hidden > objective_ms)
               or q.restore_window_ms + hidden_back > restore_objective_ms):
             unsure.append(q)
-    lost_elsewhere = [q for q in per_qp if not q.on_element and q.lost]
+    lost_elsewhere = [] if rehashed else [q for q in per_qp if not q.on_element and q.lost]
     if lost_elsewhere:
         problems.append("QPs not on the failed element lost packets: "
                         + ", ".join(f"0x{q.qp:x} on {q.path} lost {q.lost}" for q in lost_elsewhere))

@@ -44,7 +44,7 @@ def _targets(plan: Plan, plane: Plane) -> list[list[_Target]]:
         behind = [_Target(h.name, str(n.address.ip), plane, n.rail, sw.name) for h, n in nics if n.peer == sw.name]
         for rail in dict.fromkeys(t.rail for t in behind):
             out.append([t for t in behind if t.rail == rail][:2])  # a second, for a source that is the first
-    loop = [s for s in switches if s.role in (Role.BE_SPINE, Role.FE_SPINE)] or switches
+    loop = [s for s in switches if s.role in (Role.BE_SPINE, Role.BE_SUPERSPINE, Role.FE_SPINE)] or switches
     if loop:
         out.append([_Target(s.name, str(s.loopback.ip), plane, None, s.name) for s in loop[:2]])
     return out

@@ -29,6 +29,7 @@ MODULES: tuple[tuple[str, str], ...] = (  # (check name, module exporting its CH
     ("fe-tcp", "harness.checks.fe_tcp"),
     ("lossless", "harness.checks.lossless"),
     ("ecmp", "harness.checks.ecmp"),
+    ("ecmp-superspine", "harness.checks.ecmp_stages"),
     ("failover", "harness.checks.failover"),
     ("collectives", "harness.checks.collectives"),
 )
@@ -84,8 +85,9 @@ def run_checks(lab: LabView, checks: tuple[Check, ...] | None = None, results=No
     gets each outcome's JSON and plot."""
     verdicts: list[Verdict] = []
     for check in select(None) if checks is None else checks:
-        why_not = check.applies(lab.plan)
+        why_check_not = check.applies(lab.plan)
         for case in check.cases:
+            why_not = why_check_not or (case.applies(lab.plan) if case.applies is not None else None)
             if why_not:
                 verdicts.append(Verdict(case.name, None, f"not applicable: {why_not}", 0.0))
                 progress(case.name, f"not applicable: {why_not}")

@@ -60,8 +60,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     for plane, k in s["links"].items():
         t.add_row(plane, str(k))
     out.print(t)
-    t = Table(title="leaves: oversubscription (down:up) and ASN")
-    for col in ("leaf", "oversubscription", "ASN"):
+    t = Table(title="leaves (and 5-stage spines): oversubscription (down:up) and ASN")
+    for col in ("switch", "oversubscription", "ASN"):
         t.add_column(col)
     for leaf, ratio in s["oversubscription"].items():
         t.add_row(leaf, "no uplinks" if ratio is None else f"{ratio:g}:1", str(s["asn"][leaf]))

@@ -28,6 +28,7 @@ class Role(str, Enum):
     GATEWAY = "gateway"
     BE_LEAF = "be-leaf"
     BE_SPINE = "be-spine"
+    BE_SUPERSPINE = "be-superspine"
     FE_LEAF = "fe-leaf"
     FE_SPINE = "fe-spine"
     OOB = "oob-switch"
@@ -50,6 +51,7 @@ class Role(str, Enum):
 _SWITCH_PLANE = {
     Role.BE_LEAF: Plane.BE,
     Role.BE_SPINE: Plane.BE,
+    Role.BE_SUPERSPINE: Plane.BE,
     Role.FE_LEAF: Plane.FE,
     Role.FE_SPINE: Plane.FE,
     Role.OOB: Plane.MGMT,
@@ -101,6 +103,12 @@ class Backend:
     group, contiguous (rails 0-1 on one leaf: rail 0's NICs on its first ports, then rail 1's);
     then its uplinks, which every rail of the leaf shares. In a rail-only fabric the rails of
     one leaf stay apart as they would on leaves of their own (a VRF per rail on SONiC).
+    `pods=P, superspines=S` (rail-optimized): a 5-stage fabric. Each pod is a 3-stage fabric
+    of its own (`groups` and `spines` count per pod) and every spine has
+    `uplinks_per_superspine` links (at `uplink_speed`) to the super-spine tier: to every
+    super-spine while their radix allows (pods × spines × uplinks_per_superspine <=
+    superspine_ports), else in planes, spine j of every pod to plane j's S / spines
+    super-spines. `pods=1` (the default) is the 3-stage fabric and has no super-spine.
     """
 
     kind: str = "rail-optimized"
@@ -112,6 +120,10 @@ class Backend:
     spine_ports: int = 64
     uplink_speed: int = 800
     uplinks_per_spine: int = 1
+    pods: int = 1
+    superspines: int = 0
+    superspine_ports: int = 64
+    uplinks_per_superspine: int = 1
     mtu: int = 9100
     allow_oversubscription: bool = False
     ecmp_hash: str = "l4"
@@ -324,7 +336,8 @@ DECLARATIONS: dict[type, str] = guard(Cluster)  # every declaration class, and w
 class Node:
     name: str
     role: Role
-    group: int | None = None  # BE group (pod) of a GPU node or rail leaf
+    group: int | None = None  # BE group of a GPU node or rail leaf, numbered across pods
+    pod: int | None = None  # BE pod of a GPU node, rail leaf or spine (5-stage fabrics only)
     rails: tuple[int, ...] = ()  # the rails a rail leaf carries (one, or `Backend.rails_per_leaf`)
 
     @property

@@ -50,6 +50,10 @@ LIMITS: dict[str, Limit] = {
     "GpuNodes.gpus_per_node": Limit(16),
     "Backend.rails": Limit(16),
     "Backend.rails_per_leaf": Limit(16),
+    "Backend.pods": Limit(16),
+    "Backend.superspines": Limit(128),
+    "Backend.uplinks_per_superspine": Limit(16),
+    "Backend.superspine_ports": _PORTS,
     "Backend.groups": Limit(128),
     "Backend.spines": Limit(128),
     "Backend.uplinks_per_spine": Limit(16),
@@ -338,13 +342,16 @@ def estimate(c: Cluster) -> tuple[int, int]:
     rail_only = be.kind == "rail-only"
     count = max(gpu.count, 0)
     servers = sum(max(k, 0) for k in (fe.storage_servers, fe.cpu_servers, fe.gateways))
-    be_spines = 0 if rail_only else max(be.spines, 0)
-    be_leaves = (1 if rail_only else max(be.groups, 1)) * -(-max(be.rails, 0) // max(be.rails_per_leaf, 1))
+    pods = 1 if rail_only else max(be.pods, 1)
+    spines = 0 if rail_only else max(be.spines, 0)  # per pod
+    supers = max(be.superspines, 0) if pods > 1 else 0
+    leaves = (1 if rail_only else max(be.groups, 1)) * -(-max(be.rails, 0) // max(be.rails_per_leaf, 1))  # per pod
     fe_spines, fe_leaves = max(fe.spines, 0), max(fe.leaves, 0)
-    nodes = count + servers + be_spines + be_leaves + fe_spines + fe_leaves + 1
+    nodes = count + servers + pods * (spines + leaves) + supers + fe_spines + fe_leaves + 1
     fe_hosts = (count * (2 if fe.storage_nics else 1) + servers) if fe_leaves else 0
     links = (count * min(max(gpu.gpus_per_node, 0), max(be.rails, 0))
-             + be_leaves * be_spines * max(be.uplinks_per_spine, 0)
+             + pods * leaves * spines * max(be.uplinks_per_spine, 0)
+             + pods * spines * supers * max(be.uplinks_per_superspine, 0)  # at most: every spine to every one
              + fe_hosts + fe_leaves * fe_spines + nodes - 1
              + (len(c.cables) if isinstance(c.cables, tuple) else 0))
     return nodes, links

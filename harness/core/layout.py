@@ -26,16 +26,36 @@ def rail_sets(rails: int, per_leaf: int) -> list[tuple[int, ...]]:
     return [tuple(range(first, min(first + k, rails))) for first in range(0, max(rails, 0), k)]
 
 
-def be_leaf_name(group: int | None, rails: tuple[int, ...]) -> str:
-    """be-g1-r0 (group 1, rail 0), be-g1-r0-1 (rails 0 to 1), be-r2 (rail-only: no groups)."""
+def be_leaf_name(group: int | None, rails: tuple[int, ...], pod: int | None = None) -> str:
+    """be-g1-r0 (group 1, rail 0), be-g1-r0-1 (rails 0 to 1), be-r2 (rail-only: no groups),
+    be-p2-g1-r0 (a 5-stage fabric: group 1 of pod 2)."""
     carried = f"r{rails[0]}" if len(rails) == 1 else f"r{rails[0]}-{rails[-1]}"
-    return f"be-{carried}" if group is None else f"be-g{group}-{carried}"
+    if group is None:
+        return f"be-{carried}"
+    return f"be-g{group}-{carried}" if pod is None else f"be-p{pod}-g{group}-{carried}"
+
+
+def pods_of(cluster: Cluster) -> int:
+    """BE pods: 1 but in a rail-optimized 5-stage fabric."""
+    be = cluster.backend
+    return max(be.pods, 1) if be.kind == "rail-optimized" else 1
+
+
+def _groups_per_pod(cluster: Cluster) -> int:
+    be = cluster.backend
+    return max(be.groups, 1) if be.kind == "rail-optimized" else 1
 
 
 def _nodes_per_group(cluster: Cluster) -> int:
+    return max(1, -(-cluster.gpu.count // (pods_of(cluster) * _groups_per_pod(cluster))))
+
+
+def superspine_planes(cluster: Cluster) -> bool:
+    """Spine j of every pod to plane j's super-spines (S / spines of them), rather than every
+    spine to every super-spine: when the super-spines' radix cannot take every spine."""
     be = cluster.backend
-    groups = be.groups if be.kind == "rail-optimized" and be.groups > 0 else 1
-    return max(1, -(-cluster.gpu.count // groups))
+    need = pods_of(cluster) * max(be.spines, 0) * max(be.uplinks_per_superspine, 0)
+    return need > be.superspine_ports and be.spines > 0 and be.superspines % be.spines == 0
 
 
 def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
@@ -46,9 +66,13 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
     links: list[Link] = []
     rail_only = be.kind == "rail-only"
     per_group = _nodes_per_group(cluster)
+    pods, per_pod = pods_of(cluster), _groups_per_pod(cluster)
+    five_stage = pods > 1
     gpu_names = gpu_node_names(cluster)
     for i, name in enumerate(gpu_names):
-        nodes.append(Node(name, Role.GPU, group=None if rail_only else i // per_group + 1))
+        g = i // per_group + 1
+        nodes.append(Node(name, Role.GPU, group=None if rail_only else g,
+                          pod=(g - 1) // per_pod + 1 if five_stage else None))
     fe_hosts = list(gpu_names)
     storage_links: list[Link] = []
     for prefix, count, role in (
@@ -60,17 +84,24 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
             nodes.append(Node(f"{prefix}{i}", role))
             fe_hosts.append(f"{prefix}{i}")
 
-    # Backend
-    be_spines = [] if rail_only else [f"be-s{i}" for i in range(1, max(be.spines, 0) + 1)]
-    nodes += [Node(s, Role.BE_SPINE) for s in be_spines]
-    groups = 1 if rail_only else max(be.groups, 1)
+    # Backend: super-spines (5-stage), spines per pod, rail leaves per group
+    superspines = [f"be-ss{i}" for i in range(1, max(be.superspines, 0) + 1)] if five_stage else []
+    nodes += [Node(s, Role.BE_SUPERSPINE) for s in superspines]
+    spines_of: dict[int, list[Node]] = {}
+    for p in range(1, pods + 1):
+        names = [] if rail_only else [f"be-p{p}-s{i}" if five_stage else f"be-s{i}"
+                                      for i in range(1, max(be.spines, 0) + 1)]
+        spines_of[p] = [Node(s, Role.BE_SPINE, pod=p if five_stage else None) for s in names]
+        nodes += spines_of[p]
     leaf_of: dict[tuple[int, int], str] = {}
     be_leaves: list[Node] = []
-    for g in range(1, groups + 1):
+    for g in range(1, pods * per_pod + 1):
+        p, local = (g - 1) // per_pod + 1, (g - 1) % per_pod + 1
         for rails in rail_sets(be.rails, be.rails_per_leaf):
-            name = be_leaf_name(None if rail_only else g, rails)
+            name = be_leaf_name(None if rail_only else local, rails, p if five_stage else None)
             leaf_of.update({(g, r): name for r in rails})
-            be_leaves.append(Node(name, Role.BE_LEAF, group=None if rail_only else g, rails=rails))
+            be_leaves.append(Node(name, Role.BE_LEAF, group=None if rail_only else g, rails=rails,
+                                  pod=p if five_stage else None))
     nodes += be_leaves
     for i, host in enumerate(gpu_names):
         g = 1 if rail_only else i // per_group + 1
@@ -80,9 +111,17 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
                 links.append(Link(host, leaf, Plane.BE, gpu.nic_speed, a_port=rail_nic(r), rail=r))
     for leaf in be_leaves:
         rail = leaf.rails[0] if len(leaf.rails) == 1 else None  # a multi-rail leaf's uplinks carry all its rails
-        for spine in be_spines:
+        for spine in spines_of[leaf.pod or 1]:
             for _ in range(max(be.uplinks_per_spine, 0)):
-                links.append(Link(leaf.name, spine, Plane.BE, be.uplink_speed, rail=rail))
+                links.append(Link(leaf.name, spine.name, Plane.BE, be.uplink_speed, rail=rail))
+    planes = superspine_planes(cluster)
+    per_plane = len(superspines) // max(be.spines, 1)
+    for p in range(1, pods + 1):
+        for j, spine in enumerate(spines_of[p]):
+            above = superspines[j * per_plane:(j + 1) * per_plane] if planes else superspines
+            for ss in above:
+                for _ in range(max(be.uplinks_per_superspine, 0)):
+                    links.append(Link(spine.name, ss, Plane.BE, be.uplink_speed))
 
     # Frontend: hosts in contiguous blocks per leaf (a rack each), every leaf to every spine.
     fe_spines = [f"fe-s{i}" for i in range(1, max(fe.spines, 0) + 1)]

@@ -71,9 +71,36 @@ def build(cluster: Cluster) -> Fabric:
 # with a problem on one, the oversubscription, resp. the tenants, would be judged on a made-up
 # expansion, so they wait for it to be fixed.
 _BE_SHAPE = ("gpu.count", "gpu.gpus_per_node", "backend.kind", "backend.rails", "backend.rails_per_leaf",
-             "backend.groups", "backend.spines", "backend.uplinks_per_spine")
+             "backend.groups", "backend.spines", "backend.uplinks_per_spine", "backend.pods", "backend.superspines",
+             "backend.uplinks_per_superspine")
 _HOSTS = ("gpu.count", "gpu.prefix", "frontend.leaves", "frontend.cpu_servers", "frontend.storage_servers",
           "frontend.gateways")
+
+
+def _check_pods(c: Cluster) -> list[Problem]:
+    """The 5-stage rules of a rail-optimized backend (pods, super-spines)."""
+    be = c.backend
+    p: list[Problem] = []
+    if be.pods < 1:
+        return [Problem("backend.pods", f"{be.pods} pods", "set pods >= 1 (1: a 3-stage fabric)")]
+    if be.superspines < 0:
+        return [Problem("backend.superspines", f"{be.superspines} super-spines", "set superspines >= 0")]
+    if be.pods == 1 and be.superspines:
+        p.append(Problem("backend.superspines", f"one pod needs no super-spine tier, but superspines={be.superspines}",
+                         "set pods >= 2 for a 5-stage fabric, or superspines=0"))
+    if be.pods > 1 and be.superspines < 1:
+        p.append(Problem("backend.superspines", f"{be.pods} pods need a super-spine tier to reach each other",
+                         "set superspines >= 1 (e.g. as many as spines per pod)"))
+    if be.pods > 1 and be.uplinks_per_superspine < 1:
+        p.append(Problem("backend.uplinks_per_superspine", f"{be.uplinks_per_superspine}", "set it >= 1"))
+    if be.pods > 1 and be.superspines >= 1 and be.spines >= 1 and be.uplinks_per_superspine >= 1:
+        links = be.pods * be.spines * be.uplinks_per_superspine
+        if links > be.superspine_ports and be.superspines % be.spines:
+            p.append(Problem("backend.superspines",
+                             f"{links} spine links do not fit a super-spine's {be.superspine_ports} ports, and "
+                             f"{be.superspines} super-spines do not split into planes of {be.spines} (one per spine "
+                             "of a pod)", f"make superspines a multiple of {be.spines}, or raise superspine_ports"))
+    return p
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -110,6 +137,9 @@ def _check_declaration(c: Cluster, ok) -> list[Problem]:
         p.append(Problem("backend.rails_per_leaf",
                          f"{be.rails} rails do not split evenly into leaves of {be.rails_per_leaf}",
                          f"use a divisor of backend.rails: {', '.join(map(str, divisors))}"))
+    if ok("backend.kind", "backend.pods") and be.kind == "rail-only" and be.pods != 1:
+        p.append(Problem("backend.pods", f"a rail-only backend has no spine tier to gather in pods, but pods={be.pods}",
+                         "set pods=1, or kind='rail-optimized'"))
     if ok("backend.kind", "backend.spines") and be.kind == "rail-only" and be.spines:
         p.append(Problem("backend.spines", f"a rail-only backend has no spine tier, but spines={be.spines}",
                          "set spines=0, or kind='rail-optimized'"))
@@ -119,10 +149,12 @@ def _check_declaration(c: Cluster, ok) -> list[Problem]:
                              "set spines >= 1, or kind='rail-only'"))
         if ok("backend.groups") and be.groups < 1:
             p.append(Problem("backend.groups", f"{be.groups} groups", "set groups >= 1"))
-        elif ok("backend.groups", "gpu.count") and gpu.count >= 1 and gpu.count % be.groups:
-            p.append(Problem("backend.groups",
-                             f"{gpu.count} GPU nodes do not split evenly into {be.groups} groups",
-                             "make gpu.count a multiple of backend.groups"))
+        elif ok("backend.groups", "backend.pods", "gpu.count") and gpu.count >= 1 and be.pods >= 1 \
+                and gpu.count % (be.groups * be.pods):
+            split = f"{be.groups} groups" if be.pods == 1 else f"{be.pods} pods × {be.groups} groups"
+            p.append(Problem("backend.groups", f"{gpu.count} GPU nodes do not split evenly into {split}",
+                             f"make gpu.count a multiple of {be.groups * be.pods}"))
+        p += _check_pods(c)
         if ok("backend.uplinks_per_spine") and be.uplinks_per_spine < 1:
             p.append(Problem("backend.uplinks_per_spine", f"{be.uplinks_per_spine}", "set it >= 1"))
     if ok("frontend.leaves") and fe.leaves < 1:
@@ -229,6 +261,7 @@ def _check_fabric(f: Fabric, balance: bool = True) -> list[Problem]:
     budget = {
         Role.BE_LEAF: ("backend.leaf_ports", c.backend.leaf_ports),
         Role.BE_SPINE: ("backend.spine_ports", c.backend.spine_ports),
+        Role.BE_SUPERSPINE: ("backend.superspine_ports", c.backend.superspine_ports),
         Role.FE_LEAF: ("frontend.leaf_ports", c.frontend.leaf_ports),
         Role.FE_SPINE: ("frontend.spine_ports", c.frontend.spine_ports),
         Role.OOB: ("mgmt.ports", c.mgmt.ports),
@@ -251,6 +284,14 @@ def _check_fabric(f: Fabric, balance: bool = True) -> list[Problem]:
                                         f"({down}G down, {up}G up); the BE must be non-blocking",
                              "add spines or uplinks_per_spine, raise uplink_speed, "
                              "or set allow_oversubscription=True on purpose"))
+    for spine in f.nodes_with(Role.BE_SPINE):  # the second stage of a 5-stage fabric
+        up = sum(lk.speed for lk in f.links if lk.a == spine.name and lk.plane is Plane.BE)
+        down = sum(lk.speed for lk in f.links if lk.b == spine.name and lk.plane is Plane.BE)
+        if balance and up and down > up and not c.backend.allow_oversubscription:
+            p.append(Problem("backend", f"{spine.name} is oversubscribed {down / up:.2f}:1 towards the super-spines "
+                                        f"({down}G down, {up}G up); the BE must be non-blocking",
+                             "add superspines or uplinks_per_superspine, or set allow_oversubscription=True on "
+                             "purpose"))
     return p
 
 
@@ -260,6 +301,9 @@ def _port_hint(role: Role) -> str:
                 "each leaf serves fewer nodes")
     if role is Role.BE_SPINE:
         return "raise backend.spine_ports, or add spines"
+    if role is Role.BE_SUPERSPINE:
+        return ("raise backend.superspine_ports, or make superspines a multiple of spines (planes: spine j of "
+                "every pod to plane j)")
     if role is Role.FE_LEAF:
         return "raise frontend.leaf_ports, or add FE leaves"
     if role is Role.FE_SPINE:

@@ -161,8 +161,8 @@ def make_plan(fabric: Fabric) -> Plan:
             loopback=loopbacks[node.name], mgmt=mgmt_addr[node.name], ports=tuple(ports), hwsku=skus[node.name],
             mtu=cfg.mtu, lossless=plane is Plane.BE, hash_policy=ECMP_HASHES[cfg.ecmp_hash],
             plane_range=be_net if plane is Plane.BE else fe_net,
-            oversubscription=oversubscription(fabric, node.name) if node.role in (Role.BE_LEAF, Role.FE_LEAF) else None,
-            group=node.group, rails=node.rails, separate_rails=c.backend.kind == "rail-only" and len(node.rails) > 1,
+            oversubscription=oversubscription(fabric, node.name) if node.role in OVERSUBSCRIBED else None,
+            group=node.group, pod=node.pod, rails=node.rails, separate_rails=c.backend.kind == "rail-only" and len(node.rails) > 1,
             vnis=tuple(sorted({m.vni for p in ports for m in in_tenants.get((p.peer, p.peer_port), ()) if p.vlans}))))
 
     hosts: list[HostPlan] = []
@@ -188,7 +188,7 @@ def make_plan(fabric: Fabric) -> Plan:
                 routes = (fe_net,)
             nics.append(Nic(lk.a_port, lk.plane, host_side, leaf_side.ip, routes, mtu_of[lk.plane],
                             lk.b, end_port(lk, True), rail=lk.rail))
-        hosts.append(HostPlan(node.name, node.role, tuple(nics), group=node.group))
+        hosts.append(HostPlan(node.name, node.role, tuple(nics), group=node.group, pod=node.pod))
 
     oob_ports = []
     for lk, is_b in sorted(ports_of.get("oob1", []), key=lambda e: _port_index(end_port(*e))):
@@ -312,6 +312,7 @@ def _sku_problems(fabric: Fabric, node: Node, items: list[tuple[Link, bool]], na
 _SKU_HINTS = {
     Role.BE_LEAF: "use more groups (rail-optimized) so each leaf serves fewer nodes",
     Role.BE_SPINE: "lower backend.uplinks_per_spine (add spines to keep the bandwidth), or use fewer groups",
+    Role.BE_SUPERSPINE: "make superspines a multiple of spines (planes), or lower backend.uplinks_per_superspine",
     Role.FE_LEAF: "add FE leaves (frontend.leaves) so each serves fewer hosts",
     Role.FE_SPINE: "use fewer FE leaves or split the frontend",
 }
@@ -338,15 +339,24 @@ def _port_index(name: str) -> int:
     return int(digits) // 4 if name.startswith("Ethernet") and digits else 10_000
 
 
+# Switches with uplinks whose down:up ratio the plan reports: leaves, and a 5-stage BE's spines.
+OVERSUBSCRIBED = (Role.BE_LEAF, Role.FE_LEAF, Role.BE_SPINE)
+
+
 def _asns(fabric: Fabric) -> dict[str, int]:
-    """RFC 7938: one ASN shared by a spine tier, a unique ASN per leaf."""
+    """RFC 7938: one ASN shared by a spine tier, a unique ASN per leaf. In a 5-stage BE the
+    super-spines share the plane's base ASN, each pod's spines share base + pod, and the
+    leaves follow (base + pods + i): a path never re-enters the tier it left."""
     a = fabric.cluster.addressing
     out: dict[str, int] = {}
-    for spine_role, leaf_role, base in ((Role.BE_SPINE, Role.BE_LEAF, a.be_asn),
-                                        (Role.FE_SPINE, Role.FE_LEAF, a.fe_asn)):
+    pods = max((n.pod or 1 for n in fabric.nodes_with(Role.BE_SPINE)), default=1)
+    for n in fabric.nodes_with(Role.BE_SUPERSPINE):
+        out[n.name] = a.be_asn
+    for spine_role, leaf_role, base, first in ((Role.BE_SPINE, Role.BE_LEAF, a.be_asn, pods if pods > 1 else 0),
+                                               (Role.FE_SPINE, Role.FE_LEAF, a.fe_asn, 0)):
         for n in fabric.nodes_with(spine_role):
-            out[n.name] = base
-        for i, n in enumerate(fabric.nodes_with(leaf_role), start=1):
+            out[n.name] = base + (n.pod or 0)
+        for i, n in enumerate(fabric.nodes_with(leaf_role), start=1 + first):
             out[n.name] = base + i
     return out
 
@@ -388,8 +398,10 @@ def summary(plan: Plan) -> dict:
         "nodes": dict(sorted(Counter(n.role.value for n in f.nodes).items())),
         "links": {p.value: len(f.links_in(p)) for p in Plane},
         "gpus": f.cluster.gpu.count * f.cluster.gpu.gpus_per_node,
+        # leaves, and the spines of a 5-stage BE (the second stage's ratio towards the super-spines)
         "oversubscription": {s.name: s.oversubscription for s in plan.switches
-                             if s.role in (Role.BE_LEAF, Role.FE_LEAF)},
+                             if s.role in (Role.BE_LEAF, Role.FE_LEAF)
+                             or (s.role is Role.BE_SPINE and s.oversubscription is not None)},
         "asn": {s.name: s.asn for s in plan.switches},
         "ranges": {"be": str(ipaddress.IPv4Network(f.cluster.addressing.be)),
                    "be_rails": [str(b) for b in plan.be_rail_blocks],

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from harness.core.acl import AclEntry
 
 
-SWITCH_ROLES_ORDER = (Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
+SWITCH_ROLES_ORDER = (Role.BE_SUPERSPINE, Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class SwitchPlan:
     oversubscription: float | None
     hwsku: str
     group: int | None = None
+    pod: int | None = None  # a 5-stage BE's pod of a leaf or spine
     rails: tuple[int, ...] = ()  # the rails a BE leaf carries, each in a port group of its own
     # A rail-only leaf of several rails: its rails must not reach each other through it (no
     # spine joins rails in a rail-only fabric); SONiC gives each a VRF.
@@ -147,6 +148,7 @@ class HostPlan:
     role: Role
     nics: tuple[Nic, ...]
     group: int | None = None
+    pod: int | None = None  # a 5-stage BE's pod of a GPU node
 
     def nic(self, name: str) -> Nic:
         for n in self.nics:

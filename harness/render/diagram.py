@@ -62,8 +62,12 @@ def topology_svg(plan: Plan) -> str:
     names_of = {role: [n.name for n in f.nodes_with(role)] for role in Role}
     widest = max(len(hosts), len(names_of[Role.BE_LEAF]), 4)
     width = 2 * _MARGIN + widest * _STEP
-    y = {"be_spine": 60, "be_leaf": 150, "hosts": 260, "fe_leaf": 370, "fe_spine": 450, "oob": 560}
+    y = {"be_superspine": 55, "be_spine": 60, "be_leaf": 150, "hosts": 260, "fe_leaf": 370, "fe_spine": 450,
+         "oob": 560}
+    if names_of[Role.BE_SUPERSPINE]:  # 5-stage: super-spines on top, spines between them and the leaves
+        y["be_spine"] = 105
     pos: dict[str, tuple[float, int]] = {}
+    pos |= _row(names_of[Role.BE_SUPERSPINE], y["be_superspine"], width)
     pos |= _row(names_of[Role.BE_SPINE], y["be_spine"], width)
     pos |= _row(names_of[Role.BE_LEAF], y["be_leaf"], width)
     pos |= _row(hosts, y["hosts"], width)
@@ -91,7 +95,7 @@ def topology_svg(plan: Plan) -> str:
         else:
             lines.append(_Line(x1, y1, x2, y2, _FE, 1.2))
     fills = {Role.GPU: "#fff2cc", Role.STORAGE: "#dae8fc", Role.CPU: "#e1d5e7", Role.GATEWAY: "#f8cecc",
-             Role.BE_SPINE: "#c9daf8", Role.FE_SPINE: "#c8e6c9", Role.FE_LEAF: "#e3f2e3", Role.OOB: "#dddddd"}
+             Role.BE_SPINE: "#c9daf8", Role.BE_SUPERSPINE: "#a4c2f4", Role.FE_SPINE: "#c8e6c9", Role.FE_LEAF: "#e3f2e3", Role.OOB: "#dddddd"}
     nodes = []
     for name, (x, yy) in pos.items():
         node = f.node(name)

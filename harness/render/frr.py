@@ -8,7 +8,8 @@ that joins two planes carries no route between them.
 A leaf sends only what it originates: in a two-tier Clos it is never transit between
 spines (they share an ASN and would refuse such paths anyway). The limit is the most a
 session can legitimately carry times MAX_PREFIX_HEADROOM: a leaf hears at most every other
-prefix of its plane from a spine, a spine hears from a leaf what that leaf originates.
+prefix of its plane from a spine, a spine hears from a leaf what that leaf originates (in a
+5-stage BE, spines and super-spines may hear the rest of the plane).
 """
 from __future__ import annotations
 
@@ -50,8 +51,10 @@ def plane_rules(plan: Plan, plane: Plane) -> tuple[PrefixRule, ...]:
 def session_limit(plan: Plan, sw: SwitchPlan) -> int:
     """maximum-prefix of sw's fabric sessions: what the plan lets one carry, with headroom."""
     peers = {s.name: s for s in plan.switches}
-    if sw.role in LEAVES:
-        plane_total = sum(len(plan.originated(s)) for s in plan.switches if s.plane is sw.plane)
+    plane_total = sum(len(plan.originated(s)) for s in plan.switches if s.plane is sw.plane)
+    if sw.role in LEAVES or sw.role is Role.BE_SUPERSPINE or sw.pod is not None:
+        # a leaf hears the rest of its plane; so may a 5-stage spine from a super-spine, and a
+        # super-spine from a spine hears its pod's
         most = plane_total - len(plan.originated(sw))
     else:
         most = max((len(plan.originated(peers[p.peer])) for p in sw.fabric_ports if p.peer in peers), default=1)

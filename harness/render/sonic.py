@@ -16,9 +16,10 @@ from harness.core.acl import TABLE, AclEntry, priority
 from harness.core.model import Role
 from harness.core.plan import Plan, SwitchPlan
 
-# SONiC's device roles by tier: a 2-tier Clos has ToRs under leaves ("SpineRouter" means T2).
+# SONiC's device roles by tier: a 2-tier Clos has ToRs under leaves; a 5-stage BE's
+# super-spines are its T2 ("SpineRouter").
 _TYPES = {Role.BE_LEAF: "ToRRouter", Role.FE_LEAF: "ToRRouter",
-          Role.BE_SPINE: "LeafRouter", Role.FE_SPINE: "LeafRouter"}
+          Role.BE_SPINE: "LeafRouter", Role.FE_SPINE: "LeafRouter", Role.BE_SUPERSPINE: "SpineRouter"}
 MGMT_PORT = "eth0"
 # Per-port cable lengths size the PFC headroom on hardware: host links are in-rack copper or
 # short optics, leaf-spine links cross the hall.

@@ -1,0 +1,135 @@
+"""What fails in each failover case, where its QPs are counted and whose route must show it
+avoided: the element of a case, chosen by the QPs it carries (harness/checks/failover.py)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.core.errors import HarnessError
+from harness.core.model import Plane, Role
+from harness.lab import set_carriers
+from harness.plumbing.labview import LabView
+
+
+# The cases of a 5-stage BE: a spine's link to a super-spine, a whole super-spine.
+SUPERSPINE_CASES = ("superspine-link", "superspine")
+
+
+@dataclass(frozen=True)
+class Element:
+    """What fails in a case, where its QPs are counted, and whose route shows it avoided."""
+
+    name: str
+    fail: Callable[[], None]
+    restore: Callable[[], None]
+    counted_at: tuple[tuple[str, str], ...]  # (switch, egress port) whose traffic crosses the element
+    route_ports: tuple[str, ...]  # `watch`'s ports to it: none in its route = the element avoided
+    watch: str  # the switch that must reroute: the source leaf, or a spine that reroutes by itself
+    rehashed: bool = False  # several links of one switch's ECMP group fail (failover_windows.judge)
+
+
+def _port_on(cable, node: str) -> str:
+    return cable.a_port if cable.a_node == node else cable.b_port
+
+
+def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[str, str]) -> Element:
+    """choice: (switch, port) that carried the most candidate QPs: a leaf uplink, or for
+    `remote` a spine's port towards the far leaf."""
+    node, port = choice
+    if case in ("local", "gray"):
+        handle = _link_of(lab, leaf, port)
+        fail, restore = (handle.down, handle.up) if case == "local" else (handle.gray, handle.heal)
+        return Element(str(handle), fail, restore, ((leaf, port),), (port,), leaf)
+    if case == "spine":
+        spine = _peer_of(lab, leaf, port)
+        handles = [h for c in lab.all_cables() if spine in (c.a_node, c.b_node) and c.plane is Plane.BE
+                   for h in [_link_for(lab, c)]]
+        ports = tuple(_port_on(h.cable, leaf) for h in handles if leaf in (h.cable.a_node, h.cable.b_node))
+
+        def fail() -> None:
+            set_carriers(handles, up=False)
+
+        def restore() -> None:
+            set_carriers(handles, up=True)
+
+        return Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports, leaf, len(ports) > 1)
+    if case == "superspine-link":  # a spine's link up to a super-spine: the spine reroutes by itself
+        handle = _link_of(lab, node, port)
+        return Element(str(handle), handle.down, handle.up, ((node, port),), (port,), node)
+    if case == "superspine":  # every link of a super-spine; each spine above the source leaf reroutes
+        superspine = _peer_of(lab, node, port)
+        handles = [_link_for(lab, c) for c in lab.all_cables() if superspine in (c.a_node, c.b_node)
+                   and c.plane is Plane.BE]
+        below = [(n, _port_on(h.cable, n)) for h in handles for n in (h.cable.a_node, h.cable.b_node)
+                 if n != superspine and n in _spines_above(lab, leaf)]
+        return Element(superspine, lambda: set_carriers(handles, up=False), lambda: set_carriers(handles, up=True),
+                       tuple(below), tuple(p for n, p in below if n == node), node,
+                       any(sum(1 for n, _ in below if n == m) > 1 for m, _ in below))
+    # remote: the spine's link to the far leaf; the source leaf must stop sending to that spine
+    # (when it has no other link to the far leaf) or the spine must stop using the port.
+    spine = node
+    handle = _link_of(lab, spine, port)
+    if sum(1 for p in lab.plan.switch(spine).fabric_ports if p.peer == far_leaf) > 1:
+        # parallel links (uplinks_per_spine > 1): the spine still reaches the far leaf, so it
+        # reroutes by itself and the source leaf's route rightly stays as it was
+        return Element(str(handle), handle.down, handle.up, ((spine, port),), (port,), spine)
+    to_spine = tuple(p.name for p in lab.plan.switch(leaf).fabric_ports if p.peer == spine)
+    return Element(str(handle), handle.down, handle.up, ((spine, port),), to_spine, leaf)
+
+
+def _link_of(lab: LabView, node: str, port: str):
+    for c in lab.all_cables():
+        if (c.a_node, c.a_port) == (node, port) or (c.b_node, c.b_port) == (node, port):
+            return _link_for(lab, c)
+    raise HarnessError(f"no cable on {node}:{port}")
+
+
+def _link_for(lab: LabView, cable):
+    found = lab.cables(cable.a_node, cable.b_node)
+    if cable not in found:
+        raise HarnessError(f"cable {cable} is not in lab {lab.name}")
+    return lab.link(cable.a_node, cable.b_node, found.index(cable))
+
+
+def _peer_of(lab: LabView, node: str, port: str) -> str:
+    for p in lab.plan.switch(node).fabric_ports:
+        if p.name == port:
+            return p.peer
+    raise HarnessError(f"{node} has no fabric port {port}")
+
+
+def observation_points(lab: LabView, case: str, leaf: str, far_leaf: str) -> dict[str, list[str]]:
+    """switch -> egress ports to count per QP: the source leaf's uplinks, and for `remote`
+    every spine's ports towards the far leaf."""
+    points = {leaf: [p.name for p in lab.plan.switch(leaf).fabric_ports]}
+    if case in SUPERSPINE_CASES:
+        for spine in _spines_above(lab, leaf):
+            points[spine] = [p.name for p in lab.plan.switch(spine).fabric_ports
+                             if lab.plan.switch(p.peer).role is Role.BE_SUPERSPINE]
+    if case == "remote":
+        for spine in sorted({p.peer for p in lab.plan.switch(leaf).fabric_ports}):
+            points[spine] = [p.name for p in lab.plan.switch(spine).fabric_ports if p.peer == far_leaf]
+    return points
+
+
+
+def pick(case: str, leaf: str, seen: dict[int, set[tuple[str, str]]], choice: tuple[str, str] | None
+          ) -> tuple[tuple[str, str], list[int]]:
+    """The (switch, port) that carried the most QPs (unless given), and the QPs that crossed it."""
+    tally: dict[tuple[str, str], list[int]] = {}
+    for qp, where in seen.items():
+        for point in where:
+            if case in ("remote", *SUPERSPINE_CASES) and point[0] == leaf:
+                continue
+            tally.setdefault(point, []).append(qp)
+    if choice is None:
+        if not tally:
+            return (leaf, ""), []
+        choice = max(sorted(tally), key=lambda p: len(tally[p]))
+    return choice, tally.get(choice, [])
+
+
+
+
+def _spines_above(lab: LabView, leaf: str) -> list[str]:
+    return sorted({p.peer for p in lab.plan.switch(leaf).fabric_ports})
