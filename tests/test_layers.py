@@ -162,3 +162,10 @@ def test_no_module_over_450_lines():
     long = {str(p.relative_to(ROOT)): n for p in HARNESS.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 450}
     assert long == {}
+
+
+def test_no_test_module_name_is_used_twice():
+    """pytest imports tests/ and labs/ by basename (no packages): a name in both stops
+    `pytest tests labs` at collection."""
+    names = [p.name for d in ("tests", "labs") for p in (ROOT / d).rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

@@ -146,11 +146,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--host-image", default=HOST_IMAGE)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_render)
-    from harness.cli import audit as cli_audit, labs as cli_lab, rdma as cli_rdma
+    from harness.cli import audit as cli_audit, diff as cli_diff, labs as cli_lab, rdma as cli_rdma
 
     cli_lab.register(sub)
     cli_rdma.register(sub)
     cli_audit.register(sub)
+    cli_diff.register(sub)
     return p
 
 
