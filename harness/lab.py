@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from harness.core.errors import HarnessError, InputError, TopologyError, UnknownLab
 from harness.core.model import Cluster, Fabric, Plane, build, check_lab_name
@@ -26,6 +26,9 @@ from harness.core.plan import CableRow, Plan, make_plan
 from harness.runtime import RUNTIMES, get_runtime
 from harness.runtime.base import CablingScope, Progress, Runtime, TeardownReport, quiet
 from harness.runtime.state import LabState, is_stale, labs, load, namespaces_present
+
+if TYPE_CHECKING:
+    from harness.core.switchconfigs import SwitchConfigs
 
 T = TypeVar("T")
 
@@ -99,7 +102,7 @@ class Lab:
     @classmethod
     def up(cls, cluster: Cluster | Fabric | Plan, name: str | None = None, runtime: str = "netns",
            replace: bool = False, progress: Progress = quiet, timeout: float = 120.0,
-           topology: str | None = None, detached: bool = False) -> Lab:
+           topology: str | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> Lab:
         """Boot and wait until converged. The lab belongs to this process (`fablab clean`
         removes it once the process is gone) unless `detached`, as `fablab up` makes it."""
         plan = _plan_of(cluster)
@@ -109,7 +112,7 @@ class Lab:
             raise TopologyError(problems, "lab")
         rt = get_runtime(runtime)
         state = rt.up(plan, lab, topology or plan.name, progress=progress, replace=replace, timeout=timeout,
-                      detached=detached)
+                      detached=detached, configs=configs)
         return cls(state, plan, rt)
 
     @classmethod

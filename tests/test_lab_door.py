@@ -55,8 +55,8 @@ def test_the_scan_sees_an_offending_import(tmp_path):
 # ---------------------------------------------------------------------- LabView: what a check may use
 
 # The layers `Lab` may stand on: the pure core, the runtimes behind it and the observers.
-LAB_MAY_IMPORT = ("harness.core.errors", "harness.core.model", "harness.core.plan", "harness.plumbing.labview", "harness.runtime",
-                  "harness.observe")
+LAB_MAY_IMPORT = ("harness.core.errors", "harness.core.model", "harness.core.plan", "harness.core.switchconfigs",
+                  "harness.plumbing.labview", "harness.runtime", "harness.observe")
 # Where a lab is seen through LabView only: neither its state on disk nor its runtime.
 VIEWERS = ("harness/checks", "harness/observe", "harness/traffic", "harness/rdma", "docs/examples")
 

@@ -17,6 +17,7 @@ from harness.core.errors import HarnessError, InputError, TopologyError
 from harness.lab import Lab
 from harness.core.model import check_lab_name
 from harness.core.plan import make_plan
+from harness.render.configs import load_configs
 from harness.runtime import RUNTIMES
 
 
@@ -31,17 +32,20 @@ def progress_printer(enabled: bool = True):
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    fabric = load_fabric(args.topology)
-    lab = Lab.up(make_plan(fabric), name=args.name, runtime=args.runtime, replace=args.replace,
+    plan = make_plan(load_fabric(args.topology))
+    configs = load_configs(plan, args.configs) if args.configs else None  # before anything is booted
+    lab = Lab.up(plan, name=args.name, runtime=args.runtime, replace=args.replace,
                  progress=progress_printer(not args.json), timeout=args.timeout, topology=args.topology,
-                 detached=True)
+                 detached=True, configs=configs)
+    found = 3 if lab.state.not_converged else 0  # the engineer's configs fall short of the plan; the lab is up
     summary = {"lab": lab.name, "topology": args.topology, "runtime": args.runtime,
+               "configs": lab.state.configs or "fablab's render", "not_converged": lab.state.not_converged,
                "nodes": len(lab.plan.fabric.nodes), "switches": len(lab.plan.switches),
                "timings_s": {k: v for k, v in lab.state.timings.items() if k != "memory_mb"},
                "memory_mb": round(lab.state.timings.get("memory_mb", 0.0), 1), **lab.state.converged}
     if args.json:
         print(json.dumps(summary, indent=2))
-        return 0
+        return found
     t = Table(title=f"lab {lab.name} is up ({args.topology}, {args.runtime})")
     t.add_column("phase")
     t.add_column("seconds", justify="right")
@@ -52,8 +56,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         out.print(f"{summary['nodes']} nodes, {summary['switches']} switches; BGP sessions up "
                   f"{summary['bgp_up']}/{summary['bgp_expected']}, BFD {summary['bfd_up']}/{summary['bfd_expected']}; "
                   f"memory used {summary['memory_mb']:.0f} MB (MemAvailable before/after)")
+    if lab.state.configs:
+        out.print(f"configs: {lab.state.configs}", soft_wrap=True)
+    if lab.state.not_converged:
+        out.print(f"[red]{escape(lab.state.not_converged)}[/red]; the lab is up: `fablab check {lab.name}` judges it "
+                  f"against the declaration", soft_wrap=True)
     out.print(f"next: fablab status {lab.name} · fablab exec {lab.name} NODE -- CMD · fablab down {lab.name}")
-    return 0
+    return found
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -269,6 +278,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--runtime", default="netns", help=f"one of: {', '.join(RUNTIMES)} (default netns)")
     s.add_argument("--replace", action="store_true", help="replace a running lab of the same name")
     s.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for convergence")
+    s.add_argument("--configs", metavar="DIR",
+                   help="boot your own switch configs (DIR/configs/<switch>/frr.conf, and config_db.json where you "
+                        "have one) instead of fablab's render; the checks still expect what the declaration says. "
+                        "If they do not converge the lab stays up and up exits 3, naming what is missing")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_up)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Network
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pyroute2 import IPRoute
 
@@ -27,6 +27,9 @@ from harness.observe.routing import (FIBMATCH_ARGV, ROUTE_ARGV, WIDTH_ARGV, Rout
                                      kernel_routes, route_widths)
 from harness.core.plan import Plan, SwitchPlan
 from harness.runtime.state import LabState
+
+if TYPE_CHECKING:
+    from harness.core.switchconfigs import SwitchConfigs
 
 T = TypeVar("T")
 GRAY_TABLE = "fablab_gray"
@@ -63,7 +66,7 @@ class Runtime(Protocol):
     name: str
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float = 120.0, detached: bool = False) -> LabState: ...
+           timeout: float = 120.0, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState: ...
 
     def down(self, lab: str) -> TeardownReport: ...
 
@@ -292,6 +295,15 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
                error=lambda: LabError(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): "
                                       + stuck_detail(shortfalls)))
     return looked
+
+
+def not_converged(e: LabError, configs: SwitchConfigs | None, progress: Progress) -> str:
+    """A boot that did not converge: with fablab's own configs a failure (raised again); with
+    the engineer's (`up --configs`) the lab stays up for the checks, and this says what is missing."""
+    if configs is None or not str(e).startswith("not converged"):
+        raise e
+    progress("converged", f"NOT converged with the configs of {configs.source}: the lab stays up for the checks")
+    return str(e)
 
 
 def session_counts(looks: list[Shortfall]) -> dict[str, int]:

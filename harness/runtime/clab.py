@@ -28,10 +28,12 @@ from harness.core.errors import PrerequisiteError, LabError
 from harness.core.model import Plane, Role, build, cluster_to_dict
 from harness.core.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
+from harness.core.switchconfigs import SwitchConfigs
+from harness.render.configs import with_configs
 from harness.render.containerlab import SONIC_IMAGE
 from harness.runtime import processes
-from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, quiet, session_counts,
-                                  wait_converged)
+from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
+                                  session_counts, wait_converged)
 from harness.runtime.clab_cli import (Container, InitStatus, deploy_argv, destroy_argv, inspect_argv,
                                       parse_init_status, parse_inspect)
 from harness.runtime.frr import json_documents
@@ -124,7 +126,7 @@ class ClabRuntime(NamespaceAccess):
     # ------------------------------------------------------------------ boot
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float = 600.0, detached: bool = False) -> LabState:
+           timeout: float = 600.0, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
         check_lab_name(lab)
         image = sonic_image()
         check_prerequisites(image, which=self._which, run=self._run)
@@ -142,12 +144,14 @@ class ClabRuntime(NamespaceAccess):
         taken |= {IPv4Network(cluster.addressing.be), IPv4Network(cluster.addressing.fe)}
         network = lab_mgmt_network(lab, len(plan.fabric.nodes), taken=taken)
         files = artifacts(plan, lab=lab, mgmt_network=network, sonic_image=image)  # before touching anything
+        if configs is not None:
+            files = with_configs(files, configs)
         plan = clab_view(plan, network)
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
                          namespaces=tuple(container_name(lab, n.name) for n in plan.fabric.nodes),
                          runner_pid=os.getpid(), owner_pid=0 if detached else os.getpid(), created=time.time(),
                          runner_start=start_time(os.getpid()), owner_start=0 if detached else start_time(os.getpid()),
-                         mgmt_network=str(network))
+                         mgmt_network=str(network), configs=configs.label if configs else "")
         save(state)
         self._plans[lab] = plan
         timings: dict[str, float] = {}
@@ -167,7 +171,11 @@ class ClabRuntime(NamespaceAccess):
             self._wait_hosts(plan, lab, deadline, progress)
             timings["config"] = time.monotonic() - t
             t = time.monotonic()
-            looks = wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress)
+            try:
+                looks = wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress)
+            except LabError as e:
+                state = state.with_(not_converged=not_converged(e, configs, progress))
+                looks = self.observe(plan, lab)
             timings["converged"] = time.monotonic() - t
             interrupt.checkpoint()  # a signal swallowed during the boot (see harness/plumbing/interrupt.py)
         except BaseException:

@@ -22,10 +22,11 @@ from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
 from harness.core.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf
+from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
 from harness.runtime import neighbours, processes, tenants
-from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, quiet, session_counts,
-                                  wait_converged)
+from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
+                                  session_counts, wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
                                  pathspace_dirs, remove_path)
 from harness.runtime.netns_setup import HOST_SYSCTLS, switch_rules, switch_sysctls
@@ -61,7 +62,10 @@ class NetnsRuntime(NamespaceAccess):
     # ------------------------------------------------------------------ boot
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float = 120.0, detached: bool = False) -> LabState:
+           timeout: float = 120.0, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
+        """configs: the engineer's own (frr.conf, and config_db.json kept for the audit) instead of
+        fablab's render. A boot from them that does not converge still leaves the lab up, with
+        what is missing in `not_converged`: the configs are what is wrong, not the boot."""
         check_lab_name(lab)
         check_prerequisites()
         if lab in labs() or any(lab_of_namespace(ns) == lab for ns in namespaces.list_namespaces()):
@@ -71,12 +75,13 @@ class NetnsRuntime(NamespaceAccess):
             progress("replace", f"removing the running lab {lab}")
             self.down(lab)
         tenants.check_supported(plan)
-        configs = {sw.name: frr_conf(plan, sw) for sw in plan.switches}  # before touching anything
+        frr = dict(configs.frr) if configs else {sw.name: frr_conf(plan, sw) for sw in plan.switches}  # before anything
         names = [n.name for n in plan.fabric.nodes]
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
                          namespaces=tuple(namespace(lab, n) for n in names), runner_pid=os.getpid(),
                          owner_pid=0 if detached else os.getpid(), created=time.time(),
-                         runner_start=start_time(os.getpid()), owner_start=0 if detached else start_time(os.getpid()))
+                         runner_start=start_time(os.getpid()), owner_start=0 if detached else start_time(os.getpid()),
+                         configs=configs.label if configs else "")
         save(state)
         mem_before = _mem_available()
         timings: dict[str, float] = {}
@@ -91,15 +96,20 @@ class NetnsRuntime(NamespaceAccess):
             t = time.monotonic()
             deadline = time.monotonic() + timeout
             defer_bfd = _defer_bfd(plan)
-            state = self._daemons(plan, lab, state, configs, progress, defer_bfd)
+            state = self._daemons(plan, lab, state, frr, progress, defer_bfd,
+                                  dict(configs.config_db) if configs else {})
             timings["daemons"] = time.monotonic() - t
             looks = None
-            if defer_bfd:
-                state, looks = self._bgp_then_bfd(plan, lab, state, deadline, progress, timings)
-            if looks is None:
-                t = time.monotonic()
-                looks = wait_converged(self, plan, lab, max(1.0, deadline - t), progress)
-                timings["converged"] = time.monotonic() - t
+            try:
+                if defer_bfd:
+                    state, looks = self._bgp_then_bfd(plan, lab, state, deadline, progress, timings)
+                if looks is None:
+                    t = time.monotonic()
+                    looks = wait_converged(self, plan, lab, max(1.0, deadline - t), progress)
+                    timings["converged"] = time.monotonic() - t
+            except LabError as e:
+                state = state.with_(not_converged=not_converged(e, configs, progress))
+                looks = self.observe(plan, lab)
             interrupt.checkpoint()  # a signal swallowed during the boot (see harness/plumbing/interrupt.py)
         except BaseException:
             interrupt.handled()
@@ -193,14 +203,14 @@ class NetnsRuntime(NamespaceAccess):
         s.link("set", index=bridge, state="up")
 
     def _daemons(self, plan: Plan, lab: str, state: LabState, configs: dict[str, str],
-                 progress: Progress, defer_bfd: bool = False) -> LabState:
+                 progress: Progress, defer_bfd: bool = False, config_dbs: dict[str, str] | None = None) -> LabState:
         later = " (bfdd once BGP is up)" if defer_bfd else ""
         progress("daemons", f"starting FRR (zebra, bgpd, bfdd) on {len(plan.switches)} switches{later}")
         nodes = [frr_node(lab, sw.name) for sw in plan.switches]
         for sw, node in zip(plan.switches, nodes):
             node.prepare(configs[sw.name])
             # No SONiC runs here; the config_db the switch would run is kept for `fablab audit LAB`
-            (node.directory / "config_db.json").write_text(config_db_json(plan, sw))
+            (node.directory / "config_db.json").write_text((config_dbs or {}).get(sw.name) or config_db_json(plan, sw))
             state = _started(state, sw.name, node.start(("zebra",)))
         # bfdd and bgpd retry a missing zebra only every few seconds: start them once zebra listens.
         now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")

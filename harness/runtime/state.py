@@ -65,6 +65,8 @@ class LabState:
     timings: dict = field(default_factory=dict)
     mgmt_network: str = ""  # clab: the lab's own mgmt subnet (Docker refuses overlapping ones)
     converged: dict = field(default_factory=dict)  # what the boot's last look at every switch saw
+    configs: str = ""  # where the switch configs came from when not fablab's render (`up --configs`)
+    not_converged: str = ""  # with configs of one's own: what was still missing when the boot stopped waiting
 
     @property
     def run_dir(self) -> Path:

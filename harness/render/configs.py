@@ -1,0 +1,66 @@
+"""An engineer's own switch configs, to boot instead of fablab's render (`fablab up TOPOLOGY
+--configs DIR`): read and checked against the plan before anything is booted.
+
+DIR is laid out as `fablab render` writes it: configs/<switch>/frr.conf for every switch of
+the plan, and configs/<switch>/config_db.json where the engineer has one. Everything the
+checks expect still comes from the declaration; these only replace what the switches run."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from harness.core.errors import InputError
+from harness.core.switchconfigs import SwitchConfigs
+from harness.core.plan import Plan
+
+
+def load_configs(plan: Plan, directory: str | Path) -> SwitchConfigs:
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError(f"--configs {directory}: not a directory; give one laid out as `fablab render` writes it "
+                         "(configs/<switch>/frr.conf, and config_db.json where you have one)")
+    frr: dict[str, str] = {}
+    dbs: dict[str, str] = {}
+    missing = []
+    h = hashlib.sha256()
+    for sw in plan.switches:
+        where = root / "configs" / sw.name
+        path = where / "frr.conf"
+        if not path.is_file():
+            missing.append(sw.name)
+            continue
+        frr[sw.name] = path.read_text()
+        h.update(f"{sw.name}/frr.conf\0".encode() + frr[sw.name].encode())
+        db = where / "config_db.json"
+        if db.is_file():
+            text = db.read_text()
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as e:
+                raise InputError(f"{db}: not JSON ({e}); fix it, or leave it out to boot fablab's") from e
+            dbs[sw.name] = text
+            h.update(f"{sw.name}/config_db.json\0".encode() + text.encode())
+    if missing:
+        raise InputError(f"--configs {directory}: no frr.conf for {len(missing)} of {len(plan.switches)} switches "
+                         f"({', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''}); every switch of the "
+                         f"declaration needs configs/<switch>/frr.conf (`fablab render TOPOLOGY -o DIR` lays one out)")
+    return SwitchConfigs(str(directory), frr, dbs, h.hexdigest())
+
+
+# What a switch's config_db keeps of fablab's render under the engineer's: the management
+# port and address, which the runtime chooses per lab.
+_MGMT_TABLES = ("MGMT_PORT", "MGMT_INTERFACE")
+
+
+def with_configs(files: dict[str, str], configs: SwitchConfigs) -> dict[str, str]:
+    """A render's files with the engineer's configs in place of fablab's (config_db.json keeps
+    the lab's management tables)."""
+    out = dict(files)
+    for sw, text in configs.frr.items():
+        out[f"configs/{sw}/frr.conf"] = text
+    for sw, text in configs.config_db.items():
+        theirs, ours = json.loads(text), json.loads(files[f"configs/{sw}/config_db.json"])
+        theirs.update({t: ours[t] for t in _MGMT_TABLES if t in ours})
+        out[f"configs/{sw}/config_db.json"] = json.dumps(theirs, indent=4, sort_keys=True) + "\n"
+    return out
