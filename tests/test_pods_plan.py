@@ -106,3 +106,11 @@ def test_routes_between_pods_use_every_uplink_at_both_stages(plan):
     assert dict(exp["be-p1-s1"].routes)[prefix] == 8  # every link to the super-spines
     assert dict(exp["be-ss1"].routes)[prefix] == 8  # the far pod's two spines, 4 links each
     assert isinstance(prefix, IPv4Network)
+
+
+def test_the_diagram_draws_each_pod_and_the_superspines(plan):
+    from harness.render.diagram import topology_svg
+
+    svg = topology_svg(plan)
+    assert svg.count('stroke-dasharray="5 3"') == 2 and ">pod 1<" in svg and ">pod 2<" in svg
+    assert ">be-ss1<" in svg and ">be-p2-s2<" in svg

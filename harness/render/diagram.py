@@ -9,6 +9,7 @@ from harness.render.templates import render_template
 
 _RAIL_COLORS = ("#1f77b4", "#ff7f0e", "#9467bd", "#d62728", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 _FE = "#2ca02c"
+_BE_SHARED = "#1f4e79"  # BE links of no single rail: a multi-rail leaf's uplinks, spine to super-spine
 _MGMT = "#7f7f7f"
 _STEP = 74
 _MARGIN = 40
@@ -91,7 +92,8 @@ def topology_svg(plan: Plan) -> str:
                 continue  # switch mgmt ports would cross every box; hosts show the plane
             lines.append(_Line(x1, y1, x2, y2, _MGMT, 0.6, dash=True))
         elif row.plane is Plane.BE:
-            lines.append(_Line(x1, y1, x2, y2, rail_color(row.rail), 1.2 if row.speed < 800 else 2.0))
+            color = _BE_SHARED if row.rail is None else rail_color(row.rail)
+            lines.append(_Line(x1, y1, x2, y2, color, 1.2 if row.speed < 800 else 2.0))
         else:
             lines.append(_Line(x1, y1, x2, y2, _FE, 1.2))
     fills = {Role.GPU: "#fff2cc", Role.STORAGE: "#dae8fc", Role.CPU: "#e1d5e7", Role.GATEWAY: "#f8cecc",
@@ -101,10 +103,27 @@ def topology_svg(plan: Plan) -> str:
         node = f.node(name)
         fill = fills.get(node.role) or rail_color(node.rails[0] if node.rails else None) + "55"
         nodes.append(_Node(x, yy, min(_STEP - 6, 68), name, fill))
+    frames = _pod_frames(plan, pos)
     legend = [{"x": 20 + 120 * i, "y": 610, "color": rail_color(r), "label": f"BE rail {r}"}
               for i, r in enumerate(range(f.cluster.backend.rails))]
+    if any(row.plane is Plane.BE and row.rail is None for row in plan.cables):
+        legend.append({"x": 20 + 120 * len(legend), "y": 610, "color": _BE_SHARED, "label": "BE, every rail"})
     legend += [{"x": 20 + 120 * len(legend), "y": 610, "color": _FE, "label": "FE"},
                {"x": 20 + 120 * (len(legend) + 1), "y": 610, "color": _MGMT, "label": "mgmt (OOB)"}]
     width = max(width, 20 + 120 * len(legend) + 20)
     return render_template("topology.svg.j2", lab=plan.name, width=width, height=630, boxes=boxes,
-                           lines=lines, nodes=nodes, legend=legend)
+                           lines=lines, nodes=nodes, legend=legend, frames=frames)
+
+
+def _pod_frames(plan: Plan, pos: dict[str, tuple[float, int]]) -> list[_Box]:
+    """A dashed frame around each pod of a 5-stage BE: its spines and leaves."""
+    pods: dict[int, list[tuple[float, int]]] = {}
+    for sw in plan.switches:
+        if sw.pod is not None and sw.name in pos:
+            pods.setdefault(sw.pod, []).append(pos[sw.name])
+    frames = []
+    for p, points in sorted(pods.items()):
+        xs, ys = [x for x, _ in points], [y for _, y in points]
+        left, top = int(min(xs)) - 38, min(ys) - 16
+        frames.append(_Box(left, top, int(max(xs)) + 38 - left, max(ys) + 16 - top, f"pod {p}", "none", "#1f4e79"))
+    return frames
