@@ -120,16 +120,7 @@ def check_ecmp(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[str,
            for i, qpn in enumerate(distinct_sport_qpns(n, first_qp))]
     sport_of = {q.flow_id: roce_sport(q.src_qp, q.dst_qp) for q in qps}
     with FlowCounters(lab, leaf.name, uplinks, sorted(sport_of.values())) as counters:
-        # No deadline of its own: on a machine the lab keeps busy the sender may take a minute
-        # to start and prime 1,300 QPs. It ends when every packet is in, 1 s after the last
-        # one, or (none came) once the sender is done and nothing more arrives.
-        receiver = start_receiver(lab.namespace(dst[0]), ReceiveSpec(expect_packets=n * packets_per_flow,
-                                                                     quiet_s=1.0, duration_s=600.0))
-        with receiver:
-            start_sender(lab.namespace(src[0]),
-                         SendSpec(flows=tuple(qps), packets=packets_per_flow, device=src[1])).result(300)
-            receiver.stop()
-            received = receiver.result(60)
+        received = send_qps(lab, src, dst[0], qps, packets_per_flow)
         counted = counters.read_flows()
 
     on = paths_of(counted)
@@ -181,6 +172,20 @@ def check_ecmp(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[str,
         unseen_qps=len(unseen), max_over_mean=round(max(counts) / b.expected, 3),
         chi2_pvalue=chi2_uniform_pvalue(counts), reordered=reordered, lost=lost, hash_policy=hash_policy,
         nexthop_weights=weights, seconds=round(time.monotonic() - t0, 2), problems=tuple(problems))
+
+
+def send_qps(lab: LabView, src: tuple[str, str], dst_node: str, qps: list[RoceFlow], packets: int):
+    """Every QP's packets from src, received at dst_node; the receiver's result.
+
+    No deadline of its own: on a machine the lab keeps busy the sender may take a minute to
+    start and prime 1,300 QPs. It ends when every packet is in, 1 s after the last one, or
+    (none came) once the sender is done and nothing more arrives."""
+    receiver = start_receiver(lab.namespace(dst_node), ReceiveSpec(expect_packets=len(qps) * packets,
+                                                                 quiet_s=1.0, duration_s=600.0))
+    with receiver:
+        start_sender(lab.namespace(src[0]), SendSpec(flows=tuple(qps), packets=packets, device=src[1])).result(300)
+        receiver.stop()
+        return receiver.result(60)
 
 
 def distinct_sport_qpns(count: int, first_qp: int = 0x100) -> list[int]:

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.checks.base import Case, Check, Outcome, needs_superspine_tier, pyplot, save
-from harness.checks.ecmp import PACKETS_PER_QP, PathCount, _far_peer, distinct_sport_qpns, first_gpu_nic
+from harness.checks.ecmp import PACKETS_PER_QP, PathCount, _far_peer, distinct_sport_qpns, first_gpu_nic, send_qps
 from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
 from harness.core.errors import HarnessError
 from harness.core.model import Role
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.plumbing.labview import LabView
-from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
+from harness.traffic.flows import RoceFlow
 from harness.traffic.roce import roce_sport
-from harness.traffic.runner import start_receiver, start_sender
 
 
 @dataclass(frozen=True)
@@ -83,13 +82,7 @@ def check_ecmp_stages(lab: LabView, src: tuple[str, str] | None = None, false_fa
     try:
         for c in counters:
             installed.append(c.install())
-        receiver = start_receiver(lab.namespace(dst[0]), ReceiveSpec(expect_packets=n * packets_per_flow,
-                                                                     quiet_s=1.0, duration_s=600.0))
-        with receiver:
-            start_sender(lab.namespace(src[0]),
-                         SendSpec(flows=tuple(qps), packets=packets_per_flow, device=src[1])).result(300)
-            receiver.stop()
-            received = receiver.result(60)
+        received = send_qps(lab, src, dst[0], qps, packets_per_flow)
         seen = [paths_of(c.read_flows()) for c in installed]
     finally:
         for c in installed:

@@ -276,22 +276,16 @@ def _check_fabric(f: Fabric, balance: bool = True) -> list[Problem]:
         if used[n.name] > ports:
             p.append(Problem(fname, f"{n.name} needs {used[n.name]} ports but has {ports}",
                              _port_hint(n.role)))
-    for leaf in f.nodes_with(Role.BE_LEAF):
-        down = sum(lk.speed for lk in f.links if lk.b == leaf.name and lk.plane is Plane.BE)
-        up = sum(lk.speed for lk in f.links if lk.a == leaf.name and lk.plane is Plane.BE)
-        if balance and up and down > up and not c.backend.allow_oversubscription:
-            p.append(Problem("backend", f"{leaf.name} is oversubscribed {down / up:.2f}:1 "
-                                        f"({down}G down, {up}G up); the BE must be non-blocking",
-                             "add spines or uplinks_per_spine, raise uplink_speed, "
-                             "or set allow_oversubscription=True on purpose"))
-    for spine in f.nodes_with(Role.BE_SPINE):  # the second stage of a 5-stage fabric
-        up = sum(lk.speed for lk in f.links if lk.a == spine.name and lk.plane is Plane.BE)
-        down = sum(lk.speed for lk in f.links if lk.b == spine.name and lk.plane is Plane.BE)
-        if balance and up and down > up and not c.backend.allow_oversubscription:
-            p.append(Problem("backend", f"{spine.name} is oversubscribed {down / up:.2f}:1 towards the super-spines "
-                                        f"({down}G down, {up}G up); the BE must be non-blocking",
-                             "add superspines or uplinks_per_superspine, or set allow_oversubscription=True on "
-                             "purpose"))
+    # both stages: every leaf, and every spine of a 5-stage fabric towards the super-spines
+    for role, towards, fix in ((Role.BE_LEAF, "", "add spines or uplinks_per_spine, raise uplink_speed"),
+                               (Role.BE_SPINE, " towards the super-spines", "add superspines or uplinks_per_superspine")):
+        for sw in f.nodes_with(role):
+            down = sum(lk.speed for lk in f.links if lk.b == sw.name and lk.plane is Plane.BE)
+            up = sum(lk.speed for lk in f.links if lk.a == sw.name and lk.plane is Plane.BE)
+            if balance and up and down > up and not c.backend.allow_oversubscription:
+                p.append(Problem("backend", f"{sw.name} is oversubscribed {down / up:.2f}:1{towards} "
+                                            f"({down}G down, {up}G up); the BE must be non-blocking",
+                                 f"{fix}, or set allow_oversubscription=True on purpose"))
     return p
 
 
