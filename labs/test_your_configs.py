@@ -84,6 +84,7 @@ def test_a_leaf_limited_to_one_path_is_caught_by_ecmp(broken, pytestconfig):
         code, check = _cli("check", name, "--only", "ecmp")  # the lab stayed up
         assert code == 3 and check["failed"] == ["ecmp"], check
         assert leaf in check["checks"][0]["reason"]
+        assert check["provenance"]["configs"] == up["configs"]  # the verdict names the configs it judged
     finally:
         _cli("down", name)
 

@@ -169,7 +169,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.against:
         _same_declaration(lab, args.against)
     provenance = collect(lab.plan.fabric.cluster, lab.state.topology, lab.state.runtime, lab.name,
-                         frr_version=lab_frr_version(lab))
+                         frr_version=lab_frr_version(lab), configs=lab.state.configs)
     results = Results(Path(args.results), lab.name, provenance)
     verdicts = run_checks(lab, checks, results, progress_printer(not args.json))
     results.finish()

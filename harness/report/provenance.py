@@ -40,6 +40,8 @@ class Provenance:
     command: tuple[str, ...]
     started: str  # UTC, ISO 8601
     ended: str | None = None  # None until the run ends: a summary with no end is an interrupted run
+    # the switch configs judged, when not fablab's render (`up --configs`): their directory and sha256
+    configs: str | None = None
 
     def as_dict(self) -> dict:
         data = dataclasses.asdict(self)
@@ -149,7 +151,8 @@ def lab_frr_version(lab) -> str | None:
 
 
 def collect(cluster=None, topology: str | None = None, runtime: str | None = None, lab: str | None = None,
-            command: list[str] | tuple[str, ...] | None = None, frr_version: str | None = None) -> Provenance:
+            command: list[str] | tuple[str, ...] | None = None, frr_version: str | None = None,
+            configs: str | None = None) -> Provenance:
     """The provenance of a run starting now. `cluster`: the declaration checked (a Cluster or its
     plain data); `command`: the command line (default sys.argv); `frr_version`: when known
     (e.g. from the running lab), else the local FRR's."""
@@ -162,4 +165,5 @@ def collect(cluster=None, topology: str | None = None, runtime: str | None = Non
         declaration_sha256=None if cluster is None else declaration_sha256(cluster), runtime=runtime, lab=lab,
         kernel=platform.release(), python=platform.python_version(),
         frr_version=frr_version or local_frr_version(),
-        command=tuple(str(a) for a in (sys.argv if command is None else command)), started=now())
+        command=tuple(str(a) for a in (sys.argv if command is None else command)), started=now(),
+        configs=configs or None)
