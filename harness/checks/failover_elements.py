@@ -2,6 +2,7 @@
 avoided: the element of a case, chosen by the QPs it carries (harness/checks/failover.py)."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -60,11 +61,13 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
         superspine = _peer_of(lab, node, port)
         handles = [_link_for(lab, c) for c in lab.all_cables() if superspine in (c.a_node, c.b_node)
                    and c.plane is Plane.BE]
+        spines = set(_spines_above(lab, leaf))
         below = [(n, _port_on(h.cable, n)) for h in handles for n in (h.cable.a_node, h.cable.b_node)
-                 if n != superspine and n in _spines_above(lab, leaf)]
+                 if n != superspine and n in spines]
+        links_per_spine = Counter(n for n, _ in below)
         return Element(superspine, lambda: set_carriers(handles, up=False), lambda: set_carriers(handles, up=True),
                        tuple(below), tuple(p for n, p in below if n == node), node,
-                       any(sum(1 for n, _ in below if n == m) > 1 for m, _ in below))
+                       max(links_per_spine.values(), default=0) > 1)
     # remote: the spine's link to the far leaf; the source leaf must stop sending to that spine
     # (when it has no other link to the far leaf) or the spine must stop using the port.
     spine = node
@@ -107,10 +110,9 @@ def observation_points(lab: LabView, case: str, leaf: str, far_leaf: str) -> dic
             points[spine] = [p.name for p in lab.plan.switch(spine).fabric_ports
                              if lab.plan.switch(p.peer).role is Role.BE_SUPERSPINE]
     if case == "remote":
-        for spine in sorted({p.peer for p in lab.plan.switch(leaf).fabric_ports}):
+        for spine in _spines_above(lab, leaf):
             points[spine] = [p.name for p in lab.plan.switch(spine).fabric_ports if p.peer == far_leaf]
     return points
-
 
 
 def pick(case: str, leaf: str, seen: dict[int, set[tuple[str, str]]], choice: tuple[str, str] | None
@@ -127,8 +129,6 @@ def pick(case: str, leaf: str, seen: dict[int, set[tuple[str, str]]], choice: tu
             return (leaf, ""), []
         choice = max(sorted(tally), key=lambda p: len(tally[p]))
     return choice, tally.get(choice, [])
-
-
 
 
 def _spines_above(lab: LabView, leaf: str) -> list[str]:

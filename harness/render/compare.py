@@ -82,7 +82,7 @@ def _lists(model: dict[tuple[str, ...], set[str]]) -> dict[tuple[str, ...], set[
     top = model.get((), set())
     entries: dict[tuple[str, str], list[tuple[int, str]]] = {}
     rest = set()
-    for i, s in enumerate(sorted(top)):
+    for s in top:
         m = _PREFIX_LIST.match(s)
         if m:
             entries.setdefault((m.group(1), m.group(2)), []).append((int(m.group(3) or 0), m.group(4)))
