@@ -77,12 +77,17 @@ _HOSTS = ("gpu.count", "gpu.prefix", "frontend.leaves", "frontend.cpu_servers", 
           "frontend.gateways")
 
 
-def _check_pods(c: Cluster) -> list[Problem]:
-    """The 5-stage rules of a rail-optimized backend (pods, super-spines)."""
+def _check_pods(c: Cluster, ok) -> list[Problem]:
+    """The 5-stage rules of a rail-optimized backend (pods, super-spines); a rule reading a
+    field that failed the first pass is skipped, as in _check_declaration."""
     be = c.backend
     p: list[Problem] = []
+    if not ok("backend.pods"):
+        return p
     if be.pods < 1:
         return [Problem("backend.pods", f"{be.pods} pods", "set pods >= 1 (1: a 3-stage fabric)")]
+    if not ok("backend.superspines"):
+        return p
     if be.superspines < 0:
         return [Problem("backend.superspines", f"{be.superspines} super-spines", "set superspines >= 0")]
     if be.pods == 1 and be.superspines:
@@ -91,9 +96,10 @@ def _check_pods(c: Cluster) -> list[Problem]:
     if be.pods > 1 and be.superspines < 1:
         p.append(Problem("backend.superspines", f"{be.pods} pods need a super-spine tier to reach each other",
                          "set superspines >= 1 (e.g. as many as spines per pod)"))
-    if be.pods > 1 and be.uplinks_per_superspine < 1:
+    if be.pods > 1 and ok("backend.uplinks_per_superspine") and be.uplinks_per_superspine < 1:
         p.append(Problem("backend.uplinks_per_superspine", f"{be.uplinks_per_superspine}", "set it >= 1"))
-    if be.pods > 1 and be.superspines >= 1 and be.spines >= 1 and be.uplinks_per_superspine >= 1:
+    if be.pods > 1 and ok("backend.spines", "backend.uplinks_per_superspine", "backend.superspine_ports") \
+            and be.superspines >= 1 and be.spines >= 1 and be.uplinks_per_superspine >= 1:
         links = be.pods * be.spines * be.uplinks_per_superspine
         if links > be.superspine_ports and be.superspines % be.spines:
             p.append(Problem("backend.superspines",
@@ -154,7 +160,7 @@ def _check_declaration(c: Cluster, ok) -> list[Problem]:
             split = f"{be.groups} groups" if be.pods == 1 else f"{be.pods} pods × {be.groups} groups"
             p.append(Problem("backend.groups", f"{gpu.count} GPU nodes do not split evenly into {split}",
                              f"make gpu.count a multiple of {be.groups * be.pods}"))
-        p += _check_pods(c)
+        p += _check_pods(c, ok)
         if ok("backend.uplinks_per_spine") and be.uplinks_per_spine < 1:
             p.append(Problem("backend.uplinks_per_spine", f"{be.uplinks_per_spine}", "set it >= 1"))
     if ok("frontend.leaves") and fe.leaves < 1:
