@@ -34,6 +34,10 @@ def test_one_pod_needs_no_superspine():
     only(with_backend(base(), superspines=2), "backend.superspines", "one pod needs no super-spine tier")
 
 
+def test_a_spine_count_of_the_wrong_type_is_named_not_a_crash():
+    only(with_backend(pods(), spines=None), "backend.spines", "not an integer")
+
+
 def test_a_rail_only_backend_has_no_pods():
     c = replace(base(), backend=replace(base().backend, kind="rail-only", spines=0, groups=1, pods=2))
     only(c, "backend.pods", "no spine tier to gather in pods")
