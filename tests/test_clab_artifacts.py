@@ -39,6 +39,10 @@ def rendered(request):
     return plan, files, yaml.safe_load(files[f"{plan.name}.clab.yml"])
 
 
+def routed_hosts(plan) -> set[str]:
+    return {h.name for h in plan.hosts if h.routed}
+
+
 def switch_nodes(plan, doc):
     return [(sw, doc["topology"]["nodes"][sw.name]) for sw in plan.switches]
 
@@ -55,7 +59,9 @@ def test_every_bind_source_is_a_rendered_file_next_to_the_clab_file(rendered):
             source, target, mode = bind.split(":")
             assert not source.startswith("/") and ".." not in PurePosixPath(source).parts, bind
             assert source in files, bind
-            assert target.startswith(f"{CONTAINER_DIR}/") and mode == "ro", bind
+            # a switch's under fablab's own directory; a dual-homed host's FRR files where the FRR image reads them
+            home = "/etc/frr/" if name in routed_hosts(plan) else f"{CONTAINER_DIR}/"
+            assert target.startswith(home) and mode == "ro", bind
 
 
 def test_every_switch_binds_its_own_three_files(rendered):
@@ -67,8 +73,8 @@ def test_every_switch_binds_its_own_three_files(rendered):
 
 def test_nothing_is_bound_where_docker_sonic_vs_writes(rendered):
     """start.sh renames a file onto /etc/sonic/config_db.json: a bind mount there makes it fail."""
-    _, _, doc = rendered
-    for node in doc["topology"]["nodes"].values():
+    plan, _, doc = rendered
+    for _, node in switch_nodes(plan, doc):
         for bind in node.get("binds", []):
             assert not bind.split(":")[1].startswith(("/etc/sonic/", "/var/sonic/", "/etc/frr/")), bind
 
@@ -130,7 +136,8 @@ def test_hosts_do_not_forward_and_keep_routes_per_nic(rendered):
     plan, _, doc = rendered
     for h in plan.hosts:
         node = doc["topology"]["nodes"][h.name]
-        assert node["sysctls"] == {"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0"}
+        hashed = {"net.ipv4.fib_multipath_hash_policy": "1"} if h.routed else {}  # over both NICs, on L4
+        assert node["sysctls"] == {"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0", **hashed}
         for nic in h.nics:
             for route in nic.routes:
                 assert f"ip route add {route} via {nic.gateway} dev {nic.name}" in node["exec"]

@@ -18,7 +18,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_list_names_the_builtins(capsys):
     code, out, _ = run(capsys, "list", "--json")
     assert code == 0
-    assert {r["name"] for r in json.loads(out)} == {"ai-cluster", "rail-only", "multi-rail", "pods", "large", "xlarge"}
+    assert {r["name"] for r in json.loads(out)} == {"ai-cluster", "rail-only", "multi-rail", "pods", "dual-homed", "large", "xlarge"}
 
 
 def test_show_json_counts(capsys):

@@ -8,12 +8,13 @@ import pytest
 from harness.core.model import build
 from harness.core.plan import make_plan
 from harness.render.diagram import topology_svg
+from topologies.dual_homed import dual_homed
 from topologies.multi_rail import multi_rail
 from topologies.pods import pods
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 DESIGNS = {"multi-rail": multi_rail, "multi-rail-rail-only": lambda: multi_rail(name="multi-rail-ro", kind="rail-only"),
-           "pods": pods}
+           "pods": pods, "dual-homed": dual_homed}
 
 
 @pytest.mark.parametrize("name", sorted(DESIGNS))

@@ -12,7 +12,7 @@ import pytest
 from harness.core.model import Plane, Role, Routing, build
 from harness.observe.convergence import expectations
 from harness.core.plan import make_plan
-from harness.render.frr import MAX_PREFIX_HEADROOM, frr_conf
+from harness.render.frr import MAX_PREFIX_HEADROOM, advertised, frr_conf
 from topologies import BUILTINS
 
 RULE = re.compile(r"^ip prefix-list (\S+) seq \d+ permit (\S+)(?: ge (\d+))?(?: le (\d+))?$")
@@ -62,7 +62,7 @@ def test_every_session_is_filtered_in_and_out_and_limited(plan):
 def test_filters_admit_every_planned_route_and_nothing_of_another_plane(plan):
     a = plan.fabric.cluster.addressing
     other = {Plane.BE: [IPv4Network(a.fe), plan.mgmt_network], Plane.FE: [IPv4Network(a.be), plan.mgmt_network]}
-    needed = {pl: [p for s in plan.switches if s.plane is pl for p in plan.originated(s)] for pl in (Plane.BE, Plane.FE)}
+    needed = {pl: [p for s in plan.switches if s.plane is pl for p in advertised(plan, s)] for pl in (Plane.BE, Plane.FE)}
     for sw in plan.switches:
         lists = prefix_lists(frr_conf(plan, sw))
         plane = lists[f"{sw.plane.value.upper()}-PLANE"]
@@ -71,7 +71,7 @@ def test_filters_admit_every_planned_route_and_nothing_of_another_plane(plan):
         assert not admits(plane, IPv4Network("0.0.0.0/0"))
         assert not admits(plane, IPv4Network(a.be if sw.plane is Plane.BE else a.fe))  # no aggregate of the plane
         own = lists["ORIGINATED"]
-        assert sorted(n for n, _, _ in own) == sorted(plan.originated(sw))
+        assert sorted(n for n, _, _ in own) == sorted(advertised(plan, sw))  # with a dual-homed host's /32
         assert all(admits(plane, n) for n, _, _ in own)  # what a leaf sends passes its peers' filter
 
 
@@ -86,7 +86,7 @@ def test_limits_clear_what_each_session_carries_by_the_headroom(plan):
             # at most everything it learns, from one spine (a 5-stage spine: from one super-spine)
             carried = len(exp[sw.name].routes)
         else:
-            carried = max(len(plan.originated(switches[p.peer])) for p in sw.fabric_ports)
+            carried = max(len(advertised(plan, switches[p.peer])) for p in sw.fabric_ports)
         assert limit >= MAX_PREFIX_HEADROOM * carried, sw.name
         assert limit <= MAX_PREFIX_HEADROOM * (carried + 1), sw.name  # sized from the plan, not a guess
 

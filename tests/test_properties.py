@@ -4,7 +4,7 @@ from __future__ import annotations
 import ipaddress
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from harness.core.model import Backend, Cluster, Frontend, GpuNodes, Plane, Role, build
@@ -29,6 +29,11 @@ def clusters(draw) -> Cluster:
     leaf_links = groups * (gpus // per_leaf) * uplinks
     supers = spines * -(-leaf_links // (spines * 16)) if pod_count > 1 else 0  # <= 16 links per pair
     up = -(-leaf_links // supers) if pod_count > 1 else 1
+    # a pod's spine takes every leaf's uplinks and, at most, `up` links to every super-spine:
+    # within the largest HwSKU (128 ports)
+    assume(leaf_links + supers * up <= 128)
+    dual = draw(st.booleans())
+    fe_leaves = 2 * draw(st.integers(1, 2)) if dual else draw(st.integers(1, 3))
     return Cluster(
         name=draw(st.sampled_from(["c1", "lab-a", "pod7"])),
         gpu=GpuNodes(count=nodes, gpus_per_node=gpus),
@@ -36,7 +41,7 @@ def clusters(draw) -> Cluster:
                         uplinks_per_spine=uplinks, spine_ports=512, pods=pod_count,
                         superspines=supers, uplinks_per_superspine=up,
                         superspine_ports=512),
-        frontend=Frontend(spines=draw(st.integers(1, 3)), leaves=draw(st.integers(1, 3)), leaf_ports=128,
+        frontend=Frontend(spines=draw(st.integers(1, 3)), leaves=fe_leaves, leaf_ports=128, dual_homed=dual,
                           storage_servers=draw(st.integers(0, 3)), cpu_servers=draw(st.integers(0, 3)),
                           gateways=draw(st.integers(0, 2))),
     )
@@ -97,6 +102,8 @@ def test_addresses_are_unique_and_in_their_planes_range(cluster):
         for p in sw.host_ports:
             claim(p.address.ip, p.plane, f"{sw.name}:{p.name}")
     for host in plan.hosts:
+        if host.routed:  # a dual-homed host's own /32
+            claim(host.loopback.ip, Plane.FE, f"{host.name} lo")
         for nic in host.nics:
             claim(nic.address.ip, nic.plane, f"{host.name}:{nic.name}")
             if nic.gateway:

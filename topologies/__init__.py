@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from harness.core.model import Cluster
 from topologies.ai_cluster import ai_cluster
+from topologies.dual_homed import dual_homed
 from topologies.large import large
 from topologies.multi_rail import multi_rail
 from topologies.pods import pods
@@ -19,6 +20,7 @@ BUILTINS: dict[str, Callable[[], Cluster]] = {
     "rail-only": rail_only,
     "multi-rail": multi_rail,
     "pods": pods,
+    "dual-homed": dual_homed,
     "large": large,
     "xlarge": xlarge,
 }

@@ -38,13 +38,13 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
     `remote` a spine's port towards the far leaf."""
     node, port = choice
     if case in ("local", "gray"):
-        handle = _link_of(lab, leaf, port)
+        handle = link_of(lab, leaf, port)
         fail, restore = (handle.down, handle.up) if case == "local" else (handle.gray, handle.heal)
         return Element(str(handle), fail, restore, ((leaf, port),), (port,), leaf)
     if case == "spine":
         spine = _peer_of(lab, leaf, port)
         handles = [h for c in lab.all_cables() if spine in (c.a_node, c.b_node) and c.plane is Plane.BE
-                   for h in [_link_for(lab, c)]]
+                   for h in [link_for(lab, c)]]
         ports = tuple(_port_on(h.cable, leaf) for h in handles if leaf in (h.cable.a_node, h.cable.b_node))
 
         def fail() -> None:
@@ -55,11 +55,11 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
 
         return Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports, leaf, len(ports) > 1)
     if case == "superspine-link":  # a spine's link up to a super-spine: the spine reroutes by itself
-        handle = _link_of(lab, node, port)
+        handle = link_of(lab, node, port)
         return Element(str(handle), handle.down, handle.up, ((node, port),), (port,), node)
     if case == "superspine":  # every link of a super-spine; each spine above the source leaf reroutes
         superspine = _peer_of(lab, node, port)
-        handles = [_link_for(lab, c) for c in lab.all_cables() if superspine in (c.a_node, c.b_node)
+        handles = [link_for(lab, c) for c in lab.all_cables() if superspine in (c.a_node, c.b_node)
                    and c.plane is Plane.BE]
         spines = set(_spines_above(lab, leaf))
         below = [(n, _port_on(h.cable, n)) for h in handles for n in (h.cable.a_node, h.cable.b_node)
@@ -71,7 +71,7 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
     # remote: the spine's link to the far leaf; the source leaf must stop sending to that spine
     # (when it has no other link to the far leaf) or the spine must stop using the port.
     spine = node
-    handle = _link_of(lab, spine, port)
+    handle = link_of(lab, spine, port)
     if sum(1 for p in lab.plan.switch(spine).fabric_ports if p.peer == far_leaf) > 1:
         # parallel links (uplinks_per_spine > 1): the spine still reaches the far leaf, so it
         # reroutes by itself and the source leaf's route rightly stays as it was
@@ -80,14 +80,14 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
     return Element(str(handle), handle.down, handle.up, ((spine, port),), to_spine, leaf)
 
 
-def _link_of(lab: LabView, node: str, port: str):
+def link_of(lab: LabView, node: str, port: str):
     for c in lab.all_cables():
         if (c.a_node, c.a_port) == (node, port) or (c.b_node, c.b_port) == (node, port):
-            return _link_for(lab, c)
+            return link_for(lab, c)
     raise HarnessError(f"no cable on {node}:{port}")
 
 
-def _link_for(lab: LabView, cable):
+def link_for(lab: LabView, cable):
     found = lab.cables(cable.a_node, cable.b_node)
     if cable not in found:
         raise HarnessError(f"cable {cable} is not in lab {lab.name}")

@@ -164,22 +164,26 @@ def _forbidden(plan: Plan, switches: dict[str, SwitchPlan], ranges: dict[Plane, 
 
 
 def cross_plane_sessions(plan: Plan, peers: dict[str, tuple]) -> list[str]:
-    """Established BGP sessions whose peer AS belongs to another plane (or to no switch)."""
-    owners: dict[int, list[SwitchPlan]] = defaultdict(list)
+    """Established BGP sessions whose peer AS belongs to another plane (or to no node of the plan:
+    a switch, or a dual-homed host, whose plane is the FE)."""
+    owners: dict[int, list[tuple[str, Plane]]] = defaultdict(list)
     for s in plan.switches:
-        owners[s.asn].append(s)
+        owners[s.asn].append((s.name, s.plane))
+    for h in plan.hosts:
+        if h.routed:
+            owners[h.asn].append((h.name, Plane.FE))
     found = []
     for node, sessions in peers.items():
-        sw = plan.switch(node)
+        plane = plan.switch(node).plane if node in {s.name for s in plan.switches} else Plane.FE
         for p in sessions:
             if not p.established:
                 continue
             theirs = owners.get(p.remote_as, [])
-            if theirs and all(o.plane is sw.plane for o in theirs):
+            if theirs and all(o_plane is plane for _, o_plane in theirs):
                 continue
-            who = (f"{theirs[0].plane.value.upper()} AS {p.remote_as} ({', '.join(o.name for o in theirs[:3])})"
-                   if theirs else f"AS {p.remote_as}, which no switch of the plan has")
-            found.append(f"{node}:{p.peer} ({sw.plane.value.upper()}) has a BGP session with {who}: "
+            who = (f"{theirs[0][1].value.upper()} AS {p.remote_as} ({', '.join(o for o, _ in theirs[:3])})"
+                   if theirs else f"AS {p.remote_as}, which no node of the plan has")
+            found.append(f"{node}:{p.peer} ({plane.value.upper()}) has a BGP session with {who}: "
                          "packets cross between planes on that port")
     return found
 
@@ -257,7 +261,8 @@ def _scan(lab: LabView, plan: Plan) -> tuple[dict[str, dict[IPv4Network, Route]]
     # each read is a process or a vtysh round trip: a few at once
     with ThreadPoolExecutor(max_workers=8) as pool:
         fibs = dict(zip(nodes, pool.map(lab.routes, nodes)))
-        peers = dict(zip([s.name for s in plan.switches], pool.map(lab.bgp_peers, [s.name for s in plan.switches])))
+        speakers = [s.name for s in plan.switches] + [h.name for h in plan.hosts if h.routed]
+        peers = dict(zip(speakers, pool.map(lab.bgp_peers, speakers)))
     return fibs, peers
 
 

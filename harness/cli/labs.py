@@ -53,7 +53,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         t.add_row(phase, f"{seconds:.2f}")
     out.print(t)
     if "bgp_up" in summary:
-        out.print(f"{summary['nodes']} nodes, {summary['switches']} switches; BGP sessions up "
+        routed = sum(1 for h in lab.plan.hosts if h.routed)
+        speakers = f" and {routed} dual-homed hosts" if routed else ""
+        out.print(f"{summary['nodes']} nodes, {summary['switches'] - routed} switches{speakers}; BGP sessions up "
                   f"{summary['bgp_up']}/{summary['bgp_expected']}, BFD {summary['bfd_up']}/{summary['bfd_expected']}; "
                   f"memory used {summary['memory_mb']:.0f} MB (MemAvailable before/after)")
     if lab.state.configs:

@@ -114,8 +114,11 @@ def cmd_render(args: argparse.Namespace) -> int:
                           "files": [str(p) for p in written]}, indent=2))
     else:
         switches = len(plan.switches)
+        routed = sum(1 for h in plan.hosts if h.routed)
+        hosts = f", {routed} dual-homed hosts × frr.conf + daemons" if routed else ""
         out.print(f"rendered {plan.name}: {len(written)} files in {args.output} "
-                  f"({switches} switches × config_db.json + frr.conf, clab file, cabling.csv, topology.svg, lossless.json)")
+                  f"({switches} switches × config_db.json + frr.conf + init.sh{hosts}, clab file, cabling.csv, "
+                  "topology.svg, lossless.json)")
     return 0
 
 

@@ -133,7 +133,10 @@ class Backend:
 class Frontend:
     """The north-south Clos: GPU nodes' FE NICs, CPU and storage servers, gateways.
     `storage_nics`: every GPU node also has a storage NIC (`st0`, `storage_nic_speed`) on its
-    FE leaf, for the storage plane: a tenant declared with `nic='st0'` (see Tenant)."""
+    FE leaf, for the storage plane: a tenant declared with `nic='st0'` (see Tenant).
+    `dual_homed`: every FE host has a second FE NIC (`fe1`) on the other leaf of a leaf pair
+    (fe-l1/fe-l2, fe-l3/fe-l4, ...), routed: the host runs BGP to both leaves and announces
+    its own /32 (docs/concepts.md, "A dual-homed frontend")."""
 
     spines: int = 2
     leaves: int = 2
@@ -148,6 +151,7 @@ class Frontend:
     ecmp_hash: str = "l4"
     storage_nics: bool = False
     storage_nic_speed: int = 200
+    dual_homed: bool = False
 
 
 @dataclass(frozen=True)
@@ -400,6 +404,10 @@ def rail_nic(rail: int) -> str:
 
 
 FE_NIC = "fe0"
+FE_NIC2 = "fe1"  # a dual-homed host's NIC on the second leaf of its pair
+# Dual-homed host k's ASN is HOST_ASN + k (k from 1): RFC 6996's private 4-byte range, one per
+# host, so that a host accepts the other hosts' /32s (a shared ASN would be an AS-path loop).
+HOST_ASN = 4_200_000_000
 STORAGE_NIC = "st0"
 MGMT_NIC = "mgmt0"
 

@@ -348,7 +348,8 @@ def estimate(c: Cluster) -> tuple[int, int]:
     leaves = (1 if rail_only else max(be.groups, 1)) * -(-max(be.rails, 0) // max(be.rails_per_leaf, 1))  # per pod
     fe_spines, fe_leaves = max(fe.spines, 0), max(fe.leaves, 0)
     nodes = count + servers + pods * (spines + leaves) + supers + fe_spines + fe_leaves + 1
-    fe_hosts = (count * (2 if fe.storage_nics else 1) + servers) if fe_leaves else 0
+    homes = 2 if fe.dual_homed is True else 1
+    fe_hosts = ((count + servers) * homes + (count if fe.storage_nics else 0)) if fe_leaves else 0
     links = (count * min(max(gpu.gpus_per_node, 0), max(be.rails, 0))
              + pods * leaves * spines * max(be.uplinks_per_spine, 0)
              + pods * spines * supers * max(be.uplinks_per_superspine, 0)  # at most: every spine to every one

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from harness.core.declarations import (FE_NIC, MGMT_NIC, STORAGE_NIC, Cluster, Link, Node, Plane, Role, rail_nic,
+from harness.core.declarations import (FE_NIC, FE_NIC2, MGMT_NIC, STORAGE_NIC, Cluster, Link, Node, Plane, Role, rail_nic,
                                   switch_mgmt_port)
 from harness.core.errors import Problem
 
@@ -128,14 +128,19 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
     fe_leaves = [f"fe-l{i}" for i in range(1, max(fe.leaves, 0) + 1)]
     nodes += [Node(s, Role.FE_SPINE) for s in fe_spines]
     nodes += [Node(leaf, Role.FE_LEAF) for leaf in fe_leaves]
-    if fe_leaves:
-        per_leaf = -(-len(fe_hosts) // len(fe_leaves))
+    # Dual-homed: a rack hangs off a pair of leaves (fe-l1/fe-l2, ...), fe0 on the first, fe1 on
+    # the second (an odd last leaf stays unused; validation says so).
+    racks = [(leaf,) for leaf in fe_leaves] if not fe.dual_homed else \
+        [tuple(fe_leaves[k:k + 2]) for k in range(0, len(fe_leaves) - 1, 2)]
+    if racks:
+        per_rack = -(-len(fe_hosts) // len(racks))
         for i, host in enumerate(fe_hosts):
             speed = gpu.fe_speed if i < len(gpu_names) else fe.host_speed
-            links.append(Link(host, fe_leaves[i // per_leaf], Plane.FE, speed, a_port=FE_NIC))
+            rack = racks[i // per_rack]
+            for leaf, nic in zip(rack, (FE_NIC, FE_NIC2)):
+                links.append(Link(host, leaf, Plane.FE, speed, a_port=nic))
             if fe.storage_nics and i < len(gpu_names):  # in the same rack, to the same leaf
-                storage_links.append(Link(host, fe_leaves[i // per_leaf], Plane.FE, fe.storage_nic_speed,
-                                          a_port=STORAGE_NIC))
+                storage_links.append(Link(host, rack[0], Plane.FE, fe.storage_nic_speed, a_port=STORAGE_NIC))
         links += storage_links
     for leaf in fe_leaves:
         for spine in fe_spines:
@@ -159,6 +164,8 @@ def host_nics(cluster: Cluster, node: Node) -> dict[str, Plane]:
     gpu = node.role is Role.GPU
     nics = {rail_nic(r): Plane.BE for r in range(cluster.gpu.gpus_per_node if gpu else 0)}
     nics[FE_NIC] = Plane.FE
+    if cluster.frontend.dual_homed:
+        nics[FE_NIC2] = Plane.FE
     if gpu and cluster.frontend.storage_nics:
         nics[STORAGE_NIC] = Plane.FE
     nics[MGMT_NIC] = Plane.MGMT
@@ -171,7 +178,7 @@ def _nic_speed(cluster: Cluster, node: Node, nic: str) -> int:
         return cluster.mgmt.speed
     if nic == STORAGE_NIC:
         return fe.storage_nic_speed
-    if nic == FE_NIC:
+    if nic in (FE_NIC, FE_NIC2):
         return gpu.fe_speed if node.role is Role.GPU else fe.host_speed
     return gpu.nic_speed
 

@@ -16,7 +16,7 @@ from harness.core import declcheck
 from harness.core.codec import CodecError, from_plain, to_plain
 from harness.core.declarations import (  # the declaration types: importable from here as well
     ACL_ACTIONS, ACL_PROTOCOLS, Acl, AclRule, Addressing, BACKEND_KINDS, Backend, Bfd, Cable, Cluster,
-    DECLARATIONS, ECMP_HASHES, FE_NIC, Fabric, Frontend, GpuNodes, Link, Lossless, MGMT_NIC, Management, Node,
+    DECLARATIONS, HOST_ASN, ECMP_HASHES, FE_NIC, FE_NIC2, Fabric, Frontend, GpuNodes, Link, Lossless, MGMT_NIC, Management, Node,
     Objectives, Plane, ROCE_MTUS, Role, Routing, SPEEDS_GBPS, STORAGE_NIC, Tenant, _NAME, check_lab_name,
     rail_nic, switch_mgmt_port)
 from harness.core.errors import Problem, TopologyError
@@ -25,7 +25,7 @@ from harness.core.tenancy import check_tenancy
 
 __all__ = [
     "ACL_ACTIONS", "ACL_PROTOCOLS", "Acl", "AclRule", "Addressing", "BACKEND_KINDS", "Backend", "Bfd", "Cable",
-    "Cluster", "DECLARATIONS", "ECMP_HASHES", "FE_NIC", "Fabric", "Frontend", "GpuNodes", "Link", "Lossless",
+    "Cluster", "DECLARATIONS", "ECMP_HASHES", "FE_NIC", "FE_NIC2", "Fabric", "Frontend", "GpuNodes", "HOST_ASN", "Link", "Lossless",
     "MGMT_NIC", "Management", "Node", "Objectives", "Plane", "ROCE_MTUS", "Role", "Routing", "SPEEDS_GBPS",
     "STORAGE_NIC", "Tenant", "build", "check_lab_name", "check_lossless", "cluster_from_dict",
     "cluster_to_dict", "gpu_node_names", "host_nics", "oversubscription", "rail_nic", "switch_mgmt_port",
@@ -109,6 +109,26 @@ def _check_pods(c: Cluster, ok) -> list[Problem]:
     return p
 
 
+def _check_dual_homing(c: Cluster, ok) -> list[Problem]:
+    """A dual-homed host is routed on both its NICs; what needs it on one L2 port is refused."""
+    fe = c.frontend
+    p: list[Problem] = []
+    if ok("frontend.leaves") and fe.leaves >= 1 and fe.leaves % 2:
+        p.append(Problem("frontend.leaves", f"dual-homed hosts hang off pairs of leaves, and {fe.leaves} is odd",
+                         f"set frontend.leaves={fe.leaves + 1} (or {fe.leaves - 1})" if fe.leaves > 1
+                         else "set frontend.leaves=2"))
+    if isinstance(c.tenants, tuple) and c.tenants:
+        p.append(Problem("tenants", "a tenant member is an L2 attachment on one leaf port (VLAN, VXLAN); a host "
+                                    "routed on two leaves has none, and two-leaf L2 needs EVPN multihoming or MLAG "
+                                    "with a bond, which fablab does not build",
+                         "declare tenants on a single-homed frontend (dual_homed=False), or drop them"))
+    if ok("frontend.storage_nics") and fe.storage_nics:
+        p.append(Problem("frontend.storage_nics", "a storage NIC is a tenant's L2 member, and a dual-homed "
+                                                  "frontend has no tenants",
+                         "set storage_nics=False, or dual_homed=False"))
+    return p
+
+
 def _dedupe(problems: list[Problem]) -> list[Problem]:
     seen: dict[Problem, None] = {}
     for p in problems:
@@ -165,6 +185,8 @@ def _check_declaration(c: Cluster, ok) -> list[Problem]:
             p.append(Problem("backend.uplinks_per_spine", f"{be.uplinks_per_spine}", "set it >= 1"))
     if ok("frontend.leaves") and fe.leaves < 1:
         p.append(Problem("frontend.leaves", f"{fe.leaves} FE leaves", "set frontend.leaves >= 1"))
+    if ok("frontend.dual_homed") and fe.dual_homed:
+        p += _check_dual_homing(c, ok)
     if ok("frontend.spines") and fe.spines < 1:
         p.append(Problem("frontend.spines", f"{fe.spines} FE spines", "set frontend.spines >= 1"))
     for fname in ("frontend.cpu_servers", "frontend.storage_servers", "frontend.gateways"):

@@ -21,7 +21,7 @@ from ipaddress import IPv4Interface, IPv4Network
 from harness.core.acl import compile_acl
 from harness.core.errors import Problem, TopologyError
 from harness.core.hwsku import PortRow, choose, largest
-from harness.core.model import (ECMP_HASHES, STORAGE_NIC, Fabric, Link, Node, Plane, Role, oversubscription,
+from harness.core.model import (ECMP_HASHES, HOST_ASN, STORAGE_NIC, Fabric, Link, Node, Plane, Role, oversubscription,
                            switch_mgmt_port)
 from harness.core.planned import (  # the plan's types: importable from here as well
     SWITCH_ROLES_ORDER, Bom, CableRow, HostPlan, Nic, Plan, Port, SwitchPlan, TenantMember, TenantPlan)
@@ -78,7 +78,8 @@ def make_plan(fabric: Fabric) -> Plan:
     fe_host_links = [lk for lk in fabric.links_in(Plane.FE) if not fabric.node(lk.a).is_switch]
 
     be_blocks = _blocks(be_net, _block_size(len(gpu_nodes)), 1 + rails, "addressing.be")
-    fe_blocks = _blocks(fe_net, _block_size(len(fe_host_links)), 2, "addressing.fe")
+    dual = c.frontend.dual_homed
+    fe_blocks = _blocks(fe_net, _block_size(len(fe_host_links)), 3 if dual else 2, "addressing.fe")
     rail_blocks = tuple(be_blocks[1:])
     fe_block = fe_blocks[1]
 
@@ -125,6 +126,12 @@ def make_plan(fabric: Fabric) -> Plan:
         base = fe_block.network_address + 2 * i
         link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
 
+    # A dual-homed host's own /32 (block 2 of the FE range), by its order among the FE hosts
+    host_lo = {}
+    if dual:
+        fe_hosts = list(dict.fromkeys(lk.a for lk in fe_host_links))
+        host_lo = {h: IPv4Interface(f"{fe_blocks[2].network_address + 1 + k}/32") for k, h in enumerate(fe_hosts)}
+
     mgmt_addr = {n.name: IPv4Interface(f"{mgmt_net.network_address + k + 2}/{mgmt_net.prefixlen}")
                  for k, n in enumerate(fabric.nodes)}
 
@@ -140,6 +147,12 @@ def make_plan(fabric: Fabric) -> Plan:
     mtu_of = {Plane.BE: c.backend.mtu, Plane.FE: c.frontend.mtu, Plane.MGMT: 1500}
     tenant_mtu = c.frontend.mtu - VXLAN_OVERHEAD  # a tenant frame crosses the FE inside VXLAN
     asn_of = _asns(fabric)
+    host_asn = {h: HOST_ASN + k for k, h in enumerate(host_lo, 1)}
+    clash = next((n for n, a in asn_of.items() if a in host_asn.values()), None)
+    if clash is not None:
+        raise TopologyError([Problem("addressing.fe_asn", f"{clash}'s ASN {asn_of[clash]} is a dual-homed host's "
+                                     f"(hosts take {HOST_ASN + 1} up)", "give the switches 2-byte ASNs")],
+                            source=fabric.name)
     loopbacks = _loopbacks(fabric, be_blocks[0], fe_blocks[0])
 
     switches: list[SwitchPlan] = []
@@ -153,7 +166,8 @@ def make_plan(fabric: Fabric) -> Plan:
             ports.append(Port(
                 name=row.name, clab=row.clab, index=row.position, peer=peer,
                 peer_port=end_port(lk, not is_b), plane=lk.plane, speed=lk.speed, mtu=mtu_of[lk.plane],
-                address=addr[0] if addr else None, rail=lk.rail, row=row, vlans=vlans))
+                address=addr[0] if addr else None, rail=lk.rail, row=row, vlans=vlans,
+                peer_asn=host_asn.get(lk.a) if is_b and lk.plane is Plane.FE and addr else None))
         plane = node.role.plane
         cfg = c.backend if plane is Plane.BE else c.frontend
         switches.append(SwitchPlan(
@@ -184,11 +198,12 @@ def make_plan(fabric: Fabric) -> Plan:
             leaf_side, host_side = pair
             if lk.plane is Plane.BE:
                 routes = (rail_blocks[lk.rail],)
-            else:
-                routes = (fe_net,)
+            else:  # a routed host's routes come from BGP: a default over both its leaves
+                routes = () if node.name in host_lo else (fe_net,)
             nics.append(Nic(lk.a_port, lk.plane, host_side, leaf_side.ip, routes, mtu_of[lk.plane],
                             lk.b, end_port(lk, True), rail=lk.rail))
-        hosts.append(HostPlan(node.name, node.role, tuple(nics), group=node.group, pod=node.pod))
+        hosts.append(HostPlan(node.name, node.role, tuple(nics), group=node.group, pod=node.pod,
+                              loopback=host_lo.get(node.name), asn=host_asn.get(node.name)))
 
     oob_ports = []
     for lk, is_b in sorted(ports_of.get("oob1", []), key=lambda e: _port_index(end_port(*e))):
@@ -206,7 +221,12 @@ def make_plan(fabric: Fabric) -> Plan:
                 rail_blocks, fe_block, _bom(fabric, cables), tenants,
                 acl=compile_acl(c.acl, tenants, tuple(hosts)),
                 originates=_originates(switches, c.routing.summarize_hosts),
-                tenant_mtus=_tenant_mtus(switches, tenants))
+                tenant_mtus=_tenant_mtus(switches, tenants),
+                host_block=fe_blocks[2] if dual else None, host_routes=_host_routes(switches, host_lo))
+
+
+def _host_routes(switches: list[SwitchPlan], host_lo: dict[str, IPv4Interface]) -> dict[str, tuple[IPv4Network, ...]]:
+    return {sw.name: tuple(host_lo[p.peer].network for p in sw.host_peers) for sw in switches if sw.host_peers}
 
 
 def _originates(switches: list[SwitchPlan], summarize: bool) -> dict[str, tuple[IPv4Network, ...]]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import TYPE_CHECKING
 
-from harness.core.declarations import Fabric, Plane, Role
+from harness.core.declarations import STORAGE_NIC, Fabric, Plane, Role
 from harness.core.hwsku import PortRow
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class Port:
     rail: int | None = None
     row: PortRow | None = None  # the HwSKU's row of this port; None on the OOB bridge
     vlans: tuple[int, ...] = ()  # tenant VLANs of an FE leaf's L2 port (tagged when several)
+    peer_asn: int | None = None  # a host port whose host speaks BGP to this leaf (a dual-homed FE host)
 
     @property
     def unnumbered(self) -> bool:
@@ -82,6 +83,11 @@ class SwitchPlan:
     def host_ports(self) -> tuple[Port, ...]:
         """Routed ports towards hosts (each with its /31)."""
         return tuple(p for p in self.ports if p.address is not None)
+
+    @property
+    def host_peers(self) -> tuple[Port, ...]:
+        """Host ports with a BGP session to the host behind them (dual-homed FE hosts)."""
+        return tuple(p for p in self.ports if p.peer_asn is not None)
 
     @property
     def tenant_ports(self) -> tuple[Port, ...]:
@@ -149,6 +155,19 @@ class HostPlan:
     nics: tuple[Nic, ...]
     group: int | None = None
     pod: int | None = None  # a 5-stage BE's pod of a GPU node
+    # A dual-homed FE host is routed: its FE address is this /32 on lo, announced over BGP
+    # (asn) to both its leaves; its FE NICs keep their /31s to reach them.
+    loopback: IPv4Interface | None = None
+    asn: int | None = None
+
+    @property
+    def routed(self) -> bool:
+        return self.loopback is not None
+
+    @property
+    def fe_nics(self) -> tuple[Nic, ...]:
+        """The routed (not tenant) FE NICs that carry the host's FE traffic: one, or two when dual-homed."""
+        return tuple(n for n in self.nics if n.plane is Plane.FE and n.tenant is None and n.name != STORAGE_NIC)
 
     def nic(self, name: str) -> Nic:
         for n in self.nics:
@@ -209,6 +228,10 @@ class Plan:
     # FE switch -> port -> the least MTU that carries a tenant frame there: the tenant MTU on a
     # member port, that plus VXLAN's overhead on every fabric port a tenant frame may cross.
     tenant_mtus: Mapping[str, Mapping[str, int]] = field(default_factory=dict, hash=False)
+    # A dual-homed FE: the block of the hosts' /32s, and leaf -> the /32s of the hosts behind it
+    # (heard from them, passed on to the spines).
+    host_block: IPv4Network | None = None
+    host_routes: Mapping[str, tuple[IPv4Network, ...]] = field(default_factory=dict, hash=False)
 
     def tenant(self, name: str) -> TenantPlan:
         for t in self.tenants:
@@ -236,7 +259,14 @@ class Plan:
         """What sw advertises (`originates`)."""
         return self.originates[sw.name]
 
-    def route_prefix(self, nic: Nic) -> IPv4Network:
-        """The prefix the fabric carries a host NIC's address in: its /31, or its leaf's summary."""
+    def heard(self, sw: SwitchPlan) -> tuple[IPv4Network, ...]:
+        """The /32s of the dual-homed hosts behind sw (what it hears from them and passes on)."""
+        return tuple(self.host_routes.get(sw.name, ()))
+
+    def route_prefix(self, nic: Nic, host: HostPlan | None = None) -> IPv4Network:
+        """The prefix the fabric carries a host NIC's address in: its /31, or its leaf's summary;
+        a routed host's own /32 when `host` is one."""
+        if host is not None and host.loopback is not None:
+            return host.loopback.network
         leaf = self.switch(nic.peer)
         return next(p for p in self.originated(leaf) if nic.address.ip in p)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 
 from harness.observe.routing import BfdPeer, BgpPeer
-from harness.core.plan import Plan, SwitchPlan
+from harness.core.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -90,41 +90,66 @@ def stuck_detail(shortfalls: list[Shortfall], switches: int = 5) -> str:
     return (f"sessions not up: {head}. " if head else "") + lines + more
 
 
+@dataclass(frozen=True)
+class _Speaker:
+    """A BGP speaker of the plan: a switch, or a dual-homed host (which is never transit)."""
+
+    asn: int
+    peers: tuple[tuple[str, str], ...]  # (peer, the peer's port towards this speaker)
+    transit: bool
+
+
+def _speakers(plan: Plan) -> dict[str, _Speaker]:
+    out = {}
+    for sw in plan.switches:
+        out[sw.name] = _Speaker(sw.asn, tuple((p.peer, p.peer_port) for p in (*sw.fabric_ports, *sw.host_peers)), True)
+    for h in plan.hosts:
+        if h.routed:
+            out[h.name] = _Speaker(h.asn, tuple((n.peer, n.peer_port) for n in h.fe_nics), False)
+    return out
+
+
 def expectations(plan: Plan) -> dict[str, Expectation]:
-    switches = {s.name: s for s in plan.switches}
-    widths: dict[str, dict[IPv4Network, int]] = {name: {} for name in switches}
-    for dest in plan.switches:
-        for node, width in _ecmp_widths(switches, dest).items():
-            for prefix in plan.originated(dest):
+    """What every switch, and every dual-homed host (it runs BGP too), must show."""
+    speakers = _speakers(plan)
+    widths: dict[str, dict[IPv4Network, int]] = {name: {} for name in speakers}
+    origins = [(plan.originated(sw), sw.name) for sw in plan.switches]
+    origins += [((h.loopback.network,), h.name) for h in plan.hosts if h.routed]
+    for prefixes, origin in origins:
+        for node, width in _ecmp_widths(speakers, origin).items():
+            for prefix in prefixes:
                 widths[node][prefix] = width
     bfd = plan.fabric.cluster.bfd.enabled
     out = {}
-    for name, sw in switches.items():
+    for name, speaker in speakers.items():
         routes = tuple(sorted(widths[name].items(), key=lambda kv: kv[0]))
-        out[name] = Expectation(name, len(sw.fabric_ports), len(sw.fabric_ports) if bfd else 0, routes,
+        sessions = len(speaker.peers)
+        out[name] = Expectation(name, sessions, sessions if bfd else 0, routes,
                                 tuple(str(prefix) for prefix, _ in routes))
     return out
 
 
-def _ecmp_widths(switches: dict[str, SwitchPlan], dest: SwitchPlan) -> dict[str, int]:
-    """For every switch that learns dest's prefixes: how many of its ports carry a shortest path."""
-    advertised: dict[str, set[tuple[int, ...]]] = {dest.name: {(dest.asn,)}}
-    settled = {dest.name}
-    frontier = [dest.name]
+def _ecmp_widths(speakers: dict[str, _Speaker], origin: str) -> dict[str, int]:
+    """For every speaker that learns what `origin` advertises: how many of its ports carry a
+    shortest path."""
+    advertised: dict[str, set[tuple[int, ...]]] = {origin: {(speakers[origin].asn,)}}
+    settled = {origin}
+    frontier = [origin]
     widths: dict[str, int] = {}
     while frontier:
         received: dict[str, set[tuple[int, ...]]] = defaultdict(set)
         ports_with_path: dict[str, set[str]] = defaultdict(set)
         for u in frontier:
-            for port in switches[u].fabric_ports:
-                v = port.peer
-                if v in settled or v not in switches:
+            if u != origin and not speakers[u].transit:
+                continue
+            for v, v_port in speakers[u].peers:
+                if v in settled or v not in speakers:
                     continue
                 for path in advertised[u]:
-                    if switches[v].asn in path:
+                    if speakers[v].asn in path:
                         continue  # AS-path loop: refused
-                    received[v].add((switches[v].asn,) + path)
-                    ports_with_path[v].add(port.peer_port)
+                    received[v].add((speakers[v].asn,) + path)
+                    ports_with_path[v].add(v_port)
         for v, paths in received.items():
             advertised[v] = paths
             widths[v] = len(ports_with_path[v])

@@ -22,10 +22,11 @@ _MAX_ELEMENTS = 1 << 20
 
 class FlowCounters:
     """Use as a context manager. `sports` None counts every source port; a list counts only
-    those (other traffic to `dport` is not recorded)."""
+    those (other traffic to `dport` is not recorded). On a switch the traffic it forwards is
+    counted; on a host (`sent=True`), the traffic it sends itself."""
 
     def __init__(self, lab: LabView, node: str, ports: list[str], sports: list[int] | None = None,
-                 dport: int = 4791, protocol: str = "udp") -> None:
+                 dport: int = 4791, protocol: str = "udp", sent: bool = False) -> None:
         if not ports:
             raise HarnessError(f"FlowCounters on {node}: ports is empty; give the egress ports to count on")
         bad = [s for s in sports or () if not 0 < s < 1 << 16]
@@ -36,6 +37,7 @@ class FlowCounters:
         self.lab, self.node, self.ports, self.dport, self.protocol = lab, node, list(ports), dport, protocol
         self.sports = sorted(set(sports)) if sports is not None else None
         self.table = f"fablab_count_{next(_ids)}"
+        self.hook = "output" if sent else "forward"
 
     def _nft(self, argv: list[str], stdin: str | None = None) -> str:
         # The host's nft in the switch's namespace: SONiC-VS images have no nft.
@@ -56,7 +58,7 @@ class FlowCounters:
                 f"  set flows {{\n    type ifname . inet_service\n    size {min(size, _MAX_ELEMENTS)}\n"
                 f"    flags dynamic\n    counter\n  }}\n"
                 f"{wanted}"
-                f"  chain forward {{\n    type filter hook forward priority -10; policy accept;\n"
+                f"  chain count {{\n    type filter hook {self.hook} priority -10; policy accept;\n"
                 f"    oifname {{ {ports} }} {self.protocol} dport {self.dport}{match} "
                 f"update @flows {{ oifname . {self.protocol} sport }}\n"
                 f"  }}\n}}\n")

@@ -16,9 +16,9 @@ from harness.core.errors import InputError, RenderError
 from harness.core.mgmtnet import lab_mgmt_network, with_mgmt_network
 from harness.core.plan import Plan
 from harness.render.cabling import cabling_csv
-from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE, clab_yaml
+from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE, clab_yaml, routed_host_daemons
 from harness.render.diagram import topology_svg
-from harness.render.frr import frr_conf
+from harness.render.frr import frr_conf, host_frr_conf
 from harness.render.lossless import CONTRACT_FILE, contract_of
 from harness.render.sonic import config_db_json
 from harness.render.sonic_init import init_sh
@@ -49,6 +49,10 @@ def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | No
         out[f"configs/{sw.name}/config_db.json"] = config_db_json(plan, sw)
         out[f"configs/{sw.name}/frr.conf"] = frr_conf(plan, sw)
         out[f"configs/{sw.name}/init.sh"] = init_sh(plan, sw)
+    for h in plan.hosts:
+        if h.routed:
+            out[f"configs/{h.name}/frr.conf"] = host_frr_conf(plan, h)
+            out[f"configs/{h.name}/daemons"] = routed_host_daemons()
     return out
 
 

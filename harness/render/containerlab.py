@@ -15,7 +15,23 @@ from harness.render.templates import render_template
 
 SONIC_IMAGE = "docker-sonic-vs:latest"
 HOST_IMAGE = "ghcr.io/srl-labs/network-multitool:latest"
+# A dual-homed FE host runs FRR (BGP to both its leaves): the FRR project's image, the release
+# the netns runtime runs from Debian; its docker-start runs watchfrr on the bound files.
+ROUTED_HOST_IMAGE = "frrouting/frr:v8.4.1"
 SWITCH_FILES = ("config_db.json", "frr.conf", "init.sh")
+ROUTED_HOST_FILES = ("frr.conf", "daemons")
+
+
+def routed_host_daemons() -> str:
+    """/etc/frr/daemons of a dual-homed host: zebra, bgpd and bfdd (BFD to both leaves)."""
+    return ("# rendered by fablab: the daemons of a dual-homed FE host\n"
+            "zebra=yes\nbgpd=yes\nbfdd=yes\nvtysh_enable=yes\n"
+            'zebra_options="  -A 127.0.0.1 -s 90000000"\nbgpd_options="   -A 127.0.0.1"\n'
+            'bfdd_options="   -A 127.0.0.1"\n')
+
+
+def host_binds(host: HostPlan) -> list[tuple[str, str]]:
+    return [(f"configs/{host.name}/{name}", f"/etc/frr/{name}") for name in ROUTED_HOST_FILES] if host.routed else []
 
 
 def switch_env(sw: SwitchPlan) -> dict[str, str]:
@@ -32,6 +48,8 @@ def host_exec(host: HostPlan) -> list[str]:
     """Addressing and routes of a linux host: each rail's traffic leaves through its own NIC;
     a tenant NIC is an address in its tenant's subnet (a VLAN interface when tagged)."""
     lines: list[str] = []
+    if host.routed:  # its FE address, announced by its bgpd to both leaves
+        lines.append(f"ip address add {host.loopback} dev lo")
     for nic in host.nics:
         if nic.tenant is not None:
             if nic.parent is not None:
@@ -67,4 +85,5 @@ def clab_yaml(plan: Plan, lab: str | None = None, sonic_image: str = SONIC_IMAGE
         switch_env={sw.name: switch_env(sw) for sw in plan.switches},
         switch_binds={sw.name: switch_binds(sw) for sw in plan.switches},
         start_command=start_command(), status_file=STATUS_FILE,
-        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=clab_links(plan))
+        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=clab_links(plan),
+        routed_host_image=ROUTED_HOST_IMAGE, host_binds={h.name: host_binds(h) for h in plan.hosts})

@@ -1,14 +1,17 @@
-"""topology.svg: the planes drawn apart. BE above the GPU nodes, FE below, OOB at the bottom."""
+"""topology.svg: the planes drawn apart. BE above the GPU nodes, FE below, OOB at the bottom.
+Drawn too: each pod of a 5-stage BE (a dashed frame), the port groups of a leaf of several rails
+(under it), and the leaf pairs of a dual-homed FE (a dashed frame; a host's second NIC darker)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.core.model import Plane, Role
+from harness.core.model import FE_NIC2, Plane, Role
 from harness.core.plan import Plan
 from harness.render.templates import render_template
 
 _RAIL_COLORS = ("#1f77b4", "#ff7f0e", "#9467bd", "#d62728", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 _FE = "#2ca02c"
+_FE_SECOND = "#125c12"  # a dual-homed host's second FE NIC (fe1)
 _BE_SHARED = "#1f4e79"  # BE links of no single rail: a multi-rail leaf's uplinks, spine to super-spine
 _MGMT = "#7f7f7f"
 _STEP = 74
@@ -33,6 +36,7 @@ class _Node:
     w: int
     label: str
     fill: str
+    notes: tuple[str, ...] = ()  # small lines under the box: a multi-rail leaf's port groups
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,9 @@ def topology_svg(plan: Plan) -> str:
     be_label = f"Backend (BE): {f.cluster.backend.kind}, RoCEv2, lossless, {f.cluster.backend.rails} rails"
     boxes = [
         _Box(10, 25, width - 20, 160, be_label, "#eef4fb", "#1f4e79"),
-        _Box(10, 335, width - 20, 140, "Frontend (FE): leaf-spine Clos, TCP", "#eef8ee", "#1e6b1e"),
+        _Box(10, 335, width - 20, 140, "Frontend (FE): leaf-spine Clos, TCP" + (
+            ", dual-homed hosts" if f.cluster.frontend.dual_homed else ""),
+            "#eef8ee", "#1e6b1e"),
         _Box(10, 530, width - 20, 50, "Management (OOB)", "#f3f3f3", "#555555"),
     ]
     lines = []
@@ -95,19 +101,22 @@ def topology_svg(plan: Plan) -> str:
             color = _BE_SHARED if row.rail is None else rail_color(row.rail)
             lines.append(_Line(x1, y1, x2, y2, color, 1.2 if row.speed < 800 else 2.0))
         else:
-            lines.append(_Line(x1, y1, x2, y2, _FE, 1.2))
+            second = row.a_port == FE_NIC2 and not f.node(row.a_node).is_switch
+            lines.append(_Line(x1, y1, x2, y2, _FE_SECOND if second else _FE, 1.2))
     fills = {Role.GPU: "#fff2cc", Role.STORAGE: "#dae8fc", Role.CPU: "#e1d5e7", Role.GATEWAY: "#f8cecc",
              Role.BE_SPINE: "#c9daf8", Role.BE_SUPERSPINE: "#a4c2f4", Role.FE_SPINE: "#c8e6c9", Role.FE_LEAF: "#e3f2e3", Role.OOB: "#dddddd"}
     nodes = []
     for name, (x, yy) in pos.items():
         node = f.node(name)
         fill = fills.get(node.role) or rail_color(node.rails[0] if node.rails else None) + "55"
-        nodes.append(_Node(x, yy, min(_STEP - 6, 68), name, fill))
-    frames = _pod_frames(plan, pos)
+        nodes.append(_Node(x, yy, min(_STEP - 6, 68), name, fill, _port_groups(plan, name)))
+    frames = _pod_frames(plan, pos) + _leaf_pairs(plan, pos)
     legend = [{"x": 20 + 120 * i, "y": 610, "color": rail_color(r), "label": f"BE rail {r}"}
               for i, r in enumerate(range(f.cluster.backend.rails))]
     if any(row.plane is Plane.BE and row.rail is None for row in plan.cables):
         legend.append({"x": 20 + 120 * len(legend), "y": 610, "color": _BE_SHARED, "label": "BE, every rail"})
+    if f.cluster.frontend.dual_homed:
+        legend.append({"x": 20 + 120 * len(legend), "y": 610, "color": _FE_SECOND, "label": "FE, 2nd NIC"})
     legend += [{"x": 20 + 120 * len(legend), "y": 610, "color": _FE, "label": "FE"},
                {"x": 20 + 120 * (len(legend) + 1), "y": 610, "color": _MGMT, "label": "mgmt (OOB)"}]
     width = max(width, 20 + 120 * len(legend) + 20)
@@ -126,4 +135,27 @@ def _pod_frames(plan: Plan, pos: dict[str, tuple[float, int]]) -> list[_Box]:
         xs, ys = [x for x, _ in points], [y for _, y in points]
         left, top = int(min(xs)) - 38, min(ys) - 16
         frames.append(_Box(left, top, int(max(xs)) + 38 - left, max(ys) + 16 - top, f"pod {p}", "none", "#1f4e79"))
+    return frames
+
+
+def _port_groups(plan: Plan, name: str) -> tuple[str, ...]:
+    """A leaf of several rails: each rail's port group, "r0 Eth0-12" (Ethernet0 to Ethernet12)."""
+    sw = next((s for s in plan.switches if s.name == name), None)
+    if sw is None or len(sw.rails) < 2:
+        return ()
+    return tuple(f"r{r} Eth{ports[0].name.removeprefix('Ethernet')}-{ports[-1].name.removeprefix('Ethernet')}"
+                 for r, ports in sw.port_groups.items() if ports)
+
+
+def _leaf_pairs(plan: Plan, pos: dict[str, tuple[float, int]]) -> list[_Box]:
+    """A dashed frame around each pair of FE leaves that dual-homed hosts hang off."""
+    pairs = dict.fromkeys(tuple(n.peer for n in h.fe_nics) for h in plan.hosts if h.routed and len(h.fe_nics) > 1)
+    frames = []
+    for k, pair in enumerate(pairs, 1):
+        xs = [pos[leaf][0] for leaf in pair if leaf in pos]
+        if not xs:
+            continue
+        top = pos[pair[0]][1] - 16
+        left = int(min(xs)) - 38
+        frames.append(_Box(left, top, int(max(xs)) + 38 - left, 32, f"leaf pair {k}", "none", "#1e6b1e"))
     return frames

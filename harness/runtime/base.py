@@ -25,7 +25,7 @@ from harness.core.model import Plane
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
 from harness.observe.routing import (FIBMATCH_ARGV, ROUTE_ARGV, WIDTH_ARGV, Route, bfd_peers, bgp_peers,
                                      kernel_routes, route_widths)
-from harness.core.plan import Plan, SwitchPlan
+from harness.core.plan import Plan
 from harness.runtime.state import LabState
 
 if TYPE_CHECKING:
@@ -233,9 +233,9 @@ class NamespaceAccess:
         most of a poll's cost). `fib=False` leaves routes out of the look, `bfd=False` BFD sessions."""
         exp = cached_expectations(plan)
 
-        def look(sw: SwitchPlan) -> Shortfall:
+        def look(name: str) -> Shortfall:
             peers, bfd_peers_ = (), ()
-            e = exp[sw.name]
+            e = exp[name]
             if not bfd:
                 e = dataclasses.replace(e, bfd=0)
             if not fib:
@@ -243,20 +243,21 @@ class NamespaceAccess:
             if e.sessions:
                 commands = ["show bgp ipv4 unicast summary json"] + (["show bfd peers json"] if bfd else [])
                 try:
-                    docs = self.vtysh_json(lab, sw.name, *commands)
+                    docs = self.vtysh_json(lab, name, *commands)
                 except LabError:
                     docs = [{}, []]  # a daemon not answering yet: no sessions seen, the poll goes on
-                peers = bgp_peers(sw.name, docs[0])  # type: ignore[arg-type]
-                bfd_peers_ = bfd_peers(sw.name, docs[1]) if bfd else ()  # type: ignore[arg-type]
+                peers = bgp_peers(name, docs[0])  # type: ignore[arg-type]
+                bfd_peers_ = bfd_peers(name, docs[1]) if bfd else ()  # type: ignore[arg-type]
             # BGP sessions only: checks that turn BFD off still read routes
             sessions_up = sum(1 for p in peers if p.established) >= e.sessions
-            widths = self.fib_widths(lab, sw.name) if sessions_up and e.routes else None
+            widths = self.fib_widths(lab, name) if sessions_up and e.routes else None
             return shortfall(e, peers, bfd_peers_, widths)
 
-        switches = [sw for sw in plan.switches if only is None or sw.name in only]
+        # the switches, then the hosts that run BGP (dual-homed FE hosts)
+        names = [n for n in exp if only is None or n in only]
         # round trips to the daemons and `ip` dominate; a few at once keep a poll of 40 switches under a second.
         with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(look, switches))
+            return list(pool.map(look, names))
 
 
 def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progress: Progress = quiet,
@@ -267,7 +268,8 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
     Each round looks again only at the switches not yet seen converged; when none is left,
     one look at all of them confirms that none fell back meanwhile, and is returned.
     `fib`/`bfd` False leave routes or BFD out (a boot that checks them at another step)."""
-    total = len(plan.switches)
+    total = len(cached_expectations(plan))  # the switches, and the dual-homed hosts (they run BGP)
+    noun = "switches" if total == len(plan.switches) else "BGP speakers"
     last = -1
     pending: set[str] | None = None  # None: look at every switch
     progressing = "converging" if phase == "converged" else phase
@@ -280,19 +282,19 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
             looked = runtime.observe(plan, lab, only=pending, fib=fib, bfd=bfd)
             shortfalls = [s for s in looked if not s.ok]
             if not shortfalls and pending is None:
-                progress(phase, f"{total}/{total} switches: " + _rule(fib, bfd))
+                progress(phase, f"{total}/{total} {noun}: " + _rule(fib, bfd))
                 return True
             pending = {s.switch for s in shortfalls} or None
             done = total - len(shortfalls)
             if done != last:
-                progress(progressing, f"{done}/{total} switches: " + _rule(fib, bfd))
+                progress(progressing, f"{done}/{total} {noun}: " + _rule(fib, bfd))
                 last = done
             if shortfalls:
                 return False
             # every switch looked at again is converged: the confirming look at all of them, at once
 
     wait.until(converged, timeout, "convergence", interval=0.1, clock=now,
-               error=lambda: LabError(f"not converged after {timeout:.0f} s ({len(shortfalls)} switches short): "
+               error=lambda: LabError(f"not converged after {timeout:.0f} s ({len(shortfalls)} {noun} short): "
                                       + stuck_detail(shortfalls)))
     return looked
 
@@ -307,7 +309,8 @@ def not_converged(e: LabError, configs: SwitchConfigs | None, progress: Progress
 
 
 def session_counts(looks: list[Shortfall]) -> dict[str, int]:
-    """The figures of one look at every switch: sessions up and expected, switches converged."""
+    """The figures of one look at every switch: sessions up and expected, switches converged
+    ("switches" counts every BGP speaker: dual-homed hosts run BGP too)."""
     return {"bgp_up": sum(s.sessions_up for s in looks), "bgp_expected": sum(s.sessions_expected for s in looks),
             "bfd_up": sum(s.bfd_up for s in looks), "bfd_expected": sum(s.bfd_expected for s in looks),
             "switches_converged": sum(1 for s in looks if s.ok), "switches": len(looks)}

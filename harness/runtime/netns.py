@@ -21,7 +21,7 @@ from harness.core.errors import PrerequisiteError, LabError
 from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
 from harness.core.plan import CableRow, HostPlan, Plan, SwitchPlan
-from harness.render.frr import frr_conf
+from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
 from harness.runtime import neighbours, processes, tenants
@@ -29,7 +29,7 @@ from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, Teard
                                   session_counts, wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
                                  pathspace_dirs, remove_path)
-from harness.runtime.netns_setup import HOST_SYSCTLS, switch_rules, switch_sysctls
+from harness.runtime.netns_setup import HOST_SYSCTLS, routed_host_sysctls, switch_rules, switch_sysctls
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
                                    labs, load, namespace, run_dir, save)
@@ -76,6 +76,7 @@ class NetnsRuntime(NamespaceAccess):
             self.down(lab)
         tenants.check_supported(plan)
         frr = dict(configs.frr) if configs else {sw.name: frr_conf(plan, sw) for sw in plan.switches}  # before anything
+        frr.update({h.name: host_frr_conf(plan, h) for h in plan.hosts if h.routed})  # the hosts' are fablab's
         names = [n.name for n in plan.fabric.nodes]
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
                          namespaces=tuple(namespace(lab, n) for n in names), runner_pid=os.getpid(),
@@ -128,11 +129,15 @@ class NetnsRuntime(NamespaceAccess):
         nodes = plan.fabric.nodes
         progress("namespaces", f"creating {len(nodes)} namespaces")
         hash_of = {sw.name: sw.hash_policy for sw in plan.switches}
+        fe_hash = next((sw.hash_policy for sw in plan.switches if sw.plane is Plane.FE), 1)
+        routed = {h.name: fe_hash for h in plan.hosts if h.routed}
         for node in nodes:
             ns = namespace(lab, node.name)
             namespaces.create(ns)
             if node.role.is_routed:
                 values = switch_sysctls(node.name, hash_of[node.name])
+            elif node.name in routed:
+                values = routed_host_sysctls(node.name, routed[node.name])
             else:
                 values = dict(HOST_SYSCTLS)
             namespaces.write_sysctls(ns, values)
@@ -188,6 +193,8 @@ class NetnsRuntime(NamespaceAccess):
                 for p in sw.host_ports:
                     s.addr("add", index=_index(s, p.name), address=str(p.address.ip), prefixlen=p.address.network.prefixlen)
             if host is not None:
+                if host.routed:  # its FE address, which its bgpd announces to both leaves
+                    s.addr("add", index=_index(s, "lo"), address=str(host.loopback.ip), prefixlen=32)
                 for nic in host.nics:
                     idx = _index(s, nic.name)
                     s.addr("add", index=idx, address=str(nic.address.ip), prefixlen=nic.address.network.prefixlen)
@@ -205,18 +212,22 @@ class NetnsRuntime(NamespaceAccess):
     def _daemons(self, plan: Plan, lab: str, state: LabState, configs: dict[str, str],
                  progress: Progress, defer_bfd: bool = False, config_dbs: dict[str, str] | None = None) -> LabState:
         later = " (bfdd once BGP is up)" if defer_bfd else ""
-        progress("daemons", f"starting FRR (zebra, bgpd, bfdd) on {len(plan.switches)} switches{later}")
-        nodes = [frr_node(lab, sw.name) for sw in plan.switches]
-        for sw, node in zip(plan.switches, nodes):
-            node.prepare(configs[sw.name])
+        names = frr_names(plan)
+        hosts = f" and {len(names) - len(plan.switches)} dual-homed hosts" if len(names) > len(plan.switches) else ""
+        progress("daemons", f"starting FRR (zebra, bgpd, bfdd) on {len(plan.switches)} switches{hosts}{later}")
+        nodes = [frr_node(lab, name) for name in names]
+        for name, node in zip(names, nodes):
+            node.prepare(configs[name])
+            state = _started(state, name, node.start(("zebra",)))
+        for sw in plan.switches:
             # No SONiC runs here; the config_db the switch would run is kept for `fablab audit LAB`
-            (node.directory / "config_db.json").write_text((config_dbs or {}).get(sw.name) or config_db_json(plan, sw))
-            state = _started(state, sw.name, node.start(("zebra",)))
+            (frr_node(lab, sw.name).directory / "config_db.json").write_text(
+                (config_dbs or {}).get(sw.name) or config_db_json(plan, sw))
         # bfdd and bgpd retry a missing zebra only every few seconds: start them once zebra listens.
         now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")
-        for sw, node in zip(plan.switches, nodes):
+        for name, node in zip(names, nodes):
             node.wait_for(["zserv.api"])
-            state = _started(state, sw.name, node.start(now, _bfd_interval(plan)))
+            state = _started(state, name, node.start(now, _bfd_interval(plan)))
         for node in nodes:
             node.wait_for([f"{daemon}.vty" for daemon in ("zebra",) + now])
         return state
@@ -235,10 +246,11 @@ class NetnsRuntime(NamespaceAccess):
         drops = {s.switch: s.drops for s in checked}  # a session may have flapped while the boot began
         timings["bgp"] = time.monotonic() - t
         t = time.monotonic()
-        progress("bfd", f"starting bfdd on {len(plan.switches)} switches")
-        nodes = [frr_node(lab, sw.name) for sw in plan.switches]
-        for sw, node in zip(plan.switches, nodes):
-            state = _started(state, sw.name, node.start(("bfdd",), _bfd_interval(plan)))
+        names = frr_names(plan)
+        progress("bfd", f"starting bfdd on {len(names)} nodes")
+        nodes = [frr_node(lab, name) for name in names]
+        for name, node in zip(names, nodes):
+            state = _started(state, name, node.start(("bfdd",), _bfd_interval(plan)))
         for node in nodes:
             node.wait_for(["bfdd.vty"])
         looks = wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress, fib=False,
@@ -400,6 +412,11 @@ def _defer_bfd(plan: Plan) -> bool:
 
 def _bfd_interval(plan: Plan) -> int:
     return plan.fabric.cluster.bfd.interval_ms
+
+
+def frr_names(plan: Plan) -> list[str]:
+    """The nodes that run FRR: every routed switch, then every dual-homed FE host."""
+    return [sw.name for sw in plan.switches] + [h.name for h in plan.hosts if h.routed]
 
 
 def frr_node(lab: str, switch: str) -> FrrNode:

@@ -46,6 +46,17 @@ HOST_SYSCTLS = {
 }
 
 
+def routed_host_sysctls(name: str, hash_policy: int) -> dict[str, int]:
+    """A dual-homed host: still no forwarding, but ECMP over its two NICs as the FE leaves hash,
+    a NIC whose carrier is gone skipped at once, and a seed of its own (as a switch has)."""
+    values = {**HOST_SYSCTLS, "net.ipv4.fib_multipath_hash_policy": hash_policy,
+              "net.ipv4.conf.all.ignore_routes_with_linkdown": 1,
+              "net.ipv4.conf.default.ignore_routes_with_linkdown": 1}
+    if _HASH_SEED.exists():
+        values["net.ipv4.fib_multipath_hash_seed"] = zlib.crc32(name.encode()) & 0x7FFFFFFF
+    return values
+
+
 # SONiC keeps eth0 in a management VRF; this kernel has no VRF, so the switch refuses to
 # forward anything into or out of its management port instead, and (Linux being a weak
 # host) keeps its mgmt address off the data ports and its data addresses off eth0.

@@ -1,0 +1,126 @@
+"""Lesson 13 — a dual-homed frontend: every host on two leaves, routed.
+
+Claim: with `Frontend(dual_homed=True)` every FE host has a NIC on each leaf of a pair and
+runs BGP to both (its own /32 out, the FE plane's prefixes in, BFD on). Its TCP connections
+spread over both NICs (fair-hash band), then over the uplinks of both leaves; when the NIC
+carrying the most streams loses its cable, or its whole leaf goes down, every stream
+finishes with every byte and none stalls longer than TCP's first retransmission after the
+objectives (200 ms RTO + max(hard_ms, remote_ms)). The planes stay isolated: a host hears
+the FE plane only, never a default route into the BE or the mgmt plane.
+
+Why it matters in an AI data center: the frontend carries storage, checkpoints and the
+job's control connections; a single-homed host loses all of them with one cable, one optic
+or one leaf upgrade. Dual homing only helps if the host really uses both paths and moves off
+a dead one within a retransmission.
+
+Make it fail (the tests do): hash on addresses only on the host (every connection to one
+peer on one NIC); fail the busiest NIC while the other is already down (no path left);
+fail a leaf whose partner is already cut off from the spines (the host's other path leads
+nowhere).
+"""
+from __future__ import annotations
+
+import pytest
+
+from harness.checks.fe_tcp import check_fe_ecmp, check_fe_failover, fe_pair
+from harness.checks.isolation import check_isolation
+from harness.checks.sabotage import l3_hashing
+from harness.lab import set_carriers
+from harness.plumbing.wait import until
+from harness.pytest_plugin import boot
+from topologies.dual_homed import dual_homed
+
+
+@pytest.fixture(scope="module")
+def dh_lab(pytestconfig):
+    yield from boot(dual_homed(), pytestconfig.getoption("runtime"), "dh")
+
+
+def _source(lab):
+    return lab.plan.host(fe_pair(lab.plan)[0][0])
+
+
+def _converged(lab) -> None:
+    until(lambda: not lab.shortfalls(), 90, lambda: "; ".join(map(str, lab.shortfalls())))
+
+
+def test_a_host_hears_the_fe_plane_over_both_leaves_and_the_planes_stay_apart(dh_lab, results):
+    host = _source(dh_lab)
+    far = dh_lab.plan.host(fe_pair(dh_lab.plan)[1][0])
+    route = dh_lab.route(host.name, far.loopback.network)
+    assert route is not None and set(route.interfaces) == {"fe0", "fe1"}, route
+    result = check_isolation(dh_lab)
+    results.record("isolation-dual-homed", result)
+    assert result.passed, result.reason
+
+
+def test_tcp_spreads_over_both_host_nics_and_every_uplink(dh_lab, results):
+    result = check_fe_ecmp(dh_lab)
+    results.record("fe-ecmp-dual-homed", result)
+    assert result.passed, result.reason
+    assert set(result.per_nic) == {"fe0", "fe1"} and all(k > 0 for k in result.per_nic.values())
+    assert len({u.split(":")[0] for u in result.per_uplink}) == 2  # both leaves' uplinks
+
+
+def test_l3_hashing_on_the_host_is_caught(dh_lab, results):
+    host = _source(dh_lab)
+    with l3_hashing(dh_lab, [host.name]):
+        result = check_fe_ecmp(dh_lab)
+        results.record("fe-ecmp-dual-homed-l3", result)
+    assert not result.passed
+    assert min(result.per_nic.values()) == 0, result.reason
+
+
+def test_tcp_survives_a_failed_host_uplink(dh_lab, results):
+    result = check_fe_failover(dh_lab, element="host-uplink")
+    results.record("fe-host-failover", result)
+    assert result.passed, result.reason
+    assert result.on_failed and result.bytes_received == result.bytes_sent > 0
+    assert result.leaf == _source(dh_lab).name  # the host itself moved off the NIC
+
+
+def test_a_host_uplink_failure_with_no_path_left_is_caught(dh_lab, results):
+    host = _source(dh_lab)
+    other = dh_lab.link(host.name, host.nic("fe1").peer)
+    other.down()
+    try:
+        result = check_fe_failover(dh_lab, element="host-uplink")
+        results.record("fe-host-failover-no-path", result)
+    finally:
+        other.up()
+        _converged(dh_lab)
+    assert not result.passed
+    assert any("stalled" in p for p in result.problems), result.reason
+
+
+def test_tcp_survives_a_whole_leaf_failure(dh_lab, results):
+    result = check_fe_failover(dh_lab, element="leaf")
+    results.record("fe-leaf-failover", result)
+    assert result.passed, result.reason
+    assert result.failed in {n.peer for n in _source(dh_lab).fe_nics}
+
+
+def test_a_leaf_failure_whose_partner_is_cut_off_is_caught(dh_lab, results):
+    """Both leaves of the source's pair lose their uplinks' worth of paths: one is cut off from
+    the spines beforehand, the other fails under the streams; the host keeps a NIC with carrier
+    and no route beyond it."""
+    host = _source(dh_lab)
+    leaves = [n.peer for n in host.fe_nics]
+    cut = {leaf: [dh_lab.link(leaf, p.peer) for p in dh_lab.plan.switch(leaf).fabric_ports] for leaf in leaves}
+    state = {}
+
+    def cut_the_partner(node: str, port: str) -> None:
+        failed = dh_lab.plan.host(node).nic(port).peer
+        partner = next(leaf for leaf in leaves if leaf != failed)
+        state["partner"] = partner
+        set_carriers(cut[partner], up=False)
+
+    try:
+        result = check_fe_failover(dh_lab, element="leaf", while_failed=cut_the_partner)
+        results.record("fe-leaf-failover-partner-cut", result)
+    finally:
+        if "partner" in state:
+            set_carriers(cut[state["partner"]], up=True)
+        _converged(dh_lab)
+    assert not result.passed
+    assert any("stalled" in p for p in result.problems), result.reason
