@@ -88,6 +88,10 @@ def cmd_show(args: argparse.Namespace) -> int:
                   + f"; default {s['acl']['default']}", soft_wrap=True)
     r = s["ranges"]
     out.print(f"ranges: BE {r['be']} (rails {', '.join(r['be_rails'])}), FE {r['fe']}, mgmt {r['mgmt']}")
+    if s["routed_hosts"]:
+        hosts = list(s["routed_hosts"].values())
+        out.print(f"dual-homed FE hosts: {len(hosts)}, each its own /32 ({hosts[0]['loopback']} ...) and ASN "
+                  f"({hosts[0]['asn']}-{hosts[-1]['asn']}), BGP to both leaves of its pair")
     return 0
 
 

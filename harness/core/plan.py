@@ -423,6 +423,8 @@ def summary(plan: Plan) -> dict:
                              if s.role in (Role.BE_LEAF, Role.FE_LEAF)
                              or (s.role is Role.BE_SPINE and s.oversubscription is not None)},
         "asn": {s.name: s.asn for s in plan.switches},
+        # dual-homed FE hosts: each host's own /32 and ASN (it speaks BGP to both its leaves)
+        "routed_hosts": {h.name: {"loopback": str(h.loopback), "asn": h.asn} for h in plan.hosts if h.routed},
         "ranges": {"be": str(ipaddress.IPv4Network(f.cluster.addressing.be)),
                    "be_rails": [str(b) for b in plan.be_rail_blocks],
                    "fe": f.cluster.addressing.fe, "fe_hosts": str(plan.fe_block),
