@@ -6,6 +6,7 @@ from dataclasses import replace
 import pytest
 
 from harness.core.errors import TopologyError
+from harness.core.hwsku import hwsku
 from harness.core.model import Addressing, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Management, build
 from harness.core.plan import make_plan
 from topologies import BUILTINS
@@ -156,13 +157,15 @@ def test_switch_with_more_ports_than_any_hwsku():
                 frontend=replace(BUILTINS["rail-only"]().frontend, leaves=3))
     problems = plan_problems_of(c)
     assert [p for p in problems if p.startswith("switches.be-r")] == problems and len(problems) == 4
-    assert problems[0] == ("switches.be-r0: be-r0 needs 130 ports; the largest supported HwSKU, "
-                           "Arista-7060X6-64PE-O128S2, has 128 (hint: use more groups (rail-optimized) "
-                           "so each leaf serves fewer nodes)")
+    assert problems[0] == ("switches.be-r0: be-r0 needs 130 ports (130 × 400G); no HwSKU fablab carries has "
+                           "them (the most at 400G or faster: 128, on Arista-7060X6-64PE-O128S2) (hint: use more "
+                           "groups (rail-optimized) so each leaf serves fewer nodes)")
 
 
 def test_declared_port_unknown_to_the_hwsku():
     c = replace(base(), cables=(Cable("fe-l1", "fe-l2", a_port="Ethernet2"),))
+    sku = make_plan(build(base())).switch("fe-l1").hwsku
+    assert hwsku(sku).row("Ethernet2") is None
     assert plan_problems_of(c) == [
-        "cables[0]: fe-l1 has no port 'Ethernet2': it runs as HwSKU Force10-S6000 (hint: name one of "
-        "Ethernet0..Ethernet124, or leave the port out and let the plan number it)"]
+        f"cables[0]: fe-l1 has no port 'Ethernet2': it runs as HwSKU {sku} (hint: name one of "
+        f"{hwsku(sku).span}, or leave the port out and let the plan number it)"]

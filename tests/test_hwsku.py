@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from harness.core.hwsku import HWSKUS, hwsku
-from harness.core.model import Cable, Cluster, build
+from harness.core.errors import TopologyError
+from harness.core.model import Cable, Cluster, Hardware, build
 from harness.core.plan import make_plan
 from harness.render import artifacts
 from topologies import BUILTINS
@@ -57,14 +58,64 @@ def wide(nodes: int) -> Cluster:
                    frontend=replace(base.frontend, leaves=4))
 
 
-@pytest.mark.parametrize(("nodes", "expected"), [
-    (32, "Force10-S6000"), (33, "Arista-7060X6-64PE"), (64, "Arista-7060X6-64PE"),
-    (65, "Arista-7060X6-64PE-O128S2"), (128, "Arista-7060X6-64PE-O128S2")])
-def test_a_switch_runs_the_default_hwsku_when_it_fits_else_the_smallest_that_does(nodes, expected):
+@pytest.mark.parametrize("nodes", [1, 40, 128])
+def test_a_leaf_of_400g_links_runs_a_400g_hwsku_rows_in_order(nodes):
     leaf = make_plan(build(wide(nodes))).switch("be-r0")
-    assert leaf.hwsku == expected
-    rows = hwsku(expected).rows
+    assert leaf.hwsku == "Arista-7060X6-64PE-O128S2"
+    rows = hwsku(leaf.hwsku).rows
     assert [(p.name, p.clab) for p in leaf.ports] == [(r.name, f"eth{r.position + 1}") for r in rows[:nodes]]
+
+
+def test_each_role_runs_a_hwsku_as_fast_as_its_links():
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    leaf, spine = plan.switch("be-g1-r0"), plan.switch("be-s1")
+    assert (leaf.hwsku, spine.hwsku) == ("Arista-7060X6-64PE-P32O64", "Arista-7060X6-64PE")
+    for sw in (leaf, spine):
+        assert all(p.row.speed == p.speed * 1000 for p in sw.ports), sw.name  # no port faster than its link
+    # a leaf of 100G hosts and 400G uplinks, the rail-only built-in's FE
+    fe = make_plan(build(BUILTINS["rail-only"]())).switch("fe-l1")
+    assert fe.hwsku == "Arista-7060X6-64PE-C224O8" and all(p.row.speed == p.speed * 1000 for p in fe.ports)
+
+
+def test_a_40g_fabric_runs_the_docker_sonic_vs_default():
+    c = replace(wide(8), backend=replace(wide(8).backend, uplink_speed=40), gpu=replace(wide(8).gpu, nic_speed=40))
+    assert make_plan(build(c)).switch("be-r0").hwsku == "Force10-S6000"
+
+
+def test_a_declared_hwsku_is_run_and_slower_links_run_on_its_faster_ports():
+    c = replace(BUILTINS["ai-cluster"](), hardware=Hardware(be_leaf="Arista-7060X6-64PE"))
+    leaf = make_plan(build(c)).switch("be-g1-r0")
+    assert leaf.hwsku == "Arista-7060X6-64PE"
+    assert {(p.speed, p.row.speed) for p in leaf.host_ports} == {(400, 800000)}
+
+
+def test_a_link_faster_than_the_declared_hwsku_is_refused():
+    c = replace(BUILTINS["ai-cluster"](), hardware=Hardware(be_spine="Arista-7060X6-64PE-O128S2"))
+    with pytest.raises(TopologyError) as e:
+        build_and_plan(c)
+    assert [(p.field, p.message) for p in e.value.problems] == [
+        ("hardware.be_spine", "be-s1 has 800G links, and the fastest port of HwSKU Arista-7060X6-64PE-O128S2 is 400G: "
+                              "a link cannot be faster than its port")]
+    assert "Arista-7060X6-64PE" in e.value.problems[0].hint
+
+
+def test_a_declared_hwsku_with_too_few_ports_is_refused():
+    c = replace(wide(40), hardware=Hardware(be_leaf="Force10-S6000"))
+    with pytest.raises(TopologyError) as e:
+        build_and_plan(c)
+    assert e.value.problems[0].field == "hardware.be_leaf"
+
+
+def test_an_unknown_hwsku_lists_those_fablab_carries():
+    with pytest.raises(TopologyError) as e:
+        build(replace(BUILTINS["ai-cluster"](), hardware=Hardware(fe_leaf="Arista-7060X6-64PE-O128")))
+    (p,) = e.value.problems
+    assert p.field == "hardware.fe_leaf" and "unknown HwSKU" in p.message
+    assert all(h.name in p.hint for h in HWSKUS) and "did you mean" in p.hint
+
+
+def build_and_plan(c):
+    return make_plan(build(c))
 
 
 def test_a_named_port_keeps_its_own_row_and_the_others_fill_around_it():
@@ -136,4 +187,4 @@ def test_a_switch_off_the_default_hwsku_tells_docker_sonic_vs_which_to_run(clab_
     for sw in plan.switches:
         expected = None if sw.hwsku == "Force10-S6000" else {"HWSKU": sw.hwsku}
         assert nodes[sw.name].get("env") == expected, sw.name
-    assert nodes["be-r0"]["env"] == {"HWSKU": "Arista-7060X6-64PE"}
+    assert nodes["be-r0"]["env"] == {"HWSKU": "Arista-7060X6-64PE-O128S2"}

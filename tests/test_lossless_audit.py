@@ -62,7 +62,7 @@ def test_one_switch_with_pfc_on_another_priority(ai):
     assert {(f.node, f.table) for f in found} == {("be-s1", "PORT_QOS_MAP")}
     ports = {f.port for f in found if f.expected == "pfc_enable including 3"}
     assert ports == set(ai[1]["be-s1"]["PORT_QOS_MAP"])  # every port of be-s1, named
-    assert any("as at its peer be-g1-r0:Ethernet16" in f.expected for f in found)  # both ends of a link compared
+    assert any("as at its peer be-g1-r0:Ethernet0" in f.expected for f in found)  # both ends of a link compared
 
 
 def test_one_switch_mapping_roce_dscp_to_another_class(ai):
@@ -72,14 +72,14 @@ def test_one_switch_mapping_roce_dscp_to_another_class(ai):
 
 
 def test_one_port_whose_mtu_cannot_carry_a_roce_frame(ai):
-    found = _broken(ai, lambda c: c["be-g1-r0"]["PORT"]["Ethernet16"].__setitem__("mtu", "4000"))
-    assert [(f.node, f.port, f.table) for f in found][0] == ("be-g1-r0", "Ethernet16", "PORT")
+    found = _broken(ai, lambda c: c["be-g1-r0"]["PORT"]["Ethernet0"].__setitem__("mtu", "4000"))
+    assert [(f.node, f.port, f.table) for f in found][0] == ("be-g1-r0", "Ethernet0", "PORT")
     assert "mtu >= 4156" in found[0].expected and found[0].found == "4000"
 
 
 def test_a_host_port_whose_mtu_is_too_small(ai):
-    found = _broken(ai, lambda c: c["be-g1-r0"]["PORT"]["Ethernet0"].__setitem__("mtu", "1500"))
-    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-g1-r0", "Ethernet0", "PORT", "1500")]
+    found = _broken(ai, lambda c: c["be-g1-r0"]["PORT"]["Ethernet256"].__setitem__("mtu", "1500"))
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-g1-r0", "Ethernet256", "PORT", "1500")]
 
 
 def test_a_lossless_queue_without_ecn(ai):
@@ -88,51 +88,51 @@ def test_a_lossless_queue_without_ecn(ai):
 
 
 def test_cnps_on_a_queue_that_is_not_strict(ai):
-    found = _broken(ai, lambda c: c["be-s2"]["QUEUE"]["Ethernet4|6"].__setitem__("scheduler", "scheduler.0"))
-    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-s2", "Ethernet4|6", "QUEUE", "DWRR")]
+    found = _broken(ai, lambda c: c["be-s2"]["QUEUE"]["Ethernet8|6"].__setitem__("scheduler", "scheduler.0"))
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-s2", "Ethernet8|6", "QUEUE", "DWRR")]
 
 
 def test_a_buffer_profile_that_is_not_defined(ai):
-    found = _broken(ai, lambda c: c["be-s1"]["BUFFER_PG"]["Ethernet8|3"].__setitem__("profile", "pg_lossless_x"))
-    assert [(f.port, f.table) for f in found] == [("Ethernet8|3", "BUFFER_PG")]
+    found = _broken(ai, lambda c: c["be-s1"]["BUFFER_PG"]["Ethernet16|3"].__setitem__("profile", "pg_lossless_x"))
+    assert [(f.port, f.table) for f in found] == [("Ethernet16|3", "BUFFER_PG")]
     assert "pg_lossless_x" in found[0].found
 
 
 def test_a_port_without_the_pfc_watchdog(ai):
-    found = _broken(ai, lambda c: c["be-g1-r1"]["PFC_WD"].pop("Ethernet20"))
-    assert [(f.node, f.port, f.table) for f in found] == [("be-g1-r1", "Ethernet20", "PFC_WD")]
+    found = _broken(ai, lambda c: c["be-g1-r1"]["PFC_WD"].pop("Ethernet8"))
+    assert [(f.node, f.port, f.table) for f in found] == [("be-g1-r1", "Ethernet8", "PFC_WD")]
 
 
 def test_a_port_without_qos_maps(ai):
-    found = _broken(ai, lambda c: c["be-g1-r1"]["PORT_QOS_MAP"].pop("Ethernet0"))
-    assert [(f.node, f.port, f.table) for f in found] == [("be-g1-r1", "Ethernet0", "PORT_QOS_MAP")]
+    found = _broken(ai, lambda c: c["be-g1-r1"]["PORT_QOS_MAP"].pop("Ethernet256"))
+    assert [(f.node, f.port, f.table) for f in found] == [("be-g1-r1", "Ethernet256", "PORT_QOS_MAP")]
 
 
 def test_a_host_port_missing_from_port_is_named_on_its_switch(ai):
-    found = _broken(ai, lambda c: c["be-g2-r2"]["PORT"].pop("Ethernet4"))
-    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-g2-r2", "Ethernet4", "PORT", "absent")]
+    found = _broken(ai, lambda c: c["be-g2-r2"]["PORT"].pop("Ethernet260"))
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-g2-r2", "Ethernet260", "PORT", "absent")]
     assert "cabled to gpu06:rail2" in found[0].expected
 
 
 def test_a_port_left_admin_down(ai):
-    found = _broken(ai, lambda c: c["be-s2"]["PORT"]["Ethernet8"].__setitem__("admin_status", "down"))
-    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-s2", "Ethernet8", "PORT", "down")]
+    found = _broken(ai, lambda c: c["be-s2"]["PORT"]["Ethernet16"].__setitem__("admin_status", "down"))
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-s2", "Ethernet16", "PORT", "down")]
 
 
 def test_the_two_ends_of_a_link_at_different_speeds(ai):
-    found = _broken(ai, lambda c: c["be-g1-r3"]["PORT"]["Ethernet20"].__setitem__("speed", "100000"))
+    found = _broken(ai, lambda c: c["be-g1-r3"]["PORT"]["Ethernet8"].__setitem__("speed", "100000"))
     assert [(f.node, f.port, f.expected) for f in found] == [
-        ("be-g1-r3", "Ethernet20", "speed 800000 (the declared 800G)"),
-        ("be-s2", "Ethernet12", "speed as at its peer be-g1-r3:Ethernet20 (100000)")]
+        ("be-g1-r3", "Ethernet8", "speed 800000 (the declared 800G)"),
+        ("be-s2", "Ethernet24", "speed as at its peer be-g1-r3:Ethernet8 (100000)")]
 
 
 def test_both_ends_of_a_link_at_the_same_undeclared_speed(ai):
     def change(c):
-        c["be-g1-r3"]["PORT"]["Ethernet20"]["speed"] = "100000"
-        c["be-s2"]["PORT"]["Ethernet12"]["speed"] = "100000"
+        c["be-g1-r3"]["PORT"]["Ethernet8"]["speed"] = "100000"
+        c["be-s2"]["PORT"]["Ethernet24"]["speed"] = "100000"
     found = _broken(ai, change)
-    assert {(f.node, f.port, f.found) for f in found} == {("be-g1-r3", "Ethernet20", "100000"),
-                                                          ("be-s2", "Ethernet12", "100000")}
+    assert {(f.node, f.port, f.found) for f in found} == {("be-g1-r3", "Ethernet8", "100000"),
+                                                          ("be-s2", "Ethernet24", "100000")}
 
 
 def test_cnps_on_another_strict_queue_than_declared(ai):
@@ -146,9 +146,9 @@ def test_cnps_on_another_strict_queue_than_declared(ai):
 
 def test_a_link_compared_by_its_declared_cable_not_its_description(ai):
     def change(c):
-        c["be-g1-r3"]["PORT"]["Ethernet20"].update(description="spare", mtu="9000")
+        c["be-g1-r3"]["PORT"]["Ethernet8"].update(description="spare", mtu="9000")
     found = _broken(ai, change)
-    assert [f.table for f in found] == ["PORT"] and "mtu as at its peer be-g1-r3:Ethernet20 (9000)" in found[0].expected
+    assert [f.table for f in found] == ["PORT"] and "mtu as at its peer be-g1-r3:Ethernet8 (9000)" in found[0].expected
 
 
 def test_a_switch_pausing_a_priority_the_declaration_leaves_lossy(ai):
@@ -187,8 +187,8 @@ def test_a_lossless_profile_on_a_pool_of_the_wrong_direction(ai):
 
 
 def test_a_watchdog_that_can_never_fire(ai):
-    found = _broken(ai, lambda c: c["be-g2-r3"]["PFC_WD"]["Ethernet0"].__setitem__("detection_time", "0"))
-    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-g2-r3", "Ethernet0", "PFC_WD", "0")]
+    found = _broken(ai, lambda c: c["be-g2-r3"]["PFC_WD"]["Ethernet256"].__setitem__("detection_time", "0"))
+    assert [(f.node, f.port, f.table, f.found) for f in found] == [("be-g2-r3", "Ethernet256", "PFC_WD", "0")]
 
 
 def test_keys_as_sonic_may_write_them_audit_clean(ai):
@@ -416,7 +416,7 @@ def test_a_leaf_uplink_too_small_for_a_vxlan_frame(ai):
 
 def test_the_contract_holds_the_declared_cabling(ai):
     contract, _ = ai
-    assert contract.be_ports["be-s1"]["Ethernet0"] == "be-g1-r0:Ethernet16"
+    assert contract.be_ports["be-s1"]["Ethernet0"] == "be-g1-r0:Ethernet0"
     assert set(contract.fe_mtu) == {"fe-l1", "fe-l2", "fe-s1", "fe-s2"}
 
 

@@ -29,9 +29,10 @@ def clusters(draw) -> Cluster:
     leaf_links = groups * (gpus // per_leaf) * uplinks
     supers = spines * -(-leaf_links // (spines * 16)) if pod_count > 1 else 0  # <= 16 links per pair
     up = -(-leaf_links // supers) if pod_count > 1 else 1
-    # a pod's spine takes every leaf's uplinks and, at most, `up` links to every super-spine:
-    # within the largest HwSKU (128 ports)
-    assume(leaf_links + supers * up <= 128)
+    # every port as fast as its link, on the HwSKUs fablab carries: a pod's spine takes every
+    # leaf's uplinks and, at most, `up` links to every super-spine, all 800G (64 ports at most);
+    # a leaf's 800G uplinks fit 32 ports beside its 400G host ports (Arista-7060X6-64PE-P32O64)
+    assume(leaf_links + supers * up <= 64 and (spines * uplinks <= 32 or not spines))
     dual = draw(st.booleans())
     fe_leaves = 2 * draw(st.integers(1, 2)) if dual else draw(st.integers(1, 3))
     return Cluster(

@@ -61,15 +61,16 @@ def test_be_config_db_is_lossless_and_fe_is_not(ai_plan):
     assert be["QUEUE"]["Ethernet0|3"]["wred_profile"] == "AI_LOSSLESS"
     assert be["WRED_PROFILE"]["AI_LOSSLESS"]["ecn"] == "ecn_all"
     assert {p["mtu"] for p in be["PORT"].values()} == {"9100"}
-    assert be["PORT"]["Ethernet0"]["speed"] == "400000" and be["PORT"]["Ethernet16"]["speed"] == "800000"
+    # Arista-7060X6-64PE-P32O64: host ports on its 400G rows, uplinks on its 800G rows
+    assert be["PORT"]["Ethernet256"]["speed"] == "400000" and be["PORT"]["Ethernet0"]["speed"] == "800000"
     assert "PORT_QOS_MAP" not in fe and "DSCP_TO_TC_MAP" not in fe
     assert be["DEVICE_METADATA"]["localhost"]["bgp_asn"] == "64601"
 
 
 def test_frr_conf_is_unnumbered_with_bfd_profile_and_multipath(ai_plan):
     text = artifacts(ai_plan)["configs/be-g1-r0/frr.conf"]
-    assert "neighbor Ethernet16 interface peer-group fabric" in text
-    assert "neighbor Ethernet20 interface peer-group fabric" in text
+    assert "neighbor Ethernet0 interface peer-group fabric" in text
+    assert "neighbor Ethernet8 interface peer-group fabric" in text
     assert "bgp bestpath as-path multipath-relax" in text
     assert "maximum-paths 64" in text
     assert "neighbor fabric bfd profile fabric" in text and "detect-multiplier 3" in text

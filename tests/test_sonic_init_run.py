@@ -177,7 +177,7 @@ def test_boots_when_start_sh_loaded_its_own_config(switch, ports):
     fablab = str(switch.root / "etc/fablab")
     assert [t for t in switch.trace if t.startswith("config ")] == [f"config load -y {fablab}/config_db.json"]
     running = switch.read("running.conf")
-    assert "router bgp 64601" in running and "neighbor Ethernet16 interface peer-group fabric" in running
+    assert "router bgp 64601" in running and "neighbor Ethernet0 interface peer-group fabric" in running
     assert " profile fabric" in running and "no bgp ebgp-requires-policy" not in running
     assert switch.read("daemons").split() == ["zebra", "bgpd", "bfdd"]
     assert switch.read("lock") == "free\n"  # bfdd, started by the script, does not hold its lock

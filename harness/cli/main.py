@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from harness.plumbing import interrupt
 from harness.catalog import builtins, load_fabric
 from harness.cli.console import err, out
 from harness.core.errors import HarnessError, InputError, TopologyError
+from harness.core.hwsku import HWSKUS
 from harness.core.plan import make_plan, summary
 from harness.render import artifacts, write_artifacts
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE
@@ -37,6 +39,25 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_column(col)
     for r in rows:
         table.add_row(r["name"], r["backend"], str(r["gpu_nodes"]), str(r["gpus"]), str(r["switches"]), r["about"])
+    out.print(table)
+    return 0
+
+
+def cmd_hwskus(args: argparse.Namespace) -> int:
+    """The HwSKUs fablab carries: what `Hardware(...)` may name, and what the plan picks from."""
+    rows = [{"name": h.name, "data_ports": h.data_ports,
+             "ports": {f"{sp // 1000}G": k for sp, k in sorted(Counter(r.speed for r in h.data_rows).items(),
+                                                             reverse=True)},
+             "names": h.span} for h in HWSKUS]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title="HwSKUs fablab carries (Hardware(be_leaf=..., ...); the default matches the links' speed)")
+    for col in ("HwSKU", "data ports", "by speed", "port names"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], str(r["data_ports"]), ", ".join(f"{k} × {sp}" for sp, k in r["ports"].items()),
+                      r["names"])
     out.print(table)
     return 0
 
@@ -136,6 +157,10 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("list", help="list the built-in topologies")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_list)
+
+    s = sub.add_parser("hwskus", help="the SONiC HwSKUs fablab carries (what Hardware(...) may name)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_hwskus)
 
     s = sub.add_parser("show", help="nodes, links, oversubscription and BOM of a topology")
     s.add_argument("topology", help="built-in name or path to a .py file")

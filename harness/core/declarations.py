@@ -312,6 +312,20 @@ class Cable:
 
 
 @dataclass(frozen=True)
+class Hardware:
+    """The SONiC HwSKU each switch role runs: its name in SONiC's device tree (e.g.
+    'Arista-7060X6-64PE-P32O64'; `fablab hwskus` lists those fablab carries). None, the default:
+    the plan picks one whose ports are as fast as the switch's links. A link faster than its
+    port is refused; a slower one runs on a faster port at the link's speed."""
+
+    be_leaf: str | None = None
+    be_spine: str | None = None
+    superspine: str | None = None
+    fe_leaf: str | None = None
+    fe_spine: str | None = None
+
+
+@dataclass(frozen=True)
 class Cluster:
     """The whole declaration of one AI cluster."""
 
@@ -328,6 +342,7 @@ class Cluster:
     lossless: Lossless = field(default_factory=Lossless)
     tenants: tuple[Tenant, ...] = ()
     acl: Acl = field(default_factory=Acl)
+    hardware: Hardware = field(default_factory=Hardware)
 
 
 DECLARATIONS: dict[type, str] = guard(Cluster)  # every declaration class, and where it sits in a Cluster

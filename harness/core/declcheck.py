@@ -23,6 +23,7 @@ import typing
 from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
 
 from harness.core.errors import Problem, TopologyError
+from harness.core.hwsku import names as hwsku_names
 from harness.core.declarations import BACKEND_KINDS, DECLARATIONS, ECMP_HASHES, SPEEDS_GBPS, Cluster
 
 MAX_NODES = 512  # nodes of every kind, switches and the OOB switch included (xlarge: 229)
@@ -44,7 +45,7 @@ class Limit:
     hint: str = PLAN_HINT
 
 
-_PORTS = Limit(4096, "{v} ports, over the {high} a switch may declare", "HwSKUs have at most 128 data ports")
+_PORTS = Limit(4096, "{v} ports, over the {high} a switch may declare", "the HwSKUs fablab carries have at most 232 data ports (`fablab hwskus`)")
 LIMITS: dict[str, Limit] = {
     "GpuNodes.count": Limit(MAX_NODES),
     "GpuNodes.gpus_per_node": Limit(16),
@@ -77,6 +78,7 @@ LIMITS: dict[str, Limit] = {
 _SPEED = (SPEEDS_GBPS, "{v}G is not a port speed", f"use one of {', '.join(f'{s}G' for s in SPEEDS_GBPS)}")
 _HASH = (tuple(ECMP_HASHES), "unknown ECMP hash {v!r}", f"valid: {', '.join(ECMP_HASHES)}")
 # Enum-like fields: (values, message, hint). A value outside is one problem; nothing derived follows.
+_HWSKU = (hwsku_names(), "unknown HwSKU {v!r}", f"fablab carries: {', '.join(hwsku_names())}")
 CHOICES: dict[str, tuple[tuple, str, str]] = {
     "Backend.kind": (BACKEND_KINDS, "unknown backend kind {v!r}", f"valid kinds: {', '.join(BACKEND_KINDS)}"),
     "Backend.ecmp_hash": _HASH,
@@ -89,6 +91,7 @@ CHOICES: dict[str, tuple[tuple, str, str]] = {
     "Frontend.storage_nic_speed": _SPEED,
     "Management.speed": _SPEED,
     "Cable.speed": _SPEED,
+    **{f"Hardware.{role}": _HWSKU for role in ("be_leaf", "be_spine", "superspine", "fe_leaf", "fe_spine")},
 }
 
 # How to write a field that has no default to show, or that needs more words than its type.

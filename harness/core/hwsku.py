@@ -91,6 +91,21 @@ def _cages(cages: tuple[int, ...], lanes: int, split: int, step: int, alias: str
     return rows
 
 
+def _x6(split_of: dict[int, int]) -> list[PortRow]:
+    """Rows of a 7060X6-64PE HwSKU whose cage c (1-based, in order) is broken out into
+    split_of[c] ports of 800G / split each (a cage not listed is unused): the k-th port of cage c
+    is Ethernet<8(c-1) + 8k/split>, alias etp<c><letter>, its 8/split lanes from the cage's."""
+    rows: list[PortRow] = []
+    for c, split in split_of.items():
+        first, width = _7060X6_CAGES[c - 1], 8 // split
+        for s in range(split):
+            rows.append(PortRow(
+                name=f"Ethernet{8 * (c - 1) + s * width}", lanes=tuple(range(first + s * width, first + (s + 1) * width)),
+                alias=f"etp{c}{'abcdefgh'[s] if split > 1 else ''}", index=c, speed=800000 // split,
+                position=len(rows)))
+    return rows
+
+
 def _sfp(rows: list[PortRow]) -> tuple[PortRow, ...]:
     extra = [PortRow(name, (lane,), f"etp{cage}", cage, 10000, len(rows) + i)
              for i, (name, lane, cage) in enumerate(_7060X6_SFP)]
@@ -101,14 +116,20 @@ def _registry() -> tuple[HwSku, ...]:
     s6000 = _cages(_S6000_CAGES, 4, 1, 4, "fortyGigE0/{n}", 0, 40000)
     x64 = _cages(_7060X6_CAGES, 8, 1, 8, "etp{c}", 1, 800000)
     x128 = _cages(_7060X6_CAGES, 8, 2, 4, "etp{c}{s}", 1, 400000)
+    # a leaf of 400G down and 800G up: cages 1-32 whole, 33-64 as 2 × 400G
+    p32o64 = _x6({c: 1 if c <= 32 else 2 for c in range(1, 65)})
+    # a leaf of 100G down and 400G up: the odd cages only, four of them as 2 × 400G, the rest as 8 × 100G
+    c224o8 = _x6({c: 2 if c in (13, 17, 45, 49) else 8 for c in range(1, 65, 2)})
     return (
         HwSku(DEFAULT_HWSKU, tuple(s6000), len(s6000)),  # Dell S6000: 32 × 40G
         HwSku("Arista-7060X6-64PE", _sfp(x64), len(x64)),  # 64 × 800G OSFP (+ 2 × 10G)
+        HwSku("Arista-7060X6-64PE-P32O64", _sfp(p32o64), len(p32o64)),  # 32 × 800G + 64 × 400G
         HwSku("Arista-7060X6-64PE-O128S2", _sfp(x128), len(x128)),  # the same cages as 128 × 400G
+        HwSku("Arista-7060X6-64PE-C224O8", _sfp(c224o8), len(c224o8)),  # 224 × 100G + 8 × 400G
     )
 
 
-HWSKUS: tuple[HwSku, ...] = _registry()  # smallest first
+HWSKUS: tuple[HwSku, ...] = _registry()
 
 
 def hwsku(name: str) -> HwSku:
@@ -118,19 +139,50 @@ def hwsku(name: str) -> HwSku:
     raise KeyError(f"unsupported HwSKU {name!r}; supported: {', '.join(h.name for h in HWSKUS)}")
 
 
-def largest() -> HwSku:
-    return max(HWSKUS, key=lambda h: h.data_ports)
+def assign(h: HwSku, speeds: list[int], named: frozenset[str] = frozenset()) -> list[PortRow] | None:
+    """A data row of `h` for each link, in order (speeds in Gb/s): a free row of the link's own
+    speed, else of the slowest speed above it (the port then runs at the link's speed); rows in
+    file order within a speed. None when a link finds no row (too few, or all too slow)."""
+    free: dict[int, list[PortRow]] = {}
+    for r in h.data_rows:
+        if r.name not in named:
+            free.setdefault(r.speed, []).append(r)
+    for rows in free.values():
+        rows.reverse()  # pop() from the end takes them in file order
+    out = []
+    for gbps in speeds:
+        speed = next((sp for sp in sorted(free) if sp >= gbps * 1000 and free[sp]), None)
+        if speed is None:
+            return None
+        out.append(free[speed].pop())
+    return out
 
 
-def choose(auto_ports: int, named: frozenset[str] = frozenset()) -> HwSku | None:
-    """The HwSKU for a switch with `auto_ports` ports to number and the `named` ports declared.
+def speed_matched(h: HwSku, speeds: list[int]) -> bool:
+    """Every link has a row of exactly its speed."""
+    need: dict[int, int] = {}
+    for gbps in speeds:
+        need[gbps * 1000] = need.get(gbps * 1000, 0) + 1
+    have: dict[int, int] = {}
+    for r in h.data_rows:
+        have[r.speed] = have.get(r.speed, 0) + 1
+    return all(have.get(sp, 0) >= k for sp, k in need.items())
 
-    The default when it fits (it is what an unconfigured docker-sonic-vs runs), else the
-    smallest that fits; None when none does.
-    """
-    for h in sorted(HWSKUS, key=lambda h: (h.name != DEFAULT_HWSKU, h.data_ports)):
-        if all(h.row(n) for n in named):
-            free = sum(1 for r in h.data_rows if r.name not in named)
-            if auto_ports <= free:
-                return h
-    return None
+
+def choose(speeds: list[int]) -> HwSku | None:
+    """The HwSKU for a switch whose links run at `speeds` (Gb/s, one per port): one whose ports
+    are as fast as its links (the fewest rows of a speed it does not use, then the fewest rows),
+    else one whose ports are faster; None when none has the ports."""
+    def unused(h: HwSku) -> int:
+        wanted = {gbps * 1000 for gbps in speeds}
+        return sum(1 for r in h.data_rows if r.speed not in wanted)
+
+    usable = [h for h in HWSKUS if assign(h, speeds) is not None]
+    matched = [h for h in usable if speed_matched(h, speeds)]
+    if matched:
+        return min(matched, key=lambda h: (unused(h), h.data_ports))
+    return min(usable, key=lambda h: (max(r.speed for r in h.data_rows), h.data_ports), default=None)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(h.name for h in HWSKUS)

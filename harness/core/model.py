@@ -16,7 +16,7 @@ from harness.core import declcheck
 from harness.core.codec import CodecError, from_plain, to_plain
 from harness.core.declarations import (  # the declaration types: importable from here as well
     ACL_ACTIONS, ACL_PROTOCOLS, Acl, AclRule, Addressing, BACKEND_KINDS, Backend, Bfd, Cable, Cluster,
-    DECLARATIONS, HOST_ASN, ECMP_HASHES, FE_NIC, FE_NIC2, Fabric, Frontend, GpuNodes, Link, Lossless, MGMT_NIC, Management, Node,
+    DECLARATIONS, HOST_ASN, Hardware, ECMP_HASHES, FE_NIC, FE_NIC2, Fabric, Frontend, GpuNodes, Link, Lossless, MGMT_NIC, Management, Node,
     Objectives, Plane, ROCE_MTUS, Role, Routing, SPEEDS_GBPS, STORAGE_NIC, Tenant, _NAME, check_lab_name,
     rail_nic, switch_mgmt_port)
 from harness.core.errors import Problem, TopologyError
@@ -25,7 +25,7 @@ from harness.core.tenancy import check_tenancy
 
 __all__ = [
     "ACL_ACTIONS", "ACL_PROTOCOLS", "Acl", "AclRule", "Addressing", "BACKEND_KINDS", "Backend", "Bfd", "Cable",
-    "Cluster", "DECLARATIONS", "ECMP_HASHES", "FE_NIC", "FE_NIC2", "Fabric", "Frontend", "GpuNodes", "HOST_ASN", "Link", "Lossless",
+    "Cluster", "DECLARATIONS", "ECMP_HASHES", "FE_NIC", "FE_NIC2", "Fabric", "Frontend", "GpuNodes", "HOST_ASN", "Hardware", "Link", "Lossless",
     "MGMT_NIC", "Management", "Node", "Objectives", "Plane", "ROCE_MTUS", "Role", "Routing", "SPEEDS_GBPS",
     "STORAGE_NIC", "Tenant", "build", "check_lab_name", "check_lossless", "cluster_from_dict",
     "cluster_to_dict", "gpu_node_names", "host_nics", "oversubscription", "rail_nic", "switch_mgmt_port",

@@ -4,12 +4,14 @@ Layout of each data plane's range (say BE 10.0.0.0/16):
   block 0           switch loopbacks (/32 each)
   block 1 + r       rail r's host links on the BE (/31 each: leaf even, host odd)
   block 1 (FE)      every FE host link
+  block 2 (FE)      the /32 of each dual-homed FE host
 Blocks are a power of two, at least a /24, large enough for the plane's host links; the
 address of a host link follows the node's index, so it reads back to the node.
 The mgmt plane is flat: node k gets the (k+2)-th address (the first is left for the
 containerlab management bridge).
 Each routed switch runs as a SONiC HwSKU (harness/core/hwsku.py) and its ports are that HwSKU's
-rows: the smallest HwSKU with enough ports, the docker-sonic-vs default when it fits.
+rows: the one `Hardware` declares for its role, else one whose ports are as fast as its links
+(harness/core/portmap.py).
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ from ipaddress import IPv4Interface, IPv4Network
 
 from harness.core.acl import compile_acl
 from harness.core.errors import Problem, TopologyError
-from harness.core.hwsku import PortRow, choose, largest
-from harness.core.model import (ECMP_HASHES, HOST_ASN, STORAGE_NIC, Fabric, Link, Node, Plane, Role, oversubscription,
+from harness.core.portmap import assign_rows
+from harness.core.model import (ECMP_HASHES, HOST_ASN, STORAGE_NIC, Fabric, Link, Plane, Role, oversubscription,
                            switch_mgmt_port)
 from harness.core.planned import (  # the plan's types: importable from here as well
     SWITCH_ROLES_ORDER, Bom, CableRow, HostPlan, Nic, Plan, Port, SwitchPlan, TenantMember, TenantPlan)
@@ -107,7 +109,7 @@ def make_plan(fabric: Fabric) -> Plan:
         if len(node.rails) > 1:  # port groups: a leaf's host ports rail by rail (a stable sort)
             ports_of[node.name].sort(key=lambda e: (not e[1], e[0].rail if e[1] and e[0].rail is not None else 99))
 
-    skus, rows_of, sku_problems = _assign_rows(fabric, ports_of)
+    skus, rows_of, sku_problems = assign_rows(fabric, ports_of)
     problems += sku_problems
     if problems:
         raise TopologyError(problems, source=fabric.name)
@@ -285,57 +287,6 @@ def _tenant_plans(fabric: Fabric, hosts: list[HostPlan], mtu: int) -> tuple[Tena
                 for h in hosts for n in h.nics if n.tenant == t.name]
         out.append(TenantPlan(t.name, t.vni, tenant_vlan(i, t), tenant_subnet(fabric, i, t), tuple(rows), mtu))
     return tuple(out)
-
-
-def _assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]
-                 ) -> tuple[dict[str, str], dict[tuple[int, bool], PortRow], list[Problem]]:
-    """Pick each routed switch's HwSKU and give every cable end on it a row of that HwSKU.
-
-    A port the user named keeps its own row; the others take the free rows in order.
-    Returns (switch -> HwSKU name, (id(link), is_b_end) -> row, problems).
-    """
-    cable_field = {id(lk): f"cables[{i}]" for i, lk in enumerate(lk for lk in fabric.links if lk.declared)}
-    skus: dict[str, str] = {}
-    rows_of: dict[tuple[int, bool], PortRow] = {}
-    problems: list[Problem] = []
-    for node in fabric.switches:
-        if not node.role.is_routed:
-            continue
-        items = ports_of.get(node.name, [])
-        named = frozenset(p for lk, is_b in items if (p := lk.b_port if is_b else lk.a_port) is not None)
-        sku = choose(len(items) - len(named), named)
-        if sku is None:
-            problems += _sku_problems(fabric, node, items, named, cable_field)
-            continue
-        skus[node.name] = sku.name
-        free = iter(r for r in sku.data_rows if r.name not in named)
-        for lk, is_b in items:
-            own = lk.b_port if is_b else lk.a_port
-            rows_of[(id(lk), is_b)] = sku.row(own) if own is not None else next(free)
-    return skus, rows_of, problems
-
-
-def _sku_problems(fabric: Fabric, node: Node, items: list[tuple[Link, bool]], named: frozenset[str],
-                  cable_field: dict[int, str]) -> list[Problem]:
-    big = largest()
-    if len(items) > big.data_ports:
-        return [Problem(f"switches.{node.name}",
-                        f"{node.name} needs {len(items)} ports; the largest supported HwSKU, {big.name}, "
-                        f"has {big.data_ports}", _SKU_HINTS[node.role])]
-    sku = choose(len(items)) or big  # what the switch would run, were its ports not named
-    return [Problem(cable_field.get(id(lk), f"switches.{node.name}"),
-                    f"{node.name} has no port {port!r}: it runs as HwSKU {sku.name}",
-                    f"name one of {sku.span}, or leave the port out and let the plan number it")
-            for lk, is_b in items if (port := lk.b_port if is_b else lk.a_port) in named and sku.row(port) is None]
-
-
-_SKU_HINTS = {
-    Role.BE_LEAF: "use more groups (rail-optimized) so each leaf serves fewer nodes",
-    Role.BE_SPINE: "lower backend.uplinks_per_spine (add spines to keep the bandwidth), or use fewer groups",
-    Role.BE_SUPERSPINE: "make superspines a multiple of spines (planes), or lower backend.uplinks_per_superspine",
-    Role.FE_LEAF: "add FE leaves (frontend.leaves) so each serves fewer hosts",
-    Role.FE_SPINE: "use fewer FE leaves or split the frontend",
-}
 
 
 def _number_oob(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]) -> dict[tuple[int, bool], str]:

@@ -45,9 +45,9 @@ def mtu_lowered(lab, node: str, port: str, mtu: int):
 
 
 def test_a_port_mtu_lowered_by_hand_is_named(lab):
-    with mtu_lowered(lab, "be-g2-r1", "Ethernet20", 4000):
+    with mtu_lowered(lab, "be-g2-r1", "Ethernet8", 4000):
         found = {(f.node, f.port, f.table) for f in audit_lab(lab).findings}
-        assert ("be-g2-r1", "Ethernet20", "PORT") in found
+        assert ("be-g2-r1", "Ethernet8", "PORT") in found
         assert main(["audit", lab.name]) == 3
     assert audit_lab(lab).passed  # the control: back as booted, clean again
 

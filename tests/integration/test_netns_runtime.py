@@ -59,7 +59,7 @@ def test_bfdd_timers_have_slack_in_proportion_to_the_interval(lab):
 def test_leaves_reach_the_other_group_over_both_spines(lab):
     routes = lab.routes("be-g1-r0")
     other_group_host = lab.plan.switch("be-g2-r0").host_ports[0].address.network
-    assert routes[other_group_host].interfaces == ("Ethernet16", "Ethernet20")
+    assert routes[other_group_host].interfaces == ("Ethernet0", "Ethernet8")
     assert routes[other_group_host].protocol == "bgp"
     # One prefix's route, as the failover check polls it, is the FIB's entry, and only an exact match.
     assert lab.route("be-g1-r0", other_group_host) == routes[other_group_host]
@@ -94,7 +94,7 @@ def test_hard_failure_and_restore(lab):
     link = lab.link("be-g1-r0", "be-s1")
     link.down()
     try:
-        _poll(lambda: lab.routes("be-g1-r0")[prefix].interfaces == ("Ethernet20",), "one path left")
+        _poll(lambda: lab.routes("be-g1-r0")[prefix].interfaces == ("Ethernet8",), "one path left")
     finally:
         link.up()
     _poll(lambda: lab.routes("be-g1-r0").get(prefix) and lab.routes("be-g1-r0")[prefix].width == 2,
@@ -128,8 +128,8 @@ def test_gray_failure_is_seen_by_bfd_only(lab):
     _poll(lambda: lab.shortfalls() == [], "converged before the test", timeout=30)
     link.gray()
     try:
-        _poll(lambda: lab.routes("be-g1-r1")[prefix].interfaces == ("Ethernet16",), "BFD removed the gray path")
-        assert lab.counters("be-g1-r1", "Ethernet20")["Ethernet20"].carrier  # the carrier never dropped
+        _poll(lambda: lab.routes("be-g1-r1")[prefix].interfaces == ("Ethernet0",), "BFD removed the gray path")
+        assert lab.counters("be-g1-r1", "Ethernet8")["Ethernet8"].carrier  # the carrier never dropped
     finally:
         link.heal()
     _poll(lambda: lab.shortfalls() == [], "converged after heal", timeout=30)
@@ -286,7 +286,7 @@ def test_summarized_hosts_converge_and_forward_through_the_summary(lab, lab_name
         assert summarized.shortfalls() == []  # every planned prefix, the summaries, at its width
         summary = next(p for p in summarized.plan.originated(far) if link.subnet_of(p) and p != link)
         routes = summarized.routes("be-g1-r0")
-        assert routes[summary].interfaces == ("Ethernet16", "Ethernet20") and link not in routes
+        assert routes[summary].interfaces == ("Ethernet0", "Ethernet8") and link not in routes
         dst = summarized.plan.host("gpu05").nic("rail0")
         assert summarized.plan.route_prefix(dst) == summary
         run = summarized.exec("gpu01", ["ping", "-c", "2", "-W", "2", "-I", "rail0", str(dst.address.ip)])

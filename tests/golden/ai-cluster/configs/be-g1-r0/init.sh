@@ -17,7 +17,7 @@ BFDD=$ROOT/usr/lib/frr/bfdd
 STATUS=$ROOT/tmp/fablab-init.status
 STEP_TIMEOUT=${FABLAB_INIT_STEP_TIMEOUT:-300}
 POLL=1
-PORTS=(Ethernet0 Ethernet4 Ethernet8 Ethernet12 Ethernet16 Ethernet20)
+PORTS=(Ethernet0 Ethernet8 Ethernet256 Ethernet260 Ethernet264 Ethernet268)
 # containerlab sets these from the node's sysctls; BGP unnumbered needs IPv6 link-local
 # addresses, which Docker turns off on an IPv4-only network.
 SYSCTLS=(
