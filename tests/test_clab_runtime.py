@@ -381,3 +381,21 @@ def test_clab_names_a_sonic_cable_end_by_its_endpoint_and_audits_fe_and_be_only(
     whole = NetnsRuntime().cabling_scope(plan)
     assert whole.planes == tuple(Plane) and whole.skip_interfaces == frozenset()
     assert whole.nodes == tuple(n.name for n in plan.fabric.nodes) and "oob1" in whole.nodes
+
+
+def test_ports_broken_out_of_one_hwsku_row_are_refused_before_anything_is_made():
+    """docker-sonic-vs gives each port_config.ini row one interface: ports broken out of a row
+    (a declared 64 × 800G HwSKU under 100G hosts) cannot each have their own."""
+    from dataclasses import replace
+
+    from harness.core.errors import InputError
+    from harness.core.model import Hardware
+
+    c = replace(BUILTINS["ai-cluster"](), hardware=Hardware(fe_leaf="Arista-7060X6-64PE"))
+    plan = make_plan(build(c))
+    before = state.labs()
+    with pytest.raises(InputError) as e:
+        ClabRuntime().up(plan, "brk", "ai-cluster")  # refused before the prerequisites are even looked at
+    assert "fe-l1 (Arista-7060X6-64PE): Ethernet" in str(e.value) and "Arista-7060X6-64PE-C224O8" in str(e.value)
+    assert state.labs() == before
+    assert clab.vs_shared_interfaces(make_plan(build(BUILTINS["ai-cluster"]()))) == []

@@ -82,11 +82,19 @@ def test_a_40g_fabric_runs_the_docker_sonic_vs_default():
     assert make_plan(build(c)).switch("be-r0").hwsku == "Force10-S6000"
 
 
-def test_a_declared_hwsku_is_run_and_slower_links_run_on_its_faster_ports():
+def test_a_declared_hwsku_is_run_and_its_cages_broken_out_to_the_links_speed():
     c = replace(BUILTINS["ai-cluster"](), hardware=Hardware(be_leaf="Arista-7060X6-64PE"))
     leaf = make_plan(build(c)).switch("be-g1-r0")
     assert leaf.hwsku == "Arista-7060X6-64PE"
-    assert {(p.speed, p.row.speed) for p in leaf.host_ports} == {(400, 800000)}
+    assert {(p.speed, p.row.speed, p.row.broken_out) for p in leaf.host_ports} == {(400, 400000, True)}
+    assert {(p.speed, p.row.speed, p.row.broken_out) for p in leaf.fabric_ports} == {(800, 800000, False)}
+
+
+def test_a_declared_hwsku_without_breakout_runs_slower_links_on_its_faster_ports():
+    c = replace(wide(8), gpu=replace(wide(8).gpu, nic_speed=25), hardware=Hardware(be_leaf="Force10-S6000"))
+    leaf = make_plan(build(c)).switch("be-r0")
+    assert {(p.speed, p.row.speed, p.row.broken_out) for p in leaf.ports} == {(25, 40000, False)}
+    assert leaf.breakout == ()  # no BREAKOUT_CFG where the platform has no breakout modes
 
 
 def test_a_link_faster_than_the_declared_hwsku_is_refused():
@@ -188,3 +196,52 @@ def test_a_switch_off_the_default_hwsku_tells_docker_sonic_vs_which_to_run(clab_
         expected = None if sw.hwsku == "Force10-S6000" else {"HWSKU": sw.hwsku}
         assert nodes[sw.name].get("env") == expected, sw.name
     assert nodes["be-r0"]["env"] == {"HWSKU": "Arista-7060X6-64PE-O128S2"}
+
+
+# --------------------------------------------------------------------------- breakout
+
+@pytest.fixture(scope="session")
+def x6_platform(reference):
+    path = reference / "sonic-platform" / "x86_64-arista_7060x6_64pe"
+    if not path.is_dir():
+        pytest.skip(f"SONiC platform files not found at {path} (set FABLAB_REFERENCE to the reference folder)")
+    return path
+
+
+@pytest.mark.parametrize("sku", [h for h in HWSKUS if h.cages], ids=lambda s: s.name)
+def test_cages_and_their_breakout_modes_are_the_platforms(sku, x6_platform):
+    platform = json.loads((x6_platform / "platform.json").read_text())["interfaces"]
+    defaults = json.loads((x6_platform / sku.name / "hwsku.json").read_text())["interfaces"]
+    for cage in sku.cages:
+        ref = platform[cage.parent]
+        assert ",".join(map(str, cage.lanes)) == ref["lanes"] and str(cage.index) == ref["index"].split(",")[0]
+        assert cage.default_mode == defaults[cage.parent]["default_brkout_mode"], cage.parent
+        assert sorted(m for m, _, _ in sku.modes) == sorted(ref["breakout_modes"])
+        for mode, _, _ in sku.modes:
+            ports = sku.broken_out(cage, mode)
+            assert [p.alias for p in ports] == ref["breakout_modes"][mode], (cage.parent, mode)
+            assert [lane for p in ports for lane in p.lanes] == list(cage.lanes)  # the cage's lanes, split evenly
+        # the HwSKU's own rows are its cages in their default mode
+        assert [(r.name, r.lanes, r.alias, r.speed) for r in sku.broken_out(cage, cage.default_mode)] == \
+            [(r.name, r.lanes, r.alias, r.speed) for r in sku.cage_rows(cage)]
+
+
+def test_a_declared_hwsku_breaks_cages_out_for_slower_links():
+    c = replace(BUILTINS["ai-cluster"](), hardware=Hardware(fe_leaf="Arista-7060X6-64PE"))
+    plan = make_plan(build(c))
+    leaf = plan.switch("fe-l1")
+    assert {(p.speed, p.row.speed) for p in leaf.ports} == {(100, 100000), (200, 200000), (400, 400000)}
+    modes = dict(leaf.breakout)
+    assert len(modes) == 64 and {m for m in modes.values()} == {"1x800G[400G]", "8x100G", "4x200G", "2x400G"}
+    broken = {p.name for p in leaf.ports if p.row.broken_out}
+    assert broken == {p.name for p in leaf.ports}  # every port of a 64 × 800G leaf with no 800G link
+    db = json.loads(artifacts(plan)["configs/fe-l1/config_db.json"])
+    assert db["BREAKOUT_CFG"] == {parent: {"brkout_mode": mode} for parent, mode in leaf.breakout}
+    assert all(db["PORT"][p.name]["speed"] == str(p.row.speed) for p in leaf.ports)
+
+
+def test_the_default_choice_breaks_nothing_out(ai_plan):
+    for sw in ai_plan.switches:
+        assert not any(p.row.broken_out for p in sw.ports), sw.name
+        assert all(mode == next(c.default_mode for c in hwsku(sw.hwsku).cages if c.parent == parent)
+                   for parent, mode in sw.breakout)

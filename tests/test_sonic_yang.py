@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from harness.core.model import Acl, AclRule, Frontend, Lossless, Tenant, build
+from harness.core.model import Acl, AclRule, Frontend, Hardware, Lossless, Tenant, build
 from harness.core.plan import make_plan
 from harness.render import artifacts
 from conftest import require_tool
@@ -60,6 +60,9 @@ def configs():
                        AclRule("permit", "role:gpu", "role:gateway")), default="deny"))
     # rail-only leaves of two rails each: a VRF per rail, the host ports in their rail's VRF
     declared[CUSTOM_RAIL_VRFS] = multi_rail(kind="rail-only")
+    # leaves declared on 800G cages: BREAKOUT_CFG, and ports broken out to 400G, 200G and 100G
+    declared[CUSTOM_BREAKOUT] = replace(BUILTINS["ai-cluster"](), hardware=Hardware(
+        be_leaf="Arista-7060X6-64PE", fe_leaf="Arista-7060X6-64PE"))
     for topology, cluster in declared.items():
         plan = make_plan(build(cluster))
         files = artifacts(plan)
@@ -82,6 +85,7 @@ def verdicts(yanglint, schemas, configs, tmp_path_factory):
 CUSTOM_LOSSLESS = "ai-cluster+lossless"
 CUSTOM_TENANTS = "ai-cluster+trunks"
 CUSTOM_RAIL_VRFS = "multi-rail+rail-only"
+CUSTOM_BREAKOUT = "ai-cluster-broken-out"  # 64 × 800G leaves, cages broken out for slower links
 
 
 @pytest.mark.parametrize("release", RELEASES)

@@ -26,7 +26,8 @@ class PortRow:
     alias: str
     index: int  # front-panel index as the HwSKU numbers it (0- or 1-based, per vendor)
     speed: int  # Mb/s
-    position: int  # 0-based row number in the file
+    position: int  # 0-based row number in the file (a broken-out port: the row owning its first lane)
+    broken_out: bool = False  # a port of a cage broken out by BREAKOUT_CFG, not a row of the file
 
     @property
     def clab(self) -> str:
@@ -39,10 +40,48 @@ class PortRow:
 
 
 @dataclass(frozen=True)
+class Cage:
+    """A front-panel cage of a platform with dynamic port breakout: SONiC's parent port (the key
+    of BREAKOUT_CFG), its lanes, and the breakout mode the HwSKU gives it (hwsku.json's
+    default_brkout_mode)."""
+
+    parent: str
+    lanes: tuple[int, ...]
+    index: int
+    default_mode: str
+
+
+# The breakout modes of a 7060X6-64PE cage (platform.json of x86_64-arista_7060x6_64pe): mode ->
+# (ports, Mb/s each); port k of n is Ethernet<parent + 8k/n>, alias etp<cage><a..h> when n > 1.
+X6_MODES = {"1x800G[400G]": (1, 800000), "1x400G": (1, 400000), "2x400G": (2, 400000), "4x200G": (4, 200000),
+            "8x100G": (8, 100000)}
+
+
+@dataclass(frozen=True)
 class HwSku:
     name: str
     rows: tuple[PortRow, ...]
     data_ports: int  # the leading rows; the rest are slow service ports, used only when named
+    cages: tuple[Cage, ...] = ()  # a platform with breakout modes (none: the ports are the rows)
+    modes: tuple[tuple[str, int, int], ...] = ()  # (mode, ports, Mb/s each) every cage accepts
+
+    def cage_rows(self, cage: Cage) -> tuple[PortRow, ...]:
+        return tuple(r for r in self.data_rows if r.lanes[0] in cage.lanes)
+
+    def mode_for(self, speed: int) -> str | None:
+        """The breakout mode whose ports run at `speed` Mb/s (the most ports per cage)."""
+        fits = [(n, mode) for mode, n, each in self.modes if each == speed]
+        return max(fits)[1] if fits else None
+
+    def broken_out(self, cage: Cage, mode: str) -> tuple[PortRow, ...]:
+        """The ports of `cage` in `mode`. docker-sonic-vs wires each to the row owning its first lane."""
+        n, speed = next((k, each) for m, k, each in self.modes if m == mode)
+        width = len(cage.lanes) // n
+        base = int(cage.parent.removeprefix("Ethernet"))
+        owner = {lane: r.position for r in self.rows for lane in r.lanes}
+        return tuple(PortRow(f"Ethernet{base + k * width}", cage.lanes[k * width:(k + 1) * width],
+                             f"etp{cage.index}{'abcdefgh'[k] if n > 1 else ''}", cage.index, speed,
+                             owner[cage.lanes[k * width]], broken_out=True) for k in range(n))
 
     @property
     def data_rows(self) -> tuple[PortRow, ...]:
@@ -106,6 +145,16 @@ def _x6(split_of: dict[int, int]) -> list[PortRow]:
     return rows
 
 
+_SPLIT_MODE = {(1, 800000): "1x800G[400G]", (2, 400000): "2x400G", (4, 200000): "4x200G", (8, 100000): "8x100G"}
+
+
+def _x6_sku(name: str, split_of: dict[int, int]) -> HwSku:
+    rows = _x6(split_of)
+    cages = tuple(Cage(f"Ethernet{8 * (c - 1)}", tuple(range(_7060X6_CAGES[c - 1], _7060X6_CAGES[c - 1] + 8)), c,
+                       _SPLIT_MODE[(split, 800000 // split)]) for c, split in split_of.items())
+    return HwSku(name, _sfp(rows), len(rows), cages, tuple((m, n, each) for m, (n, each) in X6_MODES.items()))
+
+
 def _sfp(rows: list[PortRow]) -> tuple[PortRow, ...]:
     extra = [PortRow(name, (lane,), f"etp{cage}", cage, 10000, len(rows) + i)
              for i, (name, lane, cage) in enumerate(_7060X6_SFP)]
@@ -114,18 +163,16 @@ def _sfp(rows: list[PortRow]) -> tuple[PortRow, ...]:
 
 def _registry() -> tuple[HwSku, ...]:
     s6000 = _cages(_S6000_CAGES, 4, 1, 4, "fortyGigE0/{n}", 0, 40000)
-    x64 = _cages(_7060X6_CAGES, 8, 1, 8, "etp{c}", 1, 800000)
-    x128 = _cages(_7060X6_CAGES, 8, 2, 4, "etp{c}{s}", 1, 400000)
-    # a leaf of 400G down and 800G up: cages 1-32 whole, 33-64 as 2 × 400G
-    p32o64 = _x6({c: 1 if c <= 32 else 2 for c in range(1, 65)})
-    # a leaf of 100G down and 400G up: the odd cages only, four of them as 2 × 400G, the rest as 8 × 100G
-    c224o8 = _x6({c: 2 if c in (13, 17, 45, 49) else 8 for c in range(1, 65, 2)})
+    cages = range(1, 65)
     return (
-        HwSku(DEFAULT_HWSKU, tuple(s6000), len(s6000)),  # Dell S6000: 32 × 40G
-        HwSku("Arista-7060X6-64PE", _sfp(x64), len(x64)),  # 64 × 800G OSFP (+ 2 × 10G)
-        HwSku("Arista-7060X6-64PE-P32O64", _sfp(p32o64), len(p32o64)),  # 32 × 800G + 64 × 400G
-        HwSku("Arista-7060X6-64PE-O128S2", _sfp(x128), len(x128)),  # the same cages as 128 × 400G
-        HwSku("Arista-7060X6-64PE-C224O8", _sfp(c224o8), len(c224o8)),  # 224 × 100G + 8 × 400G
+        HwSku(DEFAULT_HWSKU, tuple(s6000), len(s6000)),  # Dell S6000: 32 × 40G, no breakout
+        # the 7060X6-64PE's 64 OSFP cages (+ 2 × 10G SFP), in four layouts:
+        _x6_sku("Arista-7060X6-64PE", {c: 1 for c in cages}),  # 64 × 800G
+        # a leaf of 400G down and 800G up: cages 1-32 whole, 33-64 as 2 × 400G
+        _x6_sku("Arista-7060X6-64PE-P32O64", {c: 1 if c <= 32 else 2 for c in cages}),
+        _x6_sku("Arista-7060X6-64PE-O128S2", {c: 2 for c in cages}),  # 128 × 400G
+        # a leaf of 100G down and 400G up: the odd cages only, four as 2 × 400G, the rest as 8 × 100G
+        _x6_sku("Arista-7060X6-64PE-C224O8", {c: 2 if c in (13, 17, 45, 49) else 8 for c in range(1, 65, 2)}),
     )
 
 
@@ -139,23 +186,50 @@ def hwsku(name: str) -> HwSku:
     raise KeyError(f"unsupported HwSKU {name!r}; supported: {', '.join(h.name for h in HWSKUS)}")
 
 
-def assign(h: HwSku, speeds: list[int], named: frozenset[str] = frozenset()) -> list[PortRow] | None:
+@dataclass(frozen=True)
+class Assignment:
+    rows: tuple[PortRow, ...]  # one per link, in order
+    modes: tuple[tuple[str, str], ...]  # (parent port, breakout mode) of every cage, the HwSKU's unless broken out
+
+
+def assign(h: HwSku, speeds: list[int], named: frozenset[str] = frozenset(),
+           breakout: bool = False) -> Assignment | None:
     """A data row of `h` for each link, in order (speeds in Gb/s): a free row of the link's own
-    speed, else of the slowest speed above it (the port then runs at the link's speed); rows in
-    file order within a speed. None when a link finds no row (too few, or all too slow)."""
+    speed; else, with `breakout`, a port of a free cage broken out into ports of that speed (the
+    last free cages, of a speed with rows to spare); else a row of the slowest speed above it
+    (the port then runs at the link's speed). None when a link finds no port."""
     free: dict[int, list[PortRow]] = {}
     for r in h.data_rows:
         if r.name not in named:
             free.setdefault(r.speed, []).append(r)
+    need: dict[int, int] = {}
+    for gbps in speeds:
+        need[gbps * 1000] = need.get(gbps * 1000, 0) + 1
+    modes = {c.parent: c.default_mode for c in h.cages}
+    if breakout:
+        for speed in sorted(need):
+            mode = h.mode_for(speed)
+            for cage in reversed(h.cages):
+                if mode is None or len(free.get(speed, ())) >= need[speed]:
+                    break
+                rows = h.cage_rows(cage)
+                spare = rows and all(r.speed > speed for r in rows) and \
+                    len(free.get(rows[0].speed, ())) - need.get(rows[0].speed, 0) >= len(rows)
+                if not spare or any(r not in free[rows[0].speed] for r in rows):
+                    continue
+                free[rows[0].speed] = [r for r in free[rows[0].speed] if r not in rows]
+                free.setdefault(speed, []).extend(h.broken_out(cage, mode))
+                free[speed].sort(key=lambda r: (r.position, r.lanes[0]))
+                modes[cage.parent] = mode
     for rows in free.values():
-        rows.reverse()  # pop() from the end takes them in file order
+        rows.reverse()  # pop() from the end takes them in order
     out = []
     for gbps in speeds:
         speed = next((sp for sp in sorted(free) if sp >= gbps * 1000 and free[sp]), None)
         if speed is None:
             return None
         out.append(free[speed].pop())
-    return out
+    return Assignment(tuple(out), tuple(modes.items()))
 
 
 def speed_matched(h: HwSku, speeds: list[int]) -> bool:

@@ -109,7 +109,7 @@ def make_plan(fabric: Fabric) -> Plan:
         if len(node.rails) > 1:  # port groups: a leaf's host ports rail by rail (a stable sort)
             ports_of[node.name].sort(key=lambda e: (not e[1], e[0].rail if e[1] and e[0].rail is not None else 99))
 
-    skus, rows_of, sku_problems = assign_rows(fabric, ports_of)
+    skus, rows_of, breakouts, sku_problems = assign_rows(fabric, ports_of)
     problems += sku_problems
     if problems:
         raise TopologyError(problems, source=fabric.name)
@@ -175,6 +175,7 @@ def make_plan(fabric: Fabric) -> Plan:
         switches.append(SwitchPlan(
             name=node.name, role=node.role, plane=plane, asn=asn_of[node.name],
             loopback=loopbacks[node.name], mgmt=mgmt_addr[node.name], ports=tuple(ports), hwsku=skus[node.name],
+            breakout=breakouts[node.name],
             mtu=cfg.mtu, lossless=plane is Plane.BE, hash_policy=ECMP_HASHES[cfg.ecmp_hash],
             plane_range=be_net if plane is Plane.BE else fe_net,
             oversubscription=oversubscription(fabric, node.name) if node.role in OVERSUBSCRIBED else None,

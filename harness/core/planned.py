@@ -70,6 +70,9 @@ class SwitchPlan:
     # spine joins rails in a rail-only fabric); SONiC gives each a VRF.
     separate_rails: bool = False
     vnis: tuple[int, ...] = ()  # tenant VNIs with members behind this leaf (it is their VTEP)
+    # (parent port, breakout mode) of every cage of a HwSKU with breakout modes: the HwSKU's own,
+    # or the mode a cage was broken out to for links slower than its ports (SONiC's BREAKOUT_CFG)
+    breakout: tuple[tuple[str, str], ...] = ()
 
     @property
     def router_id(self) -> IPv4Address:

@@ -20,17 +20,20 @@ HARDWARE_FIELD = {Role.BE_LEAF: "be_leaf", Role.BE_SPINE: "be_spine", Role.BE_SU
 
 
 def assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]
-                 ) -> tuple[dict[str, str], dict[tuple[int, bool], PortRow], list[Problem]]:
+                 ) -> tuple[dict[str, str], dict[tuple[int, bool], PortRow], dict[str, tuple[tuple[str, str], ...]],
+                            list[Problem]]:
     """Pick each routed switch's HwSKU (declared per role in `Hardware`, else speed-matched) and
     give every cable end on it a row of that HwSKU.
 
-    A port the user named keeps its own row; the others take free rows of their link's speed
-    (else of the slowest faster speed), in order. Returns (switch -> HwSKU name,
-    (id(link), is_b_end) -> row, problems).
+    A port the user named keeps its own row; the others take free rows of their link's speed,
+    else (a declared HwSKU) ports of a cage broken out to that speed, else rows of the slowest
+    faster speed, in order. Returns (switch -> HwSKU name, (id(link), is_b_end) -> row,
+    switch -> every cage's breakout mode, problems).
     """
     cable_field = {id(lk): f"cables[{i}]" for i, lk in enumerate(lk for lk in fabric.links if lk.declared)}
     skus: dict[str, str] = {}
     rows_of: dict[tuple[int, bool], PortRow] = {}
+    modes: dict[str, tuple[tuple[str, str], ...]] = {}
     problems: list[Problem] = []
     said: set[str] = set()  # one problem per declared HwSKU field
     for node in fabric.switches:
@@ -51,11 +54,13 @@ def assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]
             said |= {p.field for p in found if p.field.startswith("hardware.")}
             continue
         skus[node.name] = sku.name
-        free = iter(assign(sku, auto, named))
+        done = assign(sku, auto, named, breakout=bool(declared))
+        modes[node.name] = done.modes
+        free = iter(done.rows)
         for lk, is_b in items:
             own = lk.b_port if is_b else lk.a_port
             rows_of[(id(lk), is_b)] = sku.row(own) if own is not None else next(free)
-    return skus, rows_of, problems
+    return skus, rows_of, modes, problems
 
 
 def _fit_problems(node: Node, items: list[tuple[Link, bool]], named: frozenset[str], auto: list[int], sku: HwSku,
@@ -84,7 +89,7 @@ def _fit_problems(node: Node, items: list[tuple[Link, bool]], named: frozenset[s
             out.append(Problem(cable_field.get(id(lk), where), f"{node.name}:{port} is a {row.speed // 1000}G port "
                                                                f"of {sku.name}, the link {lk.speed}G",
                                "name a port as fast as the link, or leave the port out"))
-    if not out and assign(sku, auto, named) is None:
+    if not out and assign(sku, auto, named, breakout=where.startswith("hardware.")) is None:
         speeds = ", ".join(f"{k} × {gbps}G" for gbps, k in sorted(Counter(auto).items()))
         out.append(Problem(where, f"{node.name} needs {len(auto) + len(named)} ports ({speeds}"
                                   f"{f' and {len(named)} named' if named else ''}); {sku.name} has "

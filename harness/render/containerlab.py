@@ -39,6 +39,21 @@ def switch_env(sw: SwitchPlan) -> dict[str, str]:
     return {} if sw.hwsku == DEFAULT_HWSKU else {"HWSKU": sw.hwsku}
 
 
+def vs_shared_interfaces(plan: Plan) -> list[str]:
+    """Ports docker-sonic-vs cannot wire: it gives each row of the HwSKU's port_config.ini one
+    interface (eth<i>) and bridges a PORT to the one owning its first lane, so ports broken out
+    of one row (BREAKOUT_CFG) would share it. One line per switch that has them."""
+    out = []
+    for sw in plan.switches:
+        shared: dict[str, list[str]] = {}
+        for p in sw.ports:
+            shared.setdefault(p.clab, []).append(p.name)
+        clashes = [f"{', '.join(names)} on {eth}" for eth, names in shared.items() if len(names) > 1]
+        if clashes:
+            out.append(f"{sw.name} ({sw.hwsku}): {'; '.join(clashes)}")
+    return out
+
+
 def switch_binds(sw: SwitchPlan) -> list[tuple[str, str]]:
     """(source relative to the clab file, path in the container) for each file of a switch."""
     return [(f"configs/{sw.name}/{name}", f"{CONTAINER_DIR}/{name}") for name in SWITCH_FILES]

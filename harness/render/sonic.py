@@ -66,6 +66,8 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
             # A rail-only leaf of several rails keeps them apart: a VRF per rail's port group.
             db["INTERFACE"][p.name] = {"vrf_name": rail_vrf(p.rail)} if sw.separate_rails else {}
             db["INTERFACE"][f"{p.name}|{p.address}"] = {}
+    if sw.breakout:  # every cage's mode, as SONiC's dynamic port breakout keeps it (hwsku.json's default)
+        db["BREAKOUT_CFG"] = {parent: {"brkout_mode": mode} for parent, mode in sw.breakout}
     if sw.separate_rails:
         db["VRF"] = {rail_vrf(r): {} for r in sw.rails}
     if sw.lossless:

@@ -24,13 +24,13 @@ from ipaddress import IPv4Network
 from pathlib import Path
 
 from harness.plumbing import interrupt, namespaces, wait
-from harness.core.errors import PrerequisiteError, LabError
+from harness.core.errors import InputError, LabError, PrerequisiteError
 from harness.core.model import Plane, Role, build, cluster_to_dict
 from harness.core.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.configs import with_configs
-from harness.render.containerlab import SONIC_IMAGE
+from harness.render.containerlab import SONIC_IMAGE, vs_shared_interfaces
 from harness.runtime import processes
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
@@ -128,6 +128,13 @@ class ClabRuntime(NamespaceAccess):
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
            timeout: float = 600.0, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
         check_lab_name(lab)
+        shared = vs_shared_interfaces(plan)
+        if shared:  # before anything is made
+            raise InputError(f"docker-sonic-vs wires one interface per row of a HwSKU's port_config.ini, and these "
+                             f"ports were broken out of one row: {'; '.join(shared[:3])}"
+                             f"{f' (+{len(shared) - 3} more)' if len(shared) > 3 else ''}. Declare for that role a "
+                             "HwSKU whose rows are ports of the links' speed (`fablab hwskus`; e.g. "
+                             "Arista-7060X6-64PE-C224O8 for 100G hosts), or run it on the netns runtime")
         image = sonic_image()
         check_prerequisites(image, which=self._which, run=self._run)
         from harness.core.mgmtnet import lab_mgmt_network
