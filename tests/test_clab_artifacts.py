@@ -14,7 +14,6 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from harness.core.mgmtnet import POOL
 from harness.core.model import build
 from harness.core.plan import make_plan
 from harness.render import artifacts
@@ -158,9 +157,13 @@ def test_hwsku_env_names_another_hwsku():
 
 
 def test_mgmt_addresses_agree_between_config_db_and_clab_file(rendered):
+    """The declared mgmt plan, the same in the clab file, config_db.json and the plan."""
     plan, files, doc = rendered
     subnet = IPv4Network(doc["mgmt"]["ipv4-subnet"])
-    assert subnet.subnet_of(POOL) and doc["mgmt"]["network"] == f"fablab-{plan.name}"
+    assert subnet == IPv4Network(plan.fabric.cluster.addressing.mgmt) == plan.mgmt_network
+    assert doc["mgmt"]["network"] == f"fablab-{plan.name}"
+    assert {IPv4Address(n["mgmt-ipv4"]) for n in doc["topology"]["nodes"].values()} == \
+        {sw.mgmt.ip for sw in plan.switches} | {h.mgmt.address.ip for h in plan.hosts}
     gateway = IPv4Address(doc["mgmt"]["ipv4-gw"])
     seen = {gateway}
     for sw, node in switch_nodes(plan, doc):

@@ -320,19 +320,19 @@ def test_up_writes_the_artifacts_it_deploys_with_the_lab_subnet(run_root):
                                                                   "x", "ai-cluster")
     assert "configs/be-s1/init.sh" in seen["files"] and "configs/be-s1/config_db.json" in seen["files"]
     subnet = seen["state"].mgmt_network
+    assert subnet == "172.31.0.0/20"  # the declared addressing.mgmt, as everywhere else
     assert f"ipv4-subnet: {subnet}" in seen["text"]
     assert seen["state"].namespaces[0].startswith("fablab-x-")
 
 
-def test_a_second_lab_gets_a_subnet_apart_from_the_running_one(run_root):
-    from harness.core.mgmtnet import lab_mgmt_network
+def test_a_second_lab_whose_declared_mgmt_range_is_held_moves_to_a_slot_of_its_own(run_root):
+    from ipaddress import IPv4Network
 
     plan = make_plan(build(BUILTINS["ai-cluster"]()))
-    first = lab_mgmt_network("y", len(plan.fabric.nodes))
-    # A running clab lab that holds exactly the subnet "y" would hash to.
+    # A running clab lab of the same declaration holds the declared mgmt range.
     state.save(state.LabState(lab="z", runtime="clab", topology="ai-cluster", cluster={}, namespaces=(),
-                              runner_pid=os.getpid(), phase="up", mgmt_network=str(first)))
-    seen = {}
+                              runner_pid=os.getpid(), phase="up", mgmt_network=str(plan.mgmt_network)))
+    seen, said = {}, []
 
     def run(argv, **kwargs):
         if argv[:2] == ["containerlab", "deploy"]:
@@ -340,10 +340,10 @@ def test_a_second_lab_gets_a_subnet_apart_from_the_running_one(run_root):
         return FakeClab(completed(1, "", "stop here"))(argv, **kwargs)
 
     with pytest.raises(LabError):
-        ClabRuntime(run=run, which=lambda t: f"/usr/bin/{t}").up(plan, "y", "ai-cluster")
-    from ipaddress import IPv4Network
-
-    assert not IPv4Network(seen["net"]).overlaps(first)
+        ClabRuntime(run=run, which=lambda t: f"/usr/bin/{t}").up(plan, "y", "ai-cluster",
+                                                                  progress=lambda phase, text: said.append(text))
+    assert not IPv4Network(seen["net"]).overlaps(plan.mgmt_network)
+    assert any("overlaps lab z's" in text and seen["net"] in text for text in said)
 
 
 def test_the_clab_view_moves_mgmt_and_names_hosts_mgmt_nic_eth0():

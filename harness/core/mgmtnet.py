@@ -1,7 +1,10 @@
-"""A management subnet per lab, so that labs can run side by side on one Docker host.
+"""A management subnet of its own for a lab whose declared mgmt range another lab holds.
 
-Docker refuses a network whose subnet overlaps another network's, so every containerlab
-lab needs its own mgmt subnet. It is drawn from 198.18.0.0/15 (RFC 2544, benchmarking):
+A lab's mgmt network is its declared `addressing.mgmt`, on every runtime and in every
+artifact. Docker refuses a network whose subnet overlaps another network's, so when a
+containerlab lab's declared range overlaps a running lab's (two labs of one declaration), the
+runtime moves the second lab's mgmt plane to a subnet drawn from 198.18.0.0/15 (RFC 2544,
+benchmarking), and says so:
 outside Docker's default address pools (172.17.0.0/16-172.31.0.0/16, 192.168.0.0/16),
 containerlab's default 172.20.20.0/24 and fablab's default data ranges (10.0.0.0/16,
 10.16.0.0/16).

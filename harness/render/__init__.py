@@ -13,7 +13,7 @@ from ipaddress import IPv4Network
 from pathlib import Path
 
 from harness.core.errors import InputError, RenderError
-from harness.core.mgmtnet import lab_mgmt_network, with_mgmt_network
+from harness.core.mgmtnet import with_mgmt_network
 from harness.core.plan import Plan
 from harness.render.cabling import cabling_csv
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE, clab_yaml, routed_host_daemons
@@ -31,14 +31,13 @@ def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | No
               sonic_image: str = SONIC_IMAGE, host_image: str = HOST_IMAGE) -> dict[str, str]:
     """Relative path -> text, for every artifact. Pure: nothing is written.
 
-    The mgmt addresses (clab file and config_db.json alike) are moved into `mgmt_network`,
-    by default the lab's own subnet (harness.core.mgmtnet), so that labs can run side by side.
+    The mgmt addresses (clab file and config_db.json alike) are the declared plan's
+    (`addressing.mgmt`), unless `mgmt_network` moves them (the clab runtime does, for a lab whose
+    declared range another running lab holds: harness.core.mgmtnet).
     """
     lab = lab or plan.name
-    if mgmt_network is None:
-        data = {IPv4Network(plan.fabric.cluster.addressing.be), IPv4Network(plan.fabric.cluster.addressing.fe)}
-        mgmt_network = lab_mgmt_network(lab, len(plan.fabric.nodes), taken=data)
-    plan = with_mgmt_network(plan, mgmt_network)
+    if mgmt_network is not None:
+        plan = with_mgmt_network(plan, mgmt_network)
     out = {
         f"{lab}.clab.yml": clab_yaml(plan, lab, sonic_image, host_image),
         "cabling.csv": cabling_csv(plan),

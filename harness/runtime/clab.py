@@ -145,11 +145,17 @@ class ClabRuntime(NamespaceAccess):
                                     "pick another --name, or pass --replace")
             progress("replace", f"removing the running lab {lab}")
             self.down(lab)
-        # Docker refuses overlapping subnets: keep clear of running labs and of the data ranges.
+        # The declared mgmt range is the lab's mgmt network. Docker refuses overlapping subnets:
+        # a lab whose declared range a running lab holds moves to a slot of its own, and says so.
         cluster = plan.fabric.cluster
-        taken = {IPv4Network(load(other).mgmt_network) for other in labs() if _clab_state(other)}
-        taken |= {IPv4Network(cluster.addressing.be), IPv4Network(cluster.addressing.fe)}
-        network = lab_mgmt_network(lab, len(plan.fabric.nodes), taken=taken)
+        running = {other: IPv4Network(load(other).mgmt_network) for other in labs() if _clab_state(other)}
+        holder = next((other for other, net in running.items() if net.overlaps(plan.mgmt_network)), None)
+        network = plan.mgmt_network
+        if holder is not None:
+            taken = set(running.values()) | {IPv4Network(cluster.addressing.be), IPv4Network(cluster.addressing.fe)}
+            network = lab_mgmt_network(lab, len(plan.fabric.nodes), taken=taken)
+            progress("mgmt", f"the declared mgmt range {plan.mgmt_network} overlaps lab {holder}'s "
+                             f"({running[holder]}): this lab's mgmt network is {network}")
         files = artifacts(plan, lab=lab, mgmt_network=network, sonic_image=image)  # before touching anything
         if configs is not None:
             files = with_configs(files, configs)
