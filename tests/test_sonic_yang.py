@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from harness.catalog import load_cluster
 from harness.core.model import Acl, AclRule, Frontend, Hardware, Lossless, Tenant, build
 from harness.core.plan import make_plan
 from harness.render import artifacts
@@ -61,6 +63,7 @@ def configs():
     # rail-only leaves of two rails each: a VRF per rail, the host ports in their rail's VRF
     declared[CUSTOM_RAIL_VRFS] = multi_rail(kind="rail-only")
     # leaves declared on 800G cages: BREAKOUT_CFG, and ports broken out to 400G, 200G and 100G
+    declared[CUSTOM_COMBINED] = load_cluster(str(Path(__file__).resolve().parents[1] / "docs/examples/combined.py"))
     declared[CUSTOM_BREAKOUT] = replace(BUILTINS["ai-cluster"](), hardware=Hardware(
         be_leaf="Arista-7060X6-64PE", fe_leaf="Arista-7060X6-64PE"))
     for topology, cluster in declared.items():
@@ -86,6 +89,7 @@ CUSTOM_LOSSLESS = "ai-cluster+lossless"
 CUSTOM_TENANTS = "ai-cluster+trunks"
 CUSTOM_RAIL_VRFS = "multi-rail+rail-only"
 CUSTOM_BREAKOUT = "ai-cluster-broken-out"  # 64 × 800G leaves, cages broken out for slower links
+CUSTOM_COMBINED = "docs-examples-combined"  # pods, two rails per leaf, dual-homed FE, broken-out BE leaves
 
 
 @pytest.mark.parametrize("release", RELEASES)

@@ -165,6 +165,18 @@ def needs_superspine_tier(plan: Plan) -> str | None:
     return "the BE has no super-spine tier (one pod, 3-stage): no second stage to spread or fail over"
 
 
+def needs_two_groups_in_a_pod(plan: Plan) -> str | None:
+    """A remote failure is a spine's link to another leaf of the source leaf's pod."""
+    groups: dict[int | None, set[int]] = {}
+    for h in plan.hosts:
+        if h.group is not None:
+            groups.setdefault(h.pod, set()).add(h.group)
+    if any(len(g) > 1 for g in groups.values()):
+        return None
+    return ("every pod has one group of leaves: no other leaf under the same spines to lose a link to (a leaf "
+            "of another pod is behind the super-spines: failover-superspine-link)")
+
+
 def needs_spine_tier(plan: Plan) -> str | None:
     if has_spine_tier(plan):
         return None

@@ -237,12 +237,16 @@ def first_gpu_nic(plan) -> tuple[str, str]:
     raise HarnessError("the cluster has no GPU node with a BE NIC")
 
 
-def _far_peer(plan, host: str, nic, across: str = "group") -> tuple[str, str]:
+def _far_peer(plan, host: str, nic, across: str = "group", same_pod: bool = False) -> tuple[str, str]:
     """The same rail on a GPU node of another group (so traffic crosses the spine tier), or
-    with across="pod" of another pod (so it crosses the super-spine tier too)."""
-    mine = getattr(plan.host(host), across)
+    with across="pod" of another pod (so it crosses the super-spine tier too); `same_pod`: of
+    another group of the host's own pod (its leaf under the same spines)."""
+    me = plan.host(host)
+    mine = getattr(me, across)
     for h in plan.hosts:
         theirs = getattr(h, across)
+        if same_pod and h.pod != me.pod:
+            continue
         if h.name != host and theirs is not None and theirs != mine:
             for n in h.nics:
                 if n.rail == nic.rail:

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from harness.checks.base import Case, Check, needs_spine_tier, needs_superspine_tier
+from harness.checks.base import Case, Check, needs_spine_tier, needs_superspine_tier, needs_two_groups_in_a_pod
 from harness.checks.ecmp import _far_peer, first_gpu_nic
 from harness.checks.failover_elements import SUPERSPINE_CASES, Element, element_of, observation_points, pick
 from harness.checks.failover_result import FailoverCase, FailoverResult, plot_failover
@@ -119,7 +119,8 @@ def check_failover_case(lab: LabView, case: str, *, src: tuple[str, str] | None 
     src = src or first_gpu_nic(plan)
     src_nic = plan.host(src[0]).nic(src[1])
     leaf = src_nic.peer
-    dst = _far_peer(plan, src[0], src_nic, "pod" if case in SUPERSPINE_CASES else "group")
+    # remote: a spine's link to the far leaf fails, so the far leaf sits under the same spines
+    dst = _far_peer(plan, src[0], src_nic, "pod" if case in SUPERSPINE_CASES else "group", same_pod=case == "remote")
     dst_nic = plan.host(dst[0]).nic(dst[1])
     far_leaf = dst_nic.peer
     src_addr, dst_addr = str(src_nic.address.ip), str(dst_nic.address.ip)
@@ -350,5 +351,6 @@ def _buckets(received) -> list[int]:
 CHECK = Check("failover", "loss windows of a local, remote, gray and whole-spine failure and of each restore, "
               "against the cluster's objectives",
               tuple(Case(f"failover-{c}", partial(check_failover_case, case=c), plot_failover,
-                         needs_superspine_tier if c in SUPERSPINE_CASES else None) for c in CASES),
+                         needs_superspine_tier if c in SUPERSPINE_CASES else
+                         needs_two_groups_in_a_pod if c == "remote" else None) for c in CASES),
               needs_spine_tier)
