@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.fe_tcp import check_fe_ecmp, check_fe_failover, fe_pair
+from harness.checks.fe_tcp import check_fe_ecmp, check_fe_host_failover, check_fe_leaf_failover, fe_pair
 from harness.checks.isolation import check_isolation
 from harness.checks.sabotage import l3_hashing
 from harness.lab import set_carriers
@@ -72,7 +72,7 @@ def test_l3_hashing_on_the_host_is_caught(dh_lab, results):
 
 
 def test_tcp_survives_a_failed_host_uplink(dh_lab, results):
-    result = check_fe_failover(dh_lab, element="host-uplink")
+    result = check_fe_host_failover(dh_lab)
     results.record("fe-host-failover", result)
     assert result.passed, result.reason
     assert result.on_failed and result.bytes_received == result.bytes_sent > 0
@@ -84,7 +84,7 @@ def test_a_host_uplink_failure_with_no_path_left_is_caught(dh_lab, results):
     other = dh_lab.link(host.name, host.nic("fe1").peer)
     other.down()
     try:
-        result = check_fe_failover(dh_lab, element="host-uplink")
+        result = check_fe_host_failover(dh_lab)
         results.record("fe-host-failover-no-path", result)
     finally:
         other.up()
@@ -94,7 +94,7 @@ def test_a_host_uplink_failure_with_no_path_left_is_caught(dh_lab, results):
 
 
 def test_tcp_survives_a_whole_leaf_failure(dh_lab, results):
-    result = check_fe_failover(dh_lab, element="leaf")
+    result = check_fe_leaf_failover(dh_lab)
     results.record("fe-leaf-failover", result)
     assert result.passed, result.reason
     assert result.failed in {n.peer for n in _source(dh_lab).fe_nics}
@@ -116,7 +116,7 @@ def test_a_leaf_failure_whose_partner_is_cut_off_is_caught(dh_lab, results):
         set_carriers(cut[partner], up=False)
 
     try:
-        result = check_fe_failover(dh_lab, element="leaf", while_failed=cut_the_partner)
+        result = check_fe_leaf_failover(dh_lab, while_failed=cut_the_partner)
         results.record("fe-leaf-failover-partner-cut", result)
     finally:
         if "partner" in state:

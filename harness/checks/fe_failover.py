@@ -37,6 +37,7 @@ FIRST_SPORT = 21000
 TAIL_S = 0.5  # after the last paced write: the streams' last bytes are in by then, on a fabric that held
 _ATTRIBUTION_NS = 50_000_000
 ELEMENTS = ("uplink", "host-uplink", "leaf")
+LEAF_DURATION_S = 10.0  # the streams of fe-leaf-failover: 6.5 s after the restore to see the leaf back
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,10 @@ def check_fe_host_failover(lab: LabView, **kw) -> FeFailoverResult:
 
 
 def check_fe_leaf_failover(lab: LabView, **kw) -> FeFailoverResult:
+    # A leaf that comes back must bring up all its sessions (its unnumbered uplinks wait for a
+    # router advertisement) before the host routes over it again: 1.5-2.2 s on a quiet machine,
+    # over 3.5 s once under `make test`. The streams run long enough for the restore to be judged.
+    kw.setdefault("duration_s", LEAF_DURATION_S)
     return check_fe_failover(lab, element="leaf", **kw)
 
 
