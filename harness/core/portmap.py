@@ -48,7 +48,7 @@ def assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]
         sku = hwsku(declared) if declared else choose([lk.speed for lk, _ in items])
         where = f"hardware.{field}" if declared else f"switches.{node.name}"
         found = _sku_problems(node, items) if sku is None else \
-            _fit_problems(node, items, named, auto, sku, where, cable_field)
+            _fit_problems(node, items, named, auto, sku, where, cable_field, breakout=bool(declared))
         if found:
             problems += [p for p in found if p.field not in said]
             said |= {p.field for p in found if p.field.startswith("hardware.")}
@@ -64,7 +64,7 @@ def assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]
 
 
 def _fit_problems(node: Node, items: list[tuple[Link, bool]], named: frozenset[str], auto: list[int], sku: HwSku,
-                  where: str, cable_field: dict[int, str]) -> list[Problem]:
+                  where: str, cable_field: dict[int, str], breakout: bool) -> list[Problem]:
     """What keeps a switch off its HwSKU (declared for its role, or chosen): a link faster than
     every port, too few ports, a named port it has not, or a named port slower than its link."""
     fastest = max(r.speed for r in sku.data_rows) // 1000
@@ -89,7 +89,7 @@ def _fit_problems(node: Node, items: list[tuple[Link, bool]], named: frozenset[s
             out.append(Problem(cable_field.get(id(lk), where), f"{node.name}:{port} is a {row.speed // 1000}G port "
                                                                f"of {sku.name}, the link {lk.speed}G",
                                "name a port as fast as the link, or leave the port out"))
-    if not out and assign(sku, auto, named, breakout=where.startswith("hardware.")) is None:
+    if not out and assign(sku, auto, named, breakout=breakout) is None:
         speeds = ", ".join(f"{k} × {gbps}G" for gbps, k in sorted(Counter(auto).items()))
         out.append(Problem(where, f"{node.name} needs {len(auto) + len(named)} ports ({speeds}"
                                   f"{f' and {len(named)} named' if named else ''}); {sku.name} has "
