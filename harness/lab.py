@@ -101,7 +101,7 @@ class Lab:
 
     @classmethod
     def up(cls, cluster: Cluster | Fabric | Plan, name: str | None = None, runtime: str = "netns",
-           replace: bool = False, progress: Progress = quiet, timeout: float = 120.0,
+           replace: bool = False, progress: Progress = quiet, timeout: float | None = None,
            topology: str | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> Lab:
         """Boot and wait until converged. The lab belongs to this process (`fablab clean`
         removes it once the process is gone) unless `detached`, as `fablab up` makes it."""
@@ -288,6 +288,14 @@ class Lab:
     def acl_counters(self, switch: str) -> dict[str, int]:
         """Packets each FE edge ACL entry (harness/core/acl.py names them) matched on a leaf."""
         return self.runtime.acl_counters(self.name, switch)
+
+    def acl_data_path(self, switch: str) -> str | None:
+        """None where the switch's data plane filters by its edge ACL; else why not."""
+        return self.runtime.acl_data_path(self.name, switch)
+
+    def acl_rules(self, switch: str) -> dict[str, str]:
+        """Every edge ACL rule the switch has loaded, by entry name -> its status."""
+        return self.runtime.acl_rules(self.name, switch)
 
     def running_config_db(self, switch: str) -> dict:
         """The switch's CONFIG_DB as it runs now (see each runtime for what that is)."""

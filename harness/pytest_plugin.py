@@ -73,7 +73,7 @@ def boot(cluster, runtime: str, suffix: str):
     if reason:
         pytest.skip(reason)
     name = f"pt{os.getpid() % 100000}{suffix}"
-    lab = Lab.up(cluster, name=name, runtime=runtime, timeout=180)
+    lab = Lab.up(cluster, name=name, runtime=runtime)
     try:
         yield lab
     finally:

@@ -96,3 +96,4 @@ def test_a_tenant_routed_into_the_underlay_is_caught(tenanted, results):
     assert not result.passed
     assert any(leak.startswith("tenant->underlay") for leak in result.leaks), result.reason
     assert check_tenants(tenanted).passed
+

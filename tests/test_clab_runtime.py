@@ -258,8 +258,23 @@ class FakeClab:
     """Answers the commands `up` runs, as containerlab and docker would in the failing case
     under test; records them. Nothing here claims a deploy happened."""
 
-    def __init__(self, deploy: subprocess.CompletedProcess, inspect: str = "{}") -> None:
+    def __init__(self, deploy: subprocess.CompletedProcess, inspect: str = "{}", deploy_s: float = 0.0,
+                 on_deploy=None) -> None:
         self.deploy, self.inspect, self.calls = deploy, inspect, []
+        self.deploy_s, self.on_deploy = deploy_s, on_deploy
+
+    def spawn(self, argv, **kwargs) -> subprocess.Popen:
+        """containerlab deploy as a process of its own that ends as self.deploy says."""
+        self.calls.append(list(argv))
+        if argv[:2] == ["containerlab", "deploy"] and self.on_deploy is not None:
+            self.on_deploy(argv)
+        d = self.deploy
+        code = (f"import sys, time; time.sleep({self.deploy_s}); sys.stdout.write({d.stdout or ''!r}); "
+                f"sys.stderr.write({d.stderr or ''!r}); sys.exit({d.returncode})")
+        return subprocess.Popen([sys.executable, "-c", code], **kwargs)
+
+    def runtime(self) -> ClabRuntime:
+        return ClabRuntime(run=self, which=lambda t: f"/usr/bin/{t}", spawn=self.spawn)
 
     def __call__(self, argv, **kwargs):
         self.calls.append(list(argv))
@@ -267,8 +282,6 @@ class FakeClab:
             return completed(0, "27.0\n")
         if argv[:3] == ["docker", "image", "inspect"]:
             return completed(0, "sha256:x\n")
-        if argv[:2] == ["containerlab", "deploy"]:
-            return self.deploy
         if argv[:2] == ["containerlab", "inspect"]:
             return completed(0, self.inspect)
         if argv[:2] == ["containerlab", "destroy"]:
@@ -286,9 +299,8 @@ def run_root(tmp_path, monkeypatch):
 
 def test_a_failed_deploy_is_reported_and_everything_removed(run_root):
     fake = FakeClab(completed(1, "", "Error: failed to create container fablab-x-be-s1: no space left"))
-    rt = ClabRuntime(run=fake, which=lambda t: f"/usr/bin/{t}")
-    with pytest.raises(LabError, match="containerlab deploy of x failed .*no space left"):
-        rt.up(make_plan(build(BUILTINS["ai-cluster"]())), "x", "ai-cluster")
+    with pytest.raises(LabError, match="containerlab deploy failed .*no space left"):
+        fake.runtime().up(make_plan(build(BUILTINS["ai-cluster"]())), "x", "ai-cluster")
     assert ["containerlab", "destroy"] == [c[:2] for c in fake.calls if c[0] == "containerlab"][-1]
     assert not (run_root / "x").exists()
 
@@ -297,27 +309,23 @@ def test_deploy_exit_0_with_a_node_missing_is_not_trusted(run_root):
     plan = make_plan(build(BUILTINS["ai-cluster"]()))
     rows = [ROW | {"name": container_name("x", n.name)} for n in plan.fabric.nodes if n.name != "gpu03"]
     fake = FakeClab(completed(0), json.dumps({"x": rows}))
-    rt = ClabRuntime(run=fake, which=lambda t: f"/usr/bin/{t}")
     with pytest.raises(LabError, match="deployed x without nodes gpu03"):
-        rt.up(plan, "x", "ai-cluster")
+        fake.runtime().up(plan, "x", "ai-cluster")
     assert not (run_root / "x").exists()
 
 
 def test_up_writes_the_artifacts_it_deploys_with_the_lab_subnet(run_root):
-    fake = FakeClab(completed(1, "", "stop here"))
     seen = {}
 
-    def run(argv, **kwargs):
-        if argv[:2] == ["containerlab", "deploy"]:
-            topo = Path(argv[3])
-            seen["text"] = topo.read_text()
-            seen["files"] = sorted(str(p.relative_to(topo.parent)) for p in topo.parent.rglob("*") if p.is_file())
-            seen["state"] = state.load("x")
-        return fake(argv, **kwargs)
+    def look(argv):
+        topo = Path(argv[3])
+        seen["text"] = topo.read_text()
+        seen["files"] = sorted(str(p.relative_to(topo.parent)) for p in topo.parent.rglob("*") if p.is_file())
+        seen["state"] = state.load("x")
 
     with pytest.raises(LabError):
-        ClabRuntime(run=run, which=lambda t: f"/usr/bin/{t}").up(make_plan(build(BUILTINS["ai-cluster"]())),
-                                                                  "x", "ai-cluster")
+        FakeClab(completed(1, "", "stop here"), on_deploy=look).runtime().up(
+            make_plan(build(BUILTINS["ai-cluster"]())), "x", "ai-cluster")
     assert "configs/be-s1/init.sh" in seen["files"] and "configs/be-s1/config_db.json" in seen["files"]
     subnet = seen["state"].mgmt_network
     assert subnet == "172.31.0.0/20"  # the declared addressing.mgmt, as everywhere else
@@ -333,17 +341,74 @@ def test_a_second_lab_whose_declared_mgmt_range_is_held_moves_to_a_slot_of_its_o
     state.save(state.LabState(lab="z", runtime="clab", topology="ai-cluster", cluster={}, namespaces=(),
                               runner_pid=os.getpid(), phase="up", mgmt_network=str(plan.mgmt_network)))
     seen, said = {}, []
-
-    def run(argv, **kwargs):
-        if argv[:2] == ["containerlab", "deploy"]:
-            seen["net"] = state.load("y").mgmt_network
-        return FakeClab(completed(1, "", "stop here"))(argv, **kwargs)
-
+    fake = FakeClab(completed(1, "", "stop here"), on_deploy=lambda argv: seen.update(net=state.load("y").mgmt_network))
     with pytest.raises(LabError):
-        ClabRuntime(run=run, which=lambda t: f"/usr/bin/{t}").up(plan, "y", "ai-cluster",
-                                                                  progress=lambda phase, text: said.append(text))
+        fake.runtime().up(plan, "y", "ai-cluster", progress=lambda phase, text: said.append(text))
     assert not IPv4Network(seen["net"]).overlaps(plan.mgmt_network)
     assert any("overlaps lab z's" in text and seen["net"] in text for text in said)
+
+
+# ---------------------------------------------------------------------- budgets: from the work, never a kill
+
+def test_a_deploy_past_its_budget_is_let_finish_then_the_lab_is_destroyed(run_root, tmp_path):
+    from harness.runtime.clab_boot import deploy
+
+    said = []
+    marker = tmp_path / "finished"
+    code = f"import time, pathlib; time.sleep(1.5); pathlib.Path({str(marker)!r}).write_text('done')"
+    with pytest.raises(LabError, match=r"took \d+ s, over its budget of 0 s"):
+        deploy([sys.executable, "-c", code], tmp_path, 0.2, lambda phase, text: said.append(text),
+               report_every=0.3)
+    assert marker.read_text() == "done"  # not killed half-way
+    assert any("letting it finish" in text for text in said)
+
+
+def test_a_deploy_within_budget_reports_progress_and_its_time(tmp_path):
+    from harness.runtime.clab_boot import deploy
+
+    said = []
+    took = deploy([sys.executable, "-c", "import time; time.sleep(0.7)"], tmp_path, 60, 
+                  lambda phase, text: said.append(text), report_every=0.2)
+    assert 0.6 < took < 30 and any("running" in text and "of 60 s" in text for text in said)
+
+
+def test_the_convergence_timeout_means_the_same_on_both_runtimes(run_root):
+    """`timeout` is the convergence phase's on clab too: deploy and init have budgets of their own."""
+    said = []
+    fake = FakeClab(completed(1, "", "stop here"))
+    with pytest.raises(LabError):
+        fake.runtime().up(make_plan(build(BUILTINS["ai-cluster"]())), "x", "ai-cluster", timeout=7,
+                          progress=lambda phase, text: said.append((phase, text)))
+    budget = next(text for phase, text in said if phase == "budget")
+    assert "converge 7 s" in budget and "deploy" in budget and "init" in budget
+
+
+def test_images_the_lab_needs_are_checked_and_missing_ones_pulled_before_anything_is_made(run_root):
+    from harness.render.containerlab import HOST_IMAGE
+
+    class Offline(FakeClab):
+        def __call__(self, argv, **kwargs):
+            if argv[:3] == ["docker", "image", "inspect"] and argv[-1] == HOST_IMAGE:
+                return completed(1, "", "No such image")
+            if argv[:2] == ["docker", "pull"]:
+                self.calls.append(list(argv))
+                return completed(1, "", "dial tcp: lookup ghcr.io: no such host")
+            return super().__call__(argv, **kwargs)
+
+    fake = Offline(completed(0))
+    with pytest.raises(PrerequisiteError, match=r"docker pull .*network-multitool.* failed: dial tcp.*docker save"):
+        fake.runtime().up(make_plan(build(BUILTINS["ai-cluster"]())), "x", "ai-cluster")
+    assert ["docker", "pull", "--quiet", HOST_IMAGE] in fake.calls
+    assert not any(c[:2] == ["containerlab", "deploy"] for c in fake.calls)
+    assert list(run_root.iterdir()) == []  # no state, no artifacts
+
+
+def test_a_routed_host_image_is_among_the_images_checked():
+    from harness.render.containerlab import HOST_IMAGE, ROUTED_HOST_IMAGE
+    from harness.runtime.clab_boot import images_of
+
+    assert images_of(make_plan(build(BUILTINS["ai-cluster"]())), "s:1") == ["s:1", HOST_IMAGE]
+    assert ROUTED_HOST_IMAGE in images_of(make_plan(build(BUILTINS["dual-homed"]())), "s:1")
 
 
 def test_the_clab_view_moves_mgmt_and_names_hosts_mgmt_nic_eth0():
@@ -399,3 +464,38 @@ def test_ports_broken_out_of_one_hwsku_row_are_refused_before_anything_is_made()
     assert "fe-l1 (Arista-7060X6-64PE): Ethernet" in str(e.value) and "Arista-7060X6-64PE-C224O8" in str(e.value)
     assert state.labs() == before
     assert clab.vs_shared_interfaces(make_plan(build(BUILTINS["ai-cluster"]()))) == []
+
+
+# ---------------------------------------------------------------------- the ACL: configuration only on SONiC-VS
+
+# `show acl rule` as sonic-utilities' acl-loader prints it (tabulate "simple"; a rule's further
+# match fields on rows of their own; Status from STATE_DB).
+SHOW_ACL_RULE = """\
+Table    Rule        Priority    Action    Match                 Status
+-------  ----------  ----------  --------  --------------------  --------
+FE_EDGE  R0_permit   9999        FORWARD   SRC_IP: 10.0.8.0/24   Active
+                                           DST_IP: 10.0.9.0/24
+                                           L4_DST_PORT: 2049
+FE_EDGE  R1_deny     9998        DROP      IP_PROTOCOL: 17       Inactive
+DATAACL  OTHER_RULE  9997        DROP      IP_TYPE: IPV4ANY      Active
+FE_EDGE  DEFAULT     1           FORWARD   IP_TYPE: IPV4ANY
+"""
+
+
+def test_show_acl_rule_is_read_rule_by_rule_with_its_status():
+    from harness.runtime.tenants import show_acl_rules
+
+    assert show_acl_rules(SHOW_ACL_RULE) == {"R0_permit": "Active", "R1_deny": "Inactive", "DEFAULT": "N/A"}
+    assert show_acl_rules(SHOW_ACL_RULE, "DATAACL") == {"OTHER_RULE": "Active"}
+    assert show_acl_rules("") == {} and show_acl_rules("No ACL rules\n") == {}
+
+
+def test_clab_says_why_its_acl_data_path_is_not_probed_and_reads_show_acl_rule():
+    run, calls = fake_exec({"show acl rule": completed(0, SHOW_ACL_RULE)})
+    rt = ClabRuntime(run=run)
+    assert "no ACL data path" in rt.acl_data_path("x", "fe-l1")
+    assert rt.acl_rules("x", "fe-l1")["R0_permit"] == "Active"
+    assert calls[-1] == ["docker", "exec", "-i", "fablab-x-fe-l1", "show", "acl", "rule"]
+    from harness.runtime.netns import NetnsRuntime
+
+    assert NetnsRuntime().acl_data_path("x", "fe-l1") is None  # the control: nft filters

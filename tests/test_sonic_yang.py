@@ -106,6 +106,10 @@ def _without_mgmt_port(db: dict) -> dict:
     return {t: v for t, v in db.items() if t != "MGMT_PORT"}
 
 
+def _mgmt_vrf_not_a_boolean(db: dict) -> dict:
+    return {**db, "MGMT_VRF_CONFIG": {"vrf_global": {"mgmtVrfEnabled": "yes"}}}
+
+
 def _unknown_device_type(db: dict) -> dict:
     return {**db, "DEVICE_METADATA": {"localhost": {**db["DEVICE_METADATA"]["localhost"], "type": "TorRouter"}}}
 
@@ -128,6 +132,7 @@ def _acl_rule_with_a_bad_range(db: dict) -> dict:
 @pytest.mark.parametrize("release", RELEASES)
 @pytest.mark.parametrize(("break_it", "switch", "where"), [
     (_without_mgmt_port, "be-g1-r0", "MGMT_INTERFACE eth0|"),
+    (_mgmt_vrf_not_a_boolean, "be-g1-r0", "MGMT_VRF_CONFIG"),
     (_unknown_device_type, "be-g1-r0", "DEVICE_METADATA localhost"),
     (_port_routed_and_in_a_vlan, "fe-l1", "VLAN_MEMBER "),
     (_tunnel_map_to_a_bad_vlan, "fe-l1", "VXLAN_TUNNEL_MAP "),

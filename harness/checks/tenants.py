@@ -22,6 +22,7 @@ entry's counter on the source leaf must count it.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections import defaultdict
@@ -75,19 +76,27 @@ class TenantResult(Outcome):
     failed_controls: tuple[str, ...] = ()
     gaps: tuple[str, ...] = ()  # what the declaration leaves no control for
     shadowed: int = 0  # negatives on a 5-tuple the ACL denies too (it permits none)
+    acl_not_probed: str = ""  # why the ACL's data path was not probed (the runtime's), "" where it was
+    acl_rules: int = 0  # rules each VTEP leaf must have loaded, times the leaves
+    acl_rules_missing: tuple[str, ...] = ()  # "leaf: rule (status)" not loaded, or not in force
 
     held, broken = "tenants isolated", "NOT as declared"
 
     def sentence(self) -> str:
+        probed = (f"{self.acl_entries} ACL entries" if not self.acl_not_probed
+                  else f"ACL data path not applicable: {self.acl_not_probed}")
         figures = (f"{self.controls} controls, {self.negatives} cross-tenant/underlay frames"
                    + (f" ({self.shadowed} of them on a 5-tuple the ACL denies too: no tuple it permits)"
                       if self.shadowed else "")
-                   + f", {self.evpn_expected} type-2 routes, {self.acl_entries} ACL entries, in {self.seconds:.1f} s")
+                   + f", {self.evpn_expected} type-2 routes, {probed}, {self.acl_rules} rules loaded "
+                   f"on the VTEP leaves, in {self.seconds:.1f} s")
         if not self.passed:
             return figures
+        acl = ("ACL: the data path not probed (below), " if self.acl_not_probed else
+               f"ACL: {self.acl_entries}/{self.acl_entries} entries decided and counted as declared, ")
         return (f"0/{self.negatives} frames left their tenant, {self.controls_landed}/{self.controls} controls landed, "
-                f"{self.evpn_expected}/{self.evpn_expected} remote MAC/IP type-2 routes; ACL: "
-                f"{self.acl_entries}/{self.acl_entries} entries decided and counted as declared; {figures}")
+                f"{self.evpn_expected}/{self.evpn_expected} remote MAC/IP type-2 routes; {acl}"
+                f"{self.acl_rules}/{self.acl_rules} rules loaded; {figures}")
 
     def named(self) -> tuple[str, ...]:
         return (tally(self.leaks, "frames left their tenant")
@@ -95,6 +104,7 @@ class TenantResult(Outcome):
                         then=" (nothing is proven until they do)")
                 + tally(self.evpn_missing, "type-2 routes missing", self.evpn_expected)
                 + tally(self.acl_wrong, "ACL outcomes differ from the declaration")
+                + tally(self.acl_rules_missing, "ACL rules not loaded", self.acl_rules)
                 + self.gaps[:1])
 
 
@@ -219,7 +229,13 @@ def check_tenants(lab: LabView, timeout: float = 5.0, resend: int = 2) -> Tenant
         for m in t.members:
             macs[m.host].add(m.nic)
     taps = _tap_ports(plan)
-    leaves = sorted({m.leaf for t in plan.tenants for m in t.members})
+    vteps = [s.name for s in plan.switches if s.vnis]
+    # Where the data plane does not filter (SONiC-VS), the ACL's frames would prove nothing:
+    # they are not sent, the check says why, and the rules are proven loaded instead.
+    not_probed = next((why for why in map(lab.acl_data_path, vteps) if why), "")
+    if not_probed:
+        shots = [x for x in shots if not x.entry]
+    leaves = sorted({m.leaf for t in plan.tenants for m in t.members}) if not not_probed else []
     before = {leaf: lab.acl_counters(leaf) for leaf in leaves}
     landings: list[Landing] = []
     must = {x.shot.id: x.must_land for x in shots if x.must_land is not None}
@@ -245,7 +261,24 @@ def check_tenants(lab: LabView, timeout: float = 5.0, resend: int = 2) -> Tenant
     after = {leaf: lab.acl_counters(leaf) for leaf in leaves}
     counted = {leaf: {k: after[leaf].get(k, 0) - before[leaf].get(k, 0) for k in after[leaf]} for leaf in leaves}
     evpn_expected, missing = _evpn(lab, plan, member_macs)
-    return _verdict(plan, shots, landings, counted, gaps, evpn_expected, missing, t0)
+    rules, rules_missing = _rules_loaded(lab, plan, vteps)
+    result = _verdict(plan, shots, landings, counted, gaps, evpn_expected, missing, t0)
+    return dataclasses.replace(result, acl_not_probed=not_probed, acl_rules=rules, acl_rules_missing=rules_missing,
+                               problems=result.problems + rules_missing)
+
+
+IN_FORCE = ("Active", "N/A")  # SONiC's status of a rule in force; N/A where STATE_DB has none
+
+
+def _rules_loaded(lab: LabView, plan: Plan, vteps: list[str]) -> tuple[int, tuple[str, ...]]:
+    """Every compiled entry a rule on every VTEP leaf, in force (`show acl rule` on SONiC)."""
+    want = [e.name for e in plan.acl]
+    missing = []
+    for leaf in vteps:
+        have = lab.acl_rules(leaf)
+        missing += [f"{leaf}: rule {name} " + (f"is {have[name]}" if name in have else "is not loaded")
+                    for name in want if have.get(name) not in IN_FORCE]
+    return len(want) * len(vteps), tuple(missing)
 
 
 def _tap_ports(plan: Plan) -> dict[str, set[str]]:

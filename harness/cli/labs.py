@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.catalog import load_fabric
+from harness.core.budgets import CONVERGE_BASE_S, CONVERGE_PER_SWITCH_S
 from harness.cli.console import err, out
 from harness.core.errors import HarnessError, InputError, TopologyError
 from harness.lab import Lab
@@ -279,7 +280,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--name", help="lab name (default: the cluster's name)")
     s.add_argument("--runtime", default="netns", help=f"one of: {', '.join(RUNTIMES)} (default netns)")
     s.add_argument("--replace", action="store_true", help="replace a running lab of the same name")
-    s.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for convergence")
+    s.add_argument("--timeout", type=float, default=None,
+                   help="seconds the fabric has to converge once every node's routing daemons run, the same on "
+                        f"every runtime (default {CONVERGE_BASE_S:.0f} + {CONVERGE_PER_SWITCH_S:.0f} per switch); "
+                        "the clab runtime's deploy and switch boot have budgets of their own (docs/runtimes.md)")
     s.add_argument("--configs", metavar="DIR",
                    help="boot your own switch configs (DIR/configs/<switch>/frr.conf, and config_db.json where you "
                         "have one) instead of fablab's render; the checks still expect what the declaration says. "

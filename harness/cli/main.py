@@ -131,7 +131,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise TopologyError(problems, "fablab render")
     plan = make_plan(fabric)
     lab = args.name or plan.name
-    files = artifacts(plan, lab=lab, sonic_image=args.sonic_image, host_image=args.host_image)
+    files = artifacts(plan, lab=lab, sonic_image=args.sonic_image, host_image=args.host_image,
+                      clabernetes=args.clabernetes)
     written = write_artifacts(files, Path(args.output),
                               about={"topology": args.topology, "cluster": plan.name, "lab": lab})
     if args.json:
@@ -143,7 +144,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         hosts = f", {routed} dual-homed hosts × frr.conf + daemons" if routed else ""
         out.print(f"rendered {plan.name}: {len(written)} files in {args.output} "
                   f"({switches} switches × config_db.json + frr.conf + init.sh{hosts}, clab file, cabling.csv, "
-                  "topology.svg, lossless.json)")
+                  "topology.svg, lossless.json" + (f", {lab}.clabernetes.yaml" if args.clabernetes else "") + ")")
     return 0
 
 
@@ -176,6 +177,9 @@ def _parser() -> argparse.ArgumentParser:
                                   "starting with a letter, at most 24")
     s.add_argument("--sonic-image", default=SONIC_IMAGE)
     s.add_argument("--host-image", default=HOST_IMAGE)
+    s.add_argument("--clabernetes", action="store_true",
+                   help="also write <lab>.clabernetes.yaml: the clab file as a clabernetes Topology, its bound files "
+                        "as ConfigMaps (kubectl apply -f); docs/runtimes.md")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_render)
     from harness.cli import audit as cli_audit, diff as cli_diff, labs as cli_lab, rdma as cli_rdma

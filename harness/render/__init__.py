@@ -16,6 +16,7 @@ from harness.core.errors import InputError, RenderError
 from harness.core.mgmtnet import with_mgmt_network
 from harness.core.plan import Plan
 from harness.render.cabling import cabling_csv
+from harness.render.clabernetes import clabernetes_yaml
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE, clab_yaml, routed_host_daemons
 from harness.render.diagram import topology_svg
 from harness.render.frr import frr_conf, host_frr_conf
@@ -28,12 +29,16 @@ __all__ = ["MANIFEST", "OutputDirRefused", "artifacts", "write_artifacts", "clab
 
 
 def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | None = None, *,
-              sonic_image: str = SONIC_IMAGE, host_image: str = HOST_IMAGE) -> dict[str, str]:
+              sonic_image: str = SONIC_IMAGE, host_image: str = HOST_IMAGE,
+              init_step_s: float | None = None, clabernetes: bool = False) -> dict[str, str]:
     """Relative path -> text, for every artifact. Pure: nothing is written.
 
     The mgmt addresses (clab file and config_db.json alike) are the declared plan's
     (`addressing.mgmt`), unless `mgmt_network` moves them (the clab runtime does, for a lab whose
-    declared range another running lab holds: harness.core.mgmtnet).
+    declared range another running lab holds: harness.core.mgmtnet). `init_step_s`: each
+    init.sh step's timeout, by default for the Vagrant VM (harness.render.sonic_init); the clab
+    runtime gives the one for the machine it boots on. `clabernetes`: also the clab file as a
+    clabernetes Topology with its files as ConfigMaps (harness.render.clabernetes).
     """
     lab = lab or plan.name
     if mgmt_network is not None:
@@ -47,11 +52,13 @@ def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | No
     for sw in plan.switches:
         out[f"configs/{sw.name}/config_db.json"] = config_db_json(plan, sw)
         out[f"configs/{sw.name}/frr.conf"] = frr_conf(plan, sw)
-        out[f"configs/{sw.name}/init.sh"] = init_sh(plan, sw)
+        out[f"configs/{sw.name}/init.sh"] = init_sh(plan, sw, init_step_s)
     for h in plan.hosts:
         if h.routed:
             out[f"configs/{h.name}/frr.conf"] = host_frr_conf(plan, h)
             out[f"configs/{h.name}/daemons"] = routed_host_daemons()
+    if clabernetes:
+        out[f"{lab}.clabernetes.yaml"] = clabernetes_yaml(plan, lab, out, sonic_image, host_image)
     return out
 
 

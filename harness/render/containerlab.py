@@ -10,7 +10,7 @@ from __future__ import annotations
 from harness.core.hwsku import DEFAULT_HWSKU
 from harness.core.model import Plane
 from harness.core.plan import HostPlan, Plan, SwitchPlan
-from harness.render.sonic_init import CONTAINER_DIR, STATUS_FILE, start_command
+from harness.render.sonic_init import CONTAINER_DIR, STATUS_FILE, start_command, switch_sysctls
 from harness.render.templates import render_template
 
 SONIC_IMAGE = "docker-sonic-vs:latest"
@@ -81,24 +81,29 @@ def host_exec(host: HostPlan) -> list[str]:
     return lines
 
 
-def clab_links(plan: Plan) -> list[tuple[str, str]]:
+def clab_links(plan: Plan, names: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """Each data-plane cable as containerlab's two endpoints; `names`: a node's name in the
+    clab file where it is not the plan's (clabernetes: harness/render/clabernetes.py)."""
     clab_name = {(sw.name, p.name): p.clab for sw in plan.switches for p in sw.ports}
+    names = names or {}
     links = []
     for row in plan.cables:
         if row.plane is Plane.MGMT:
             continue
         a = clab_name.get((row.a_node, row.a_port), row.a_port)
         b = clab_name.get((row.b_node, row.b_port), row.b_port)
-        links.append((f"{row.a_node}:{a}", f"{row.b_node}:{b}"))
+        links.append((f"{names.get(row.a_node, row.a_node)}:{a}", f"{names.get(row.b_node, row.b_node)}:{b}"))
     return links
 
 
 def clab_yaml(plan: Plan, lab: str | None = None, sonic_image: str = SONIC_IMAGE,
-              host_image: str = HOST_IMAGE) -> str:
+              host_image: str = HOST_IMAGE, names: dict[str, str] | None = None) -> str:
+    names = {n.name: (names or {}).get(n.name, n.name) for n in plan.fabric.nodes}
     return render_template(
-        "clab.yml.j2", lab=lab or plan.name, plan=plan, sonic_image=sonic_image, host_image=host_image,
+        "clab.yml.j2", lab=lab or plan.name, plan=plan, sonic_image=sonic_image, host_image=host_image, names=names,
         switch_env={sw.name: switch_env(sw) for sw in plan.switches},
         switch_binds={sw.name: switch_binds(sw) for sw in plan.switches},
+        switch_sysctls={sw.name: switch_sysctls(sw) for sw in plan.switches},
         start_command=start_command(), status_file=STATUS_FILE,
-        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=clab_links(plan),
+        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=clab_links(plan, names),
         routed_host_image=ROUTED_HOST_IMAGE, host_binds={h.name: host_binds(h) for h in plan.hosts})

@@ -52,6 +52,10 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
         "MGMT_PORT": {MGMT_PORT: {"admin_status": "up", "alias": MGMT_PORT}},
         # The gateway is the mgmt network's first host: the management bridge.
         "MGMT_INTERFACE": {f"{MGMT_PORT}|{sw.mgmt}": {"gwaddr": str(next(plan.mgmt_network.hosts()))}},
+        # eth0 in a VRF of its own ("mgmt"), so that the switch routes nothing between it and
+        # the data ports; hostcfgd applies it on hardware. docker-sonic-vs does not (no hostcfgd):
+        # there init.sh makes the same separation with iptables, and the netns runtime with nft.
+        "MGMT_VRF_CONFIG": {"vrf_global": {"mgmtVrfEnabled": "true"}},
     }
     for p in sw.ports:
         row = p.row

@@ -66,7 +66,11 @@ class Runtime(Protocol):
     name: str
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float = 120.0, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState: ...
+           timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
+        """Boot and wait until converged; `timeout`: seconds the fabric has to converge once every
+        node's routing daemons run, the same on every runtime (None: harness.core.budgets'
+        default for the plan's size). What comes before is the runtime's own, in budgets of its own."""
+        ...
 
     def down(self, lab: str) -> TeardownReport: ...
 
@@ -119,6 +123,15 @@ class Runtime(Protocol):
         """A switch's CONFIG_DB as it runs now (SONiC's tables), with the kernel's port MTUs."""
         ...
 
+    def acl_data_path(self, lab: str, node: str) -> str | None:
+        """None where the switch's data plane filters by its edge ACL; else why it does not (the
+        tenants check then proves the ACL as configuration only, and says so)."""
+        ...
+
+    def acl_rules(self, lab: str, node: str) -> dict[str, str]:
+        """Every FE edge ACL rule the switch has loaded, by entry name -> its status."""
+        ...
+
     # -- how the runtime cables the plan (the cabling audit)
     def kernel_port_names(self, plan: Plan) -> dict[tuple[str, str], str]:
         """(node, kernel interface) -> the plan's port name, where the two differ."""
@@ -146,6 +159,16 @@ class NamespaceAccess:
 
     def plan_of(self, lab: str, plan: Plan) -> Plan:
         return plan
+
+    def acl_counters(self, lab: str, node: str) -> dict[str, int]:
+        raise NotImplementedError
+
+    def acl_data_path(self, lab: str, node: str) -> str | None:
+        return None  # the kernel filters (nft, the netns runtime's ACL)
+
+    def acl_rules(self, lab: str, node: str) -> dict[str, str]:
+        """An entry with a counter is a rule in force (nft has no other state)."""
+        return {name: "Active" for name in self.acl_counters(lab, node)}
 
     def ns_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
         return namespaces.exec_argv(self.namespace(lab, node), argv)

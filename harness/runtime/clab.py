@@ -24,14 +24,16 @@ from ipaddress import IPv4Network
 from pathlib import Path
 
 from harness.plumbing import interrupt, namespaces, wait
-from harness.core.errors import InputError, LabError, PrerequisiteError
+from harness.core.errors import InputError, LabError
 from harness.core.model import Plane, Role, build, cluster_to_dict
 from harness.core.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.configs import with_configs
-from harness.render.containerlab import SONIC_IMAGE, vs_shared_interfaces
+from harness.render.containerlab import vs_shared_interfaces
 from harness.runtime import processes
+from harness.runtime.clab_boot import (Spawn, budget_of, check_prerequisites, deploy, images_of, missing_images,
+                                       pull, sonic_image)
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
 from harness.runtime.clab_cli import (Container, InitStatus, deploy_argv, destroy_argv, inspect_argv,
@@ -41,16 +43,16 @@ from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, LabState, check_lab_name, is_stale, lab_of_namespace, labs, load, run_dir,
                                    save)
 
+Run = Callable[..., subprocess.CompletedProcess]
 PREFIX = "fablab"
 INIT_STATUS = "/tmp/fablab-init.status"
 INIT_LOG = "/tmp/fablab-init.log"
-IMAGE_ENV = "FABLAB_SONIC_IMAGE"
 MGMT_IFACE = "eth0"  # every container's interface on containerlab's management network
-DOCS = "docs/runtimes.md (the containerlab runtime)"
-
-
-def sonic_image() -> str:
-    return os.environ.get(IMAGE_ENV, SONIC_IMAGE)
+# SONiC-VS's SAI (vslib) accepts ACL tables and rules and never applies them to a frame
+# (only the VPP flavour has an ACL data path): ../shared/SONIC-VS-FACTS.md, docs/runtimes.md.
+ACL_NO_DATA_PATH = ("docker-sonic-vs has no ACL data path (vslib accepts ACL_RULE and filters nothing; only the "
+                    "VPP flavour does): the ACL is proven as configuration, every rule loaded (show acl rule)")
+NAMESPACES_S = 60.0  # containers are running once deploy returns; their /run/netns links follow at once
 
 
 def container_name(lab: str, node: str) -> str:
@@ -59,11 +61,14 @@ def container_name(lab: str, node: str) -> str:
 
 def poll_all(items: Iterable[str], probe: Callable[[str], bool], timeout: float, what: str,
              now: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep,
-             progress: Progress = quiet) -> None:
+             progress: Progress = quiet, detail: Callable[[list[str]], str] | None = None,
+             report_every: float = 10.0) -> None:
     """Poll `probe(item)` until every item is done (True); a probe raises to fail at once.
-    At the deadline, raise naming the items still waiting."""
+    Progress when the count changes, and every `report_every` s (what `detail` says of the
+    items still waiting). At the deadline, raise naming the items still waiting."""
     waiting = list(items)
     total = len(waiting)
+    said = {"count": -1, "at": now()}
 
     def ready() -> bool:
         nonlocal waiting
@@ -71,39 +76,17 @@ def poll_all(items: Iterable[str], probe: Callable[[str], bool], timeout: float,
         return not waiting
 
     def between(seconds: float) -> None:  # between two looks: how far it got
-        progress(what, f"{total - len(waiting)}/{total} ready")
+        count = total - len(waiting)
+        if count != said["count"] or now() - said["at"] >= report_every:
+            said.update(count=count, at=now())
+            more = detail(waiting) if detail else ""
+            progress(what, f"{count}/{total} ready" + (f"; {more}" if more else ""))
         pause(seconds)
 
     wait.until(ready, timeout, what, interval=0.5, clock=now, sleep=between,
                error=lambda: LabError(f"{what}: {len(waiting)}/{total} not ready after {timeout:.0f} s: "
-                                      + ", ".join(waiting[:8]) + (" ..." if len(waiting) > 8 else "")))
-
-
-# ---------------------------------------------------------------------- prerequisites
-
-Run = Callable[..., subprocess.CompletedProcess]
-
-
-def check_prerequisites(image: str | None = None, which: Callable[[str], str | None] = shutil.which,
-                        run: Run = subprocess.run) -> None:
-    """Everything the clab runtime needs, checked before anything is made."""
-    image = image or sonic_image()
-    if os.geteuid() != 0:
-        raise PrerequisiteError("the clab runtime needs root (containerlab, and host tools in the containers' "
-                                "namespaces): run with sudo")
-    for tool, how in (("docker", "apt-get install docker.io"),
-                      ("containerlab", "see https://containerlab.dev/install/ (or use --runtime netns)"),
-                      ("nft", "apt-get install nftables"), ("nsenter", "apt-get install util-linux")):
-        if which(tool) is None:
-            raise PrerequisiteError(f"the clab runtime needs {tool}: {how}")
-    info = run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
-    if info.returncode != 0:
-        raise PrerequisiteError("the Docker daemon does not answer (`docker info` failed: "
-                                f"{info.stderr.strip()[:200]}): systemctl start docker")
-    found = run(["docker", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True)
-    if found.returncode != 0:
-        raise PrerequisiteError(f"the SONiC image {image} is not loaded: docker load -i docker-sonic-vs.gz "
-                                f"&& docker tag <loaded image> {image} (or set {IMAGE_ENV}); see {DOCS}")
+                                      + (detail(waiting) if detail else ", ".join(waiting[:8])
+                                         + (" ..." if len(waiting) > 8 else ""))))
 
 
 # ---------------------------------------------------------------------- the runtime
@@ -111,13 +94,15 @@ def check_prerequisites(image: str | None = None, which: Callable[[str], str | N
 class ClabRuntime(NamespaceAccess):
     name = "clab"
 
-    def __init__(self, run: Run = subprocess.run, which: Callable[[str], str | None] = shutil.which) -> None:
+    def __init__(self, run: Run = subprocess.run, which: Callable[[str], str | None] = shutil.which,
+                 spawn: Spawn = subprocess.Popen) -> None:
         self._run = run
         self._which = which
+        self._spawn = spawn
         self._plans: dict[str, Plan] = {}
 
     def check_prerequisites(self) -> None:
-        check_prerequisites(which=self._which, run=self._run)
+        check_prerequisites(sonic_image(), which=self._which, run=self._run)
 
     @staticmethod
     def topology_file(lab: str) -> Path:
@@ -126,7 +111,10 @@ class ClabRuntime(NamespaceAccess):
     # ------------------------------------------------------------------ boot
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float = 600.0, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
+           timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
+        """Pull what is missing, deploy, wait for every switch's init.sh, then for convergence,
+        each phase in a budget of its own from the work it does (harness.core.budgets); `timeout`
+        is the convergence phase's, as on the netns runtime."""
         check_lab_name(lab)
         shared = vs_shared_interfaces(plan)
         if shared:  # before anything is made
@@ -137,6 +125,8 @@ class ClabRuntime(NamespaceAccess):
                              "Arista-7060X6-64PE-C224O8 for 100G hosts), or run it on the netns runtime")
         image = sonic_image()
         check_prerequisites(image, which=self._which, run=self._run)
+        to_pull = missing_images(images_of(plan, image)[1:], self._run)
+        budget = budget_of(plan, len(to_pull), timeout)
         from harness.core.mgmtnet import lab_mgmt_network
 
         if lab in labs():
@@ -156,9 +146,12 @@ class ClabRuntime(NamespaceAccess):
             network = lab_mgmt_network(lab, len(plan.fabric.nodes), taken=taken)
             progress("mgmt", f"the declared mgmt range {plan.mgmt_network} overlaps lab {holder}'s "
                              f"({running[holder]}): this lab's mgmt network is {network}")
-        files = artifacts(plan, lab=lab, mgmt_network=network, sonic_image=image)  # before touching anything
+        files = artifacts(plan, lab=lab, mgmt_network=network, sonic_image=image,  # before touching anything
+                          init_step_s=budget.init_step_s)
         if configs is not None:
             files = with_configs(files, configs)
+        progress("budget", budget.describe())
+        pull(to_pull, budget.pull_s / max(1, len(to_pull)), progress, self._run)
         plan = clab_view(plan, network)
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
                          namespaces=tuple(container_name(lab, n.name) for n in plan.fabric.nodes),
@@ -168,24 +161,23 @@ class ClabRuntime(NamespaceAccess):
         save(state)
         self._plans[lab] = plan
         timings: dict[str, float] = {}
-        deadline = time.monotonic() + timeout
         try:
             write_artifacts(files, self.topology_file(lab).parent)
-            t = time.monotonic()
             progress("deploy", f"containerlab deploy: {len(plan.switches)} SONiC-VS switches, "
                                f"{len(plan.hosts)} hosts, mgmt {network}")
-            self._deploy(lab, replace, deadline)
-            timings["deploy"] = time.monotonic() - t
+            timings["deploy"] = deploy(deploy_argv(self.topology_file(lab), replace), self.topology_file(lab).parent,
+                                       budget.deploy_s, progress, self._spawn)
             t = time.monotonic()
-            self._wait_containers(plan, lab, deadline, progress)
+            self._wait_containers(plan, lab, time.monotonic() + NAMESPACES_S, progress)
             timings["containers"] = time.monotonic() - t
             t = time.monotonic()
-            self._wait_switches(plan, lab, deadline, progress)
-            self._wait_hosts(plan, lab, deadline, progress)
+            init_deadline = time.monotonic() + budget.init_s
+            self._wait_switches(plan, lab, init_deadline, progress)
+            self._wait_hosts(plan, lab, init_deadline, progress)
             timings["config"] = time.monotonic() - t
             t = time.monotonic()
             try:
-                looks = wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress)
+                looks = wait_converged(self, plan, lab, budget.converge_s, progress)
             except LabError as e:
                 state = state.with_(not_converged=not_converged(e, configs, progress))
                 looks = self.observe(plan, lab)
@@ -202,16 +194,6 @@ class ClabRuntime(NamespaceAccess):
                             converged=session_counts(looks))
         save(state)
         return state
-
-    def _deploy(self, lab: str, replace: bool, deadline: float) -> None:
-        try:
-            run = self._run(deploy_argv(self.topology_file(lab), replace), capture_output=True, text=True,
-                            timeout=max(1.0, deadline - time.monotonic()), cwd=self.topology_file(lab).parent)
-        except subprocess.TimeoutExpired as e:
-            raise LabError(f"containerlab deploy of {lab} did not finish in time") from e
-        if run.returncode != 0:
-            raise LabError(f"containerlab deploy of {lab} failed ({run.returncode}): "
-                                f"{(run.stderr or run.stdout).strip()[-2000:]}")
 
     def inspect(self, lab: str) -> list[Container]:
         run = self._run(inspect_argv(lab), capture_output=True, text=True, timeout=60)
@@ -238,8 +220,10 @@ class ClabRuntime(NamespaceAccess):
         run = self._run(self.exec_argv(lab, switch, ["cat", INIT_STATUS]), capture_output=True, text=True, timeout=30)
         return parse_init_status(run.stdout if run.returncode == 0 else "")
 
-    def _switch_ready(self, plan: Plan, lab: str, switch: str) -> bool:
+    def _switch_ready(self, plan: Plan, lab: str, switch: str, seen: dict[str, InitStatus] | None = None) -> bool:
         status = self.switch_status(lab, switch)
+        if seen is not None:
+            seen[switch] = status
         if status.state == "failed":
             log = self._run(self.exec_argv(lab, switch, ["tail", "-n", "20", INIT_LOG]), capture_output=True,
                             text=True, timeout=30).stdout
@@ -263,8 +247,10 @@ class ClabRuntime(NamespaceAccess):
         return True
 
     def _wait_switches(self, plan: Plan, lab: str, deadline: float, progress: Progress) -> None:
-        poll_all([sw.name for sw in plan.switches], lambda sw: self._switch_ready(plan, lab, sw),
-                 deadline - time.monotonic(), "switch init", progress=progress)
+        seen: dict[str, InitStatus] = {}
+        poll_all([sw.name for sw in plan.switches], lambda sw: self._switch_ready(plan, lab, sw, seen),
+                 deadline - time.monotonic(), "switch init", progress=progress,
+                 detail=lambda waiting: init_steps(waiting, seen))
 
     def _wait_hosts(self, plan: Plan, lab: str, deadline: float, progress: Progress) -> None:
         def ready(host: str) -> bool:
@@ -315,6 +301,19 @@ class ClabRuntime(NamespaceAccess):
         if run.returncode != 0:
             raise LabError(f"{node}: aclshow -a failed: {(run.stderr or run.stdout).strip()[-400:]}")
         return aclshow_counters(run.stdout)
+
+    def acl_data_path(self, lab: str, node: str) -> str | None:
+        return ACL_NO_DATA_PATH
+
+    def acl_rules(self, lab: str, node: str) -> dict[str, str]:
+        """The edge ACL's rules as SONiC has them loaded (`show acl rule`). Not run here."""
+        from harness.runtime.tenants import show_acl_rules
+
+        run = self._run(self.exec_argv(lab, node, ["show", "acl", "rule"]), capture_output=True, text=True,
+                        timeout=60)
+        if run.returncode != 0:
+            raise LabError(f"{node}: show acl rule failed: {(run.stderr or run.stdout).strip()[-400:]}")
+        return show_acl_rules(run.stdout)
 
     def running_config_db(self, lab: str, node: str) -> dict:
         """CONFIG_DB as the switch's container holds it now (sonic-cfggen reads redis). Not run
@@ -394,6 +393,16 @@ class ClabRuntime(NamespaceAccess):
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
         return json_documents(self.vtysh(lab, node, *commands), len(commands),
                               f"vtysh in {container_name(lab, node)}")
+
+
+def init_steps(waiting: list[str], seen: dict[str, InitStatus]) -> str:
+    """Where the switches still booting are: `at config_db: be-s1, be-s2; at bgpd: fe-l1`."""
+    at: dict[str, list[str]] = {}
+    for sw in waiting:
+        status = seen.get(sw, InitStatus("pending"))
+        at.setdefault(status.step or status.state, []).append(sw)
+    return "; ".join(f"at {step}: {', '.join(names[:6])}{' ...' if len(names) > 6 else ''}"
+                     for step, names in at.items())
 
 
 def clab_view(plan: Plan, network: IPv4Network | None) -> Plan:

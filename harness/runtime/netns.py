@@ -17,6 +17,7 @@ from pathlib import Path
 from pyroute2 import IPRoute
 
 from harness.plumbing import interrupt, namespaces
+from harness.core.budgets import resolve_timeout
 from harness.core.errors import PrerequisiteError, LabError
 from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
@@ -62,11 +63,12 @@ class NetnsRuntime(NamespaceAccess):
     # ------------------------------------------------------------------ boot
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float = 120.0, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
+           timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
         """configs: the engineer's own (frr.conf, and config_db.json kept for the audit) instead of
         fablab's render. A boot from them that does not converge still leaves the lab up, with
         what is missing in `not_converged`: the configs are what is wrong, not the boot."""
         check_lab_name(lab)
+        converge_s = resolve_timeout(timeout, len(plan.switches))
         check_prerequisites()
         if lab in labs() or any(lab_of_namespace(ns) == lab for ns in namespaces.list_namespaces()):
             if not replace:
@@ -95,11 +97,11 @@ class NetnsRuntime(NamespaceAccess):
             self._links(plan, lab, progress)
             timings["links"] = time.monotonic() - t
             t = time.monotonic()
-            deadline = time.monotonic() + timeout
             defer_bfd = _defer_bfd(plan)
             state = self._daemons(plan, lab, state, frr, progress, defer_bfd,
                                   dict(configs.config_db) if configs else {})
             timings["daemons"] = time.monotonic() - t
+            deadline = time.monotonic() + converge_s  # as on clab: from the moment every daemon runs
             looks = None
             try:
                 if defer_bfd:

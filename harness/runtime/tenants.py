@@ -12,6 +12,7 @@ No SVI and no VRF: tenants are L2 only (see harness/core/tenancy.py).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -137,6 +138,29 @@ def nft_counters(nft_json: str) -> dict[str, int]:
             if "counter" in expr:
                 counts[rule["comment"]] = counts.get(rule["comment"], 0) + expr["counter"]["packets"]
     return counts
+
+
+def show_acl_rules(text: str, table: str = TABLE) -> dict[str, str]:
+    """Rule -> status of every rule of `table` in SONiC's `show acl rule` (acl-loader: columns
+    Table, Rule, Priority, Action, Match, Status under a line of dashes; a rule's further match
+    fields on rows of their own with the other columns blank; Status `N/A` where STATE_DB has
+    none, absent before sonic-utilities#2667)."""
+    lines = text.splitlines()
+    rule_line = next((i for i, line in enumerate(lines) if set(line.strip()) <= {"-", " "} and "-" in line), None)
+    if rule_line is None:
+        return {}
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[rule_line])]
+    header = [lines[rule_line - 1][a:b if k + 1 < len(spans) else None].strip() if rule_line else ""
+              for k, (a, b) in enumerate(spans)]
+    col = {name: k for k, name in enumerate(header)}
+    if "Rule" not in col or "Table" not in col:
+        return {}
+    rules: dict[str, str] = {}
+    for line in lines[rule_line + 1:]:
+        cells = [line[a:spans[k + 1][0] if k + 1 < len(spans) else None].strip() for k, (a, _) in enumerate(spans)]
+        if cells[col["Rule"]] and cells[col["Table"]] == table:
+            rules[cells[col["Rule"]]] = cells[col["Status"]] if "Status" in col and cells[col["Status"]] else "N/A"
+    return rules
 
 
 def aclshow_counters(text: str) -> dict[str, int]:
