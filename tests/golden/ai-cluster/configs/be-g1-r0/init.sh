@@ -102,20 +102,12 @@ hostname_is_ours() {
   [ "$(db_hostname)" = "$NAME" ]
 }
 
+# Every interface named is in the kernel; MISSING names those that are not.
 MISSING=
-all_ports_present() {
+all_present() {
   local p
   MISSING=
-  for p in "${PORTS[@]}"; do
-    [ -e "/sys/class/net/$p" ] || MISSING="$MISSING $p"
-  done
-  [ -z "$MISSING" ]
-}
-
-all_data_ports_present() {
-  local p
-  MISSING=
-  for p in "${DATA_PORTS[@]}"; do
+  for p in "$@"; do
     [ -e "/sys/class/net/$p" ] || MISSING="$MISSING $p"
   done
   [ -z "$MISSING" ]
@@ -278,8 +270,8 @@ fi
 wait_for hostname_is_ours || fail "DEVICE_METADATA|localhost hostname is '$(db_hostname)', not $NAME"
 
 begin ports
-wait_for all_ports_present || fail "not in the kernel:$MISSING (are the PORT lanes those of HwSKU ${HWSKU:-unset}?)"
-wait_for all_data_ports_present || fail "containerlab's endpoints not in the container:$MISSING"
+wait_for all_present "${PORTS[@]}" || fail "not in the kernel:$MISSING (are the PORT lanes those of HwSKU ${HWSKU:-unset}?)"
+wait_for all_present "${DATA_PORTS[@]}" || fail "containerlab's endpoints not in the container:$MISSING"
 
 begin "data ports"
 quiet_data_ports
