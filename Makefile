@@ -4,14 +4,18 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 TOPOLOGY ?= ai-cluster
 
-.PHONY: deps rdma-deps validate test unit labs render bench clean distclean
+.PHONY: deps venv rdma-deps validate test unit labs render bench clean distclean
 
-deps: $(VENV)/.installed
+# Booting a lab needs root and Debian's packages (FRR, nftables, ...); rendering does not.
+deps:
 	@./scripts/install-deps.sh
+	@$(MAKE) --no-print-directory venv
+
+# Only the Python package (show, render, audit, diff): no root, no apt.
+venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	@./scripts/install-deps.sh
-	$(PYTHON) -m venv $(VENV)
+	@$(PYTHON) -m venv $(VENV) || { echo "$(PYTHON) -m venv failed: install python3-venv (Debian), or make deps as root" >&2; exit 1; }
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $@
@@ -32,7 +36,7 @@ unit: deps
 labs: deps rdma-deps
 	$(BIN)/pytest labs
 
-render: deps
+render: venv
 	$(BIN)/fablab render $(TOPOLOGY) -o out/$(TOPOLOGY)
 
 clean:

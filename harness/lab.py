@@ -176,6 +176,19 @@ class Lab:
         self.check_node(node)
         return self.runtime.exec_argv(self.name, node, list(argv))
 
+    def vtysh_argv(self, node: str, tty: bool = False) -> list[str]:
+        """vtysh on the node's FRR, for a caller that runs it with the terminal (`fablab vtysh`)."""
+        self.check_node(node)
+        if node not in {s.name for s in self.plan.switches} | {h.name for h in self.plan.hosts if h.routed}:
+            raise InputError(f"{node} runs no FRR (a host without BGP): `fablab shell {self.name} {node}` for its "
+                             "kernel's routes (ip route)")
+        return self.runtime.vtysh_argv(self.name, node, tty)
+
+    def shell_argv(self, node: str, tty: bool = False) -> list[str]:
+        """A shell in the node, for a caller that runs it with the terminal (`fablab shell`)."""
+        self.check_node(node)
+        return self.runtime.shell_argv(self.name, node, tty)
+
     def down(self) -> TeardownReport:
         return self.runtime.down(self.name)
 
@@ -288,6 +301,11 @@ class Lab:
     def acl_counters(self, switch: str) -> dict[str, int]:
         """Packets each FE edge ACL entry (harness/core/acl.py names them) matched on a leaf."""
         return self.runtime.acl_counters(self.name, switch)
+
+    def set_config_db(self, switch: str, table: str, key: str, field: str, value: str | None) -> str | None:
+        """Set (None: remove) one field of the switch's running CONFIG_DB; the value it had."""
+        self.check_node(switch)
+        return self.runtime.set_config_db(self.name, switch, table, key, field, value)
 
     def acl_data_path(self, switch: str) -> str | None:
         """None where the switch's data plane filters by its edge ACL; else why not."""

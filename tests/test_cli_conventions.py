@@ -33,7 +33,8 @@ def test_version_names_the_release(capsys):
 @pytest.mark.parametrize("argv", [
     ["down", NO_LAB], ["status", NO_LAB], ["exec", NO_LAB, "gpu01", "--", "true"],
     ["link", NO_LAB, "gpu01", "be-g1-r0", "down"], ["rdma", NO_LAB, "gpu01:rail0", "gpu05:rail0"],
-    ["check", NO_LAB], ["audit", NO_LAB],
+    ["check", NO_LAB], ["audit", NO_LAB], ["break", NO_LAB, "l3-hashing"], ["fix", NO_LAB, "--all"],
+    ["mystery", NO_LAB], ["vtysh", NO_LAB, "be-s1"], ["shell", NO_LAB, "gpu01"], ["view", NO_LAB],
 ])
 def test_an_unknown_lab_is_bad_input_on_every_command(argv, capsys):
     assert main(argv) == 2

@@ -93,9 +93,10 @@ class EcmpResult(Outcome):
 
 def check_ecmp(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
                flows: int | None = None, packets_per_flow: int = PACKETS_PER_QP, first_qp: int = 0x100,
-               false_fail: float = FALSE_FAIL) -> EcmpResult:
+               false_fail: float = FALSE_FAIL, measure_only: bool = False) -> EcmpResult:
     """`flows` None: as many QPs as the uplink count needs (ecmp_bound.qps_for); fewer than
-    that is refused, since the verdict could then miss a 2:1 weighting."""
+    that is refused, since the verdict could then miss a 2:1 weighting, unless `measure_only`
+    (`fablab spread`: how a few QPs land is the lesson, not a verdict)."""
     t0 = time.monotonic()
     plan = lab.plan
     src = src or first_gpu_nic(plan)
@@ -106,10 +107,12 @@ def check_ecmp(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[str,
         raise HarnessError(f"{leaf.name} has {len(uplinks)} uplink(s): nothing to spread over")
     needed = qps_for(len(uplinks), false_fail)
     n = needed if flows is None else flows
-    if n < needed:
+    if n < needed and not measure_only:
         raise HarnessError(f"flows={flows}: over {len(uplinks)} uplinks the verdict needs >= {needed} QPs to catch "
                            f"an uplink at weight {SKEW_WEIGHT} at {false_fail:.1%} false-fail; "
                            "pass flows=None to have it chosen")
+    if n < 1:
+        raise HarnessError(f"flows={flows}: send at least one QP")
     if packets_per_flow < 1:
         raise HarnessError(f"packets_per_flow={packets_per_flow}: must be >= 1 (2 or more to see reordering)")
     b = bound(n, len(uplinks), false_fail)

@@ -80,11 +80,16 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     if args.lab:
+        from harness.checks.faults import shown
+
         lab = Lab.attach(args.lab)
         looks = lab.observe()
+        faults = shown(lab)
         if args.json:
             print(json.dumps({"lab": lab.name, "phase": lab.state.phase, "topology": lab.state.topology,
-                              "switches": [s.__dict__ for s in looks]}, indent=2, default=list))
+                              "switches": [s.__dict__ for s in looks],
+                              "faults": [{k: e[k] for k in ("fault", "on", "description")} for e in faults]},
+                             indent=2, default=list))
             return 0
         t = Table(title=f"lab {lab.name}: {lab.state.topology}, {lab.state.phase}")
         for col in ("switch", "BGP", "BFD", "FIB"):
@@ -93,6 +98,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             t.add_row(s.switch, f"{s.sessions_up}/{s.sessions_expected}", f"{s.bfd_up}/{s.bfd_expected}",
                       "ok" if not s.missing_routes else f"{len(s.missing_routes)} short")
         out.print(t)
+        for e in faults:
+            out.print(f"fault in place: {e['fault']} on {escape(e['on'])}: {escape(e['description'])}", soft_wrap=True)
         return 0
     rows = [asdict(r) for r in Lab.listing()]
     if args.json:

@@ -182,12 +182,15 @@ def _parser() -> argparse.ArgumentParser:
                         "as ConfigMaps (kubectl apply -f); docs/runtimes.md")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_render)
-    from harness.cli import audit as cli_audit, diff as cli_diff, labs as cli_lab, rdma as cli_rdma
+    from harness.cli import audit as cli_audit, diff as cli_diff, labs as cli_lab, learn as cli_learn, rdma as cli_rdma
+    from harness.cli import view as cli_view
 
     cli_lab.register(sub)
     cli_rdma.register(sub)
     cli_audit.register(sub)
     cli_diff.register(sub)
+    cli_learn.register(sub)
+    cli_view.register(sub)
     return p
 
 

@@ -48,6 +48,8 @@ class _Line:
     color: str
     width: float
     dash: bool = False
+    key: str = ""  # "a:port b:port", where a live view marks the cable's state
+    state: str = ""  # up | failed | down (a live view); "" in a render
 
 
 def _row(names: list[str], y: int, width: int) -> dict[str, tuple[float, int]]:
@@ -61,7 +63,12 @@ def rail_color(rail: int | None) -> str:
     return _FE if rail is None else _RAIL_COLORS[rail % len(_RAIL_COLORS)]
 
 
-def topology_svg(plan: Plan) -> str:
+_STATE_COLORS = {"failed": "#000000", "down": "#000000"}  # no rail's colour: a failed cable is black, dashed, marked
+
+
+def topology_svg(plan: Plan, states: dict[tuple[str, str], str] | None = None) -> str:
+    """`states`: ("node:port", "node:port") of a cable -> up | failed | down, as `fablab view`
+    saw them; a failed or down cable is drawn red (dashed when down) and marked in the SVG."""
     f = plan.fabric
     hosts = [h.name for h in plan.hosts]
     names_of = {role: [n.name for n in f.nodes_with(role)] for role in Role}
@@ -97,12 +104,16 @@ def topology_svg(plan: Plan) -> str:
             if f.node(row.a_node).is_switch:
                 continue  # switch mgmt ports would cross every box; hosts show the plane
             lines.append(_Line(x1, y1, x2, y2, _MGMT, 0.6, dash=True))
-        elif row.plane is Plane.BE:
-            color = _BE_SHARED if row.rail is None else rail_color(row.rail)
-            lines.append(_Line(x1, y1, x2, y2, color, 1.2 if row.speed < 800 else 2.0))
+            continue
+        if row.plane is Plane.BE:
+            color, stroke = _BE_SHARED if row.rail is None else rail_color(row.rail), 1.2 if row.speed < 800 else 2.0
         else:
             second = row.a_port == FE_NIC2 and not f.node(row.a_node).is_switch
-            lines.append(_Line(x1, y1, x2, y2, _FE_SECOND if second else _FE, 1.2))
+            color, stroke = _FE_SECOND if second else _FE, 1.2
+        key = (f"{row.a_node}:{row.a_port}", f"{row.b_node}:{row.b_port}")
+        state = (states or {}).get(key, "")
+        lines.append(_Line(x1, y1, x2, y2, _STATE_COLORS.get(state, color), stroke * (2 if state in _STATE_COLORS else 1),
+                           dash=state in _STATE_COLORS, key=" ".join(key) if states else "", state=state))
     fills = {Role.GPU: "#fff2cc", Role.STORAGE: "#dae8fc", Role.CPU: "#e1d5e7", Role.GATEWAY: "#f8cecc",
              Role.BE_SPINE: "#c9daf8", Role.BE_SUPERSPINE: "#a4c2f4", Role.FE_SPINE: "#c8e6c9", Role.FE_LEAF: "#e3f2e3", Role.OOB: "#dddddd"}
     nodes = []
@@ -119,6 +130,8 @@ def topology_svg(plan: Plan) -> str:
         legend.append({"x": 20 + 120 * len(legend), "y": 610, "color": _FE_SECOND, "label": "FE, 2nd NIC"})
     legend += [{"x": 20 + 120 * len(legend), "y": 610, "color": _FE, "label": "FE"},
                {"x": 20 + 120 * (len(legend) + 1), "y": 610, "color": _MGMT, "label": "mgmt (OOB)"}]
+    if states is not None:
+        legend.append({"x": 20 + 120 * len(legend), "y": 610, "color": "#000000", "label": "✕ failed / down"})
     width = max(width, 20 + 120 * len(legend) + 20)
     return render_template("topology.svg.j2", lab=plan.name, width=width, height=630, boxes=boxes,
                            lines=lines, nodes=nodes, legend=legend, frames=frames)

@@ -123,6 +123,18 @@ class Runtime(Protocol):
         """A switch's CONFIG_DB as it runs now (SONiC's tables), with the kernel's port MTUs."""
         ...
 
+    def set_config_db(self, lab: str, node: str, table: str, key: str, field: str, value: str | None) -> str | None:
+        """Set (None: remove) one field of the switch's running CONFIG_DB; the value it had."""
+        ...
+
+    def vtysh_argv(self, lab: str, node: str, tty: bool) -> list[str]:
+        """The command line of vtysh on the node's FRR (a caller runs it with the terminal)."""
+        ...
+
+    def shell_argv(self, lab: str, node: str, tty: bool) -> list[str]:
+        """The command line of a shell in the node (interactive where `tty`)."""
+        ...
+
     def acl_data_path(self, lab: str, node: str) -> str | None:
         """None where the switch's data plane filters by its edge ACL; else why it does not (the
         tenants check then proves the ACL as configuration only, and says so)."""
@@ -146,6 +158,12 @@ class Runtime(Protocol):
                 bfd: bool = True) -> list[Shortfall]: ...
 
 
+def shell_command(lab: str, node: str) -> list[str]:
+    """bash where the node has it (sh else), its prompt naming lab and node."""
+    return ["env", f"PS1=[{lab} {node}] \\w# ", "sh", "-c",
+            "command -v bash >/dev/null 2>&1 && exec bash --norc || exec sh"]
+
+
 class NamespaceAccess:
     """What both runtimes do the same way: act on a node's network namespace from the host."""
 
@@ -162,6 +180,12 @@ class NamespaceAccess:
 
     def acl_counters(self, lab: str, node: str) -> dict[str, int]:
         raise NotImplementedError
+
+    def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
+        raise NotImplementedError
+
+    def shell_argv(self, lab: str, node: str, tty: bool) -> list[str]:
+        return self.exec_argv(lab, node, shell_command(lab, node))
 
     def acl_data_path(self, lab: str, node: str) -> str | None:
         return None  # the kernel filters (nft, the netns runtime's ACL)

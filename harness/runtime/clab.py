@@ -34,9 +34,9 @@ from harness.render.containerlab import vs_shared_interfaces
 from harness.runtime import processes
 from harness.runtime.clab_boot import (Spawn, budget_of, check_prerequisites, deploy, images_of, missing_images,
                                        pull, sonic_image)
-from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
+from harness.runtime.base import (CablingScope, shell_command, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
-from harness.runtime.clab_cli import (Container, InitStatus, deploy_argv, destroy_argv, inspect_argv,
+from harness.runtime.clab_cli import (Container, InitStatus, deploy_argv, destroy_argv, init_steps, inspect_argv,
                                       parse_init_status, parse_inspect)
 from harness.runtime.frr import json_documents
 from harness.runtime.processes import start_time
@@ -302,6 +302,19 @@ class ClabRuntime(NamespaceAccess):
             raise LabError(f"{node}: aclshow -a failed: {(run.stderr or run.stdout).strip()[-400:]}")
         return aclshow_counters(run.stdout)
 
+    def set_config_db(self, lab: str, node: str, table: str, key: str, field: str, value: str | None) -> str | None:
+        """One field of CONFIG_DB in the switch's redis (sonic-db-cli). Not run here."""
+        def db(*args: str) -> str:
+            run = self._run(self.exec_argv(lab, node, ["sonic-db-cli", "CONFIG_DB", *args]), capture_output=True,
+                            text=True, timeout=30)
+            if run.returncode != 0:
+                raise LabError(f"{node}: sonic-db-cli CONFIG_DB {' '.join(args)} failed: {run.stderr.strip()[-300:]}")
+            return run.stdout.strip()
+
+        old = db("HGET", f"{table}|{key}", field) or None
+        db(*(("HDEL", f"{table}|{key}", field) if value is None else ("HSET", f"{table}|{key}", field, value)))
+        return old
+
     def acl_data_path(self, lab: str, node: str) -> str | None:
         return ACL_NO_DATA_PATH
 
@@ -345,8 +358,14 @@ class ClabRuntime(NamespaceAccess):
             self._plans[lab] = self.plan_of(lab, make_plan(build(load(lab).declared_cluster())))
         return self._plans[lab]
 
-    def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
-        return ["docker", "exec", "-i", container_name(lab, node), *argv]
+    def exec_argv(self, lab: str, node: str, argv: list[str], tty: bool = False) -> list[str]:
+        return ["docker", "exec", "-it" if tty else "-i", container_name(lab, node), *argv]
+
+    def vtysh_argv(self, lab: str, node: str, tty: bool) -> list[str]:
+        return self.exec_argv(lab, node, ["vtysh"], tty)
+
+    def shell_argv(self, lab: str, node: str, tty: bool) -> list[str]:
+        return self.exec_argv(lab, node, shell_command(lab, node), tty)
 
     def namespace(self, lab: str, node: str) -> str:
         return container_name(lab, node)
@@ -393,16 +412,6 @@ class ClabRuntime(NamespaceAccess):
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
         return json_documents(self.vtysh(lab, node, *commands), len(commands),
                               f"vtysh in {container_name(lab, node)}")
-
-
-def init_steps(waiting: list[str], seen: dict[str, InitStatus]) -> str:
-    """Where the switches still booting are: `at config_db: be-s1, be-s2; at bgpd: fe-l1`."""
-    at: dict[str, list[str]] = {}
-    for sw in waiting:
-        status = seen.get(sw, InitStatus("pending"))
-        at.setdefault(status.step or status.state, []).append(sw)
-    return "; ".join(f"at {step}: {', '.join(names[:6])}{' ...' if len(names) > 6 else ''}"
-                     for step, names in at.items())
 
 
 def clab_view(plan: Plan, network: IPv4Network | None) -> Plan:

@@ -86,3 +86,13 @@ def parse_init_status(text: str | None) -> InitStatus:
         step, _, detail = rest.partition(":")
         return InitStatus("failed", step.strip(), detail.strip())
     return InitStatus("failed", "status", f"unreadable status line {line!r}")
+
+
+def init_steps(waiting: list[str], seen: dict[str, InitStatus]) -> str:
+    """Where the switches still booting are: `at config_db: be-s1, be-s2; at bgpd: fe-l1`."""
+    at: dict[str, list[str]] = {}
+    for sw in waiting:
+        status = seen.get(sw, InitStatus("pending"))
+        at.setdefault(status.step or status.state, []).append(sw)
+    return "; ".join(f"at {step}: {', '.join(names[:6])}{' ...' if len(names) > 6 else ''}"
+                     for step, names in at.items())

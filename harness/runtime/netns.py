@@ -25,7 +25,7 @@ from harness.core.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
-from harness.runtime import neighbours, processes, tenants
+from harness.runtime import configdb, neighbours, processes, tenants
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
@@ -319,6 +319,12 @@ class NetnsRuntime(NamespaceAccess):
         if run.returncode != 0:
             raise LabError(f"{node}: reading the edge ACL's counters failed: {run.stderr.strip()}")
         return tenants.nft_counters(run.stdout)
+
+    def vtysh_argv(self, lab: str, node: str, tty: bool) -> list[str]:
+        return ["vtysh", "--vty_socket", str(frr_node(lab, node).directory)]
+
+    def set_config_db(self, lab: str, node: str, table: str, key: str, field: str, value: str | None) -> str | None:
+        return configdb.set_field(run_dir(lab) / node / "config_db.json", table, key, field, value)
 
     def running_config_db(self, lab: str, node: str) -> dict:
         """No SONiC runs in a netns lab: its CONFIG_DB is the config_db.json the switch was
