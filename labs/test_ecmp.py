@@ -53,9 +53,9 @@ def test_roce_qps_spread_over_every_uplink(lab, results):
 def test_l3_only_hashing_collapses_roce_onto_one_path(lab, results):
     leaf, _ = _leaf_and_prefix(lab)
     before = check_ecmp(lab)  # positive control in the same run
-    with l3_hashing(lab, [leaf]):
+    with l3_hashing(lab, [leaf]) as s:
         result = check_ecmp(lab)
-    plot = plot_ecmp(result, results.path("ecmp-l3-hashing.png"))
+    plot = plot_ecmp(result, results.path("ecmp-l3-hashing.png"), sabotage=s.description)
     results.record("ecmp-l3-hashing", result, plots=(plot,))
     assert before.passed, before.reason
     assert not result.passed
@@ -68,10 +68,10 @@ def test_skewed_nexthop_weight_is_caught(lab, results):
     leaf, prefix = _leaf_and_prefix(lab)
     heavy = lab.plan.switch(leaf).fabric_ports[0].name
     before = check_ecmp(lab)  # positive control in the same run
-    with weighted_uplink(lab, leaf, prefix, heavy, weight=2):
+    with weighted_uplink(lab, leaf, prefix, heavy, weight=2) as s:
         result = check_ecmp(lab)
     after = check_ecmp(lab)  # the undo put the fair weights back
-    plot = plot_ecmp(result, results.path("ecmp-skewed-weight.png"))
+    plot = plot_ecmp(result, results.path("ecmp-skewed-weight.png"), sabotage=s.description)
     results.record("ecmp-skewed-weight", result, plots=(plot,))
     assert before.passed, before.reason
     assert after.passed, after.reason

@@ -53,8 +53,8 @@ def _ends(lab):
     return leaf, uplink.name, spine, to_far
 
 
-def _record(results, name, result):
-    plot = plot_failover(result, results.path(f"{name}.png"))
+def _record(results, name, result, sabotage=None):
+    plot = plot_failover(result, results.path(f"{name}.png"), sabotage=sabotage)
     results.record(name, result, plots=(plot,))
 
 
@@ -67,9 +67,9 @@ def _positive(lab, results, case, element):
     return result
 
 
-def _negative(lab, results, name, case, element, **options):
+def _negative(lab, results, name, case, element, sabotage, **options):
     result = check_failover_case(lab, case, element=element, **options)
-    _record(results, name, result)
+    _record(results, name, result, sabotage.description)
     assert result.passed is False, result.reason
     return result
 
@@ -77,8 +77,8 @@ def _negative(lab, results, name, case, element, **options):
 def test_local_link(lab, results):
     leaf, uplink, _, _ = _ends(lab)
     _positive(lab, results, "local", (leaf, uplink))
-    with carrier_blind(lab, leaf, [uplink]):
-        bad = _negative(lab, results, "failover-local-carrier-blind", "local", (leaf, uplink))
+    with carrier_blind(lab, leaf, [uplink]) as s:
+        bad = _negative(lab, results, "failover-local-carrier-blind", "local", (leaf, uplink), s)
     assert bad.worst_window_ms > bad.objective_ms and "loss window" in bad.reason
 
 
@@ -86,21 +86,21 @@ def test_remote_link(lab, results):
     leaf, _, spine, to_far = _ends(lab)
     _positive(lab, results, "remote", (spine, to_far))
     # The withdrawal reaches the source leaf at once, but its FIB is programmed 2 s later.
-    with fib_lag(lab, [leaf], hold_ms=2000):
-        bad = _negative(lab, results, "failover-remote-slow-fib", "remote", (spine, to_far))
+    with fib_lag(lab, [leaf], hold_ms=2000) as s:
+        bad = _negative(lab, results, "failover-remote-slow-fib", "remote", (spine, to_far), s)
     assert bad.worst_window_ms > bad.objective_ms and "loss window" in bad.reason
 
 
 def test_gray_link(lab, results):
     leaf, uplink, spine, _ = _ends(lab)
     good = _positive(lab, results, "gray", (leaf, uplink))
-    with slow_bfd(lab, [leaf, spine], interval_ms=1000, multiplier=3):
-        slow = _negative(lab, results, "failover-gray-slow-bfd", "gray", (leaf, uplink))
+    with slow_bfd(lab, [leaf, spine], interval_ms=1000, multiplier=3) as s:
+        slow = _negative(lab, results, "failover-gray-slow-bfd", "gray", (leaf, uplink), s)
     assert slow.objective_ms == good.objective_ms  # the objective did not grow with the timers
     assert slow.worst_window_ms > slow.objective_ms
-    with bfd_off(lab, [leaf, spine]):
+    with bfd_off(lab, [leaf, spine]) as s:
         # Given no more than 2.5 s: BGP's hold timer (9 s) would find the link, later.
-        blind = _negative(lab, results, "failover-gray-bfd-off", "gray", (leaf, uplink), detect_s=2.5)
+        blind = _negative(lab, results, "failover-gray-bfd-off", "gray", (leaf, uplink), s, detect_s=2.5)
     assert blind.detected_ms is None and "is BFD on" in blind.reason
 
 
@@ -108,8 +108,8 @@ def test_spine_down(lab, results):
     leaf, uplink, spine, _ = _ends(lab)
     _positive(lab, results, "spine", (leaf, uplink))
     to_spine = [p.name for p in lab.plan.switch(leaf).fabric_ports if p.peer == spine]
-    with carrier_blind(lab, leaf, to_spine):
-        bad = _negative(lab, results, "failover-spine-carrier-blind", "spine", (leaf, uplink))
+    with carrier_blind(lab, leaf, to_spine) as s:
+        bad = _negative(lab, results, "failover-spine-carrier-blind", "spine", (leaf, uplink), s)
     assert bad.worst_window_ms > bad.objective_ms
 
 
@@ -127,5 +127,5 @@ def test_restore_is_budgeted(lab, results):
     finally:
         for sabotage in broken:
             sabotage.undo()
-    _record(results, "failover-restore-blackhole", bad)
+    _record(results, "failover-restore-blackhole", bad, "; ".join(b.description for b in broken))
     assert bad.passed is False and "after the restore" in bad.reason, bad.reason

@@ -38,8 +38,8 @@ def pods_lab(pytestconfig):
     yield from boot(pods(), pytestconfig.getoption("runtime"), "pd")
 
 
-def _record(results, name, result):
-    results.record(name, result, plots=(plot_failover(result, results.path(f"{name}.png")),))
+def _record(results, name, result, sabotage=None):
+    results.record(name, result, plots=(plot_failover(result, results.path(f"{name}.png"), sabotage=sabotage),))
 
 
 def _cross_pod(lab):
@@ -84,9 +84,9 @@ def test_a_spine_blind_to_its_superspine_link_fails_the_case(pods_lab, results):
               if pods_lab.plan.switch(p.peer).role is Role.BE_SUPERSPINE)
     good = check_failover_case(pods_lab, "superspine-link", element=(spine, up))
     assert good.passed is True, good.reason  # the positive control, on the same element
-    with carrier_blind(pods_lab, spine, [up]):
+    with carrier_blind(pods_lab, spine, [up]) as blind:
         bad = check_failover_case(pods_lab, "superspine-link", element=(spine, up))
-    _record(results, "failover-superspine-link-carrier-blind", bad)
+    _record(results, "failover-superspine-link-carrier-blind", bad, blind.description)
     assert bad.passed is False and bad.worst_window_ms > bad.objective_ms, bad.reason
 
 

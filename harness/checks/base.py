@@ -186,6 +186,17 @@ def needs_spine_tier(plan: Plan) -> str | None:
 # --------------------------------------------------------------------------- plots
 
 
+def caption(ax, text: str, sabotage: str | None = None, width: int = 100) -> None:
+    """A plot's title, wrapped so that it is never cut; a negative control's names its sabotage
+    first (what was broken on purpose, so the failure shown is the expected one)."""
+    import textwrap
+
+    lines = textwrap.wrap(text, width)
+    if sabotage:
+        lines = textwrap.wrap(f"NEGATIVE CONTROL, broken on purpose: {sabotage}", width) + lines
+    ax.set_title("\n".join(lines), fontsize=8.5, loc="left", color="#8b0000" if sabotage else "black")
+
+
 def pyplot():
     """matplotlib's pyplot, files only: imported here, when a check first plots."""
     import matplotlib

@@ -282,7 +282,7 @@ def _run(lab: LabView, case, el: Element, leaf, src, dst, far_leaf, flows, sport
     totals = _buckets(received)
     timeline = {"bucket_ms": received.bucket_ns / 1e6, "received": totals,
                 "failure_ms": (fail_ns - received.origin_ns) / 1e6, "restore_ms": (restore_ns - received.origin_ns) / 1e6,
-                "offered_pps": rate_pps * len(flows)}
+                "offered_pps": rate_pps * len(flows), "per_qp_pps": rate_pps, "lanes": _lanes(received, per_qp)}
     return dict(qps_on_element=len(on_qps), worst_window_ms=worst, worst_restore_ms=worst_back,
                 lost_elsewhere=lost_elsewhere, lost_before=lost_before, detected_ms=detected_ms,
                 restored_ms=restored_ms, returned_packets=returned, sender_lag_ms=lag_ms,
@@ -337,6 +337,19 @@ def check_failover(lab: LabView, cases: tuple[str, ...] | None = None, mode: str
     results = tuple(check_failover_case(lab, case, objectives=objectives, **options) for case in cases)
     return FailoverResult(results, objectives, seconds=round(time.monotonic() - t0, 2),
                           problems=tuple(f"{c.case}: {p}" for c in results for p in c.problems))
+
+
+LANES_ON, LANES_OFF = 24, 6  # QPs drawn one lane each: those on the element first, then a few others
+
+
+def _lanes(received, per_qp) -> list[dict]:
+    """Per QP, packets received per bucket: the plot's lanes (every QP on the failed element up
+    to LANES_ON, its worst first, then LANES_OFF of the others, the untouched)."""
+    by_flow = {f.flow_id: list(f.buckets) for f in received.flows}
+    on = sorted((q for q in per_qp if q.on_element), key=lambda q: -q.window_ms)[:LANES_ON]
+    off = [q for q in per_qp if not q.on_element][:LANES_OFF]
+    return [{"qp": q.qp, "on_element": q.on_element, "path": q.path, "window_ms": q.window_ms,
+             "buckets": by_flow.get(q.flow_id, [])} for q in on + off]
 
 
 def _buckets(received) -> list[int]:

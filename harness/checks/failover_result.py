@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.checks.base import Outcome, pyplot, save
+from harness.checks.base import Outcome, caption, pyplot, save
 from harness.checks.failover_windows import QpLoss
 from harness.core.model import Objectives
 
@@ -87,26 +87,76 @@ class FailoverResult(Outcome):
                          f"(restore {c.worst_restore_ms:.1f}/{c.restore_objective_ms:g})" for c in self.cases)
 
 
-def plot_failover(result: FailoverCase | FailoverResult, path: Path) -> Path:
-    """Received rate over time per failover case, failure and restore marked, with the worst
-    loss window against its declared objective."""
+def plot_failover(result: FailoverCase | FailoverResult, path: Path, sabotage: str | None = None) -> Path:
+    """Per failover case: the received rate split into the QPs that crossed the failed element
+    and those that did not (the untouched ones are the plateau that stays), then one lane per
+    QP (on the element first), with the failure, the route change, the restore and the route's
+    return marked. `sabotage`: a negative control's fault, named on the plot."""
     plt = pyplot()
     cases = list(result.cases) if isinstance(result, FailoverResult) else [result]
-    fig, axes = plt.subplots(len(cases), 1, figsize=(8, 2.6 * len(cases)), squeeze=False)
-    for ax, case in zip(axes[:, 0], cases):
+    fig, axes = plt.subplots(2 * len(cases), 1, figsize=(11, 5.6 * len(cases)), squeeze=False,
+                             gridspec_kw={"height_ratios": [1, 1.4] * len(cases)})
+    for k, case in enumerate(cases):
+        rate_ax, lane_ax = axes[2 * k, 0], axes[2 * k + 1, 0]
         t = case.timeline
         width_s = t["bucket_ms"] / 1000
+        lanes = t.get("lanes", [])
         xs = [i * width_s for i in range(len(t["received"]))]
-        ys = [n / width_s for n in t["received"]]
+        on = [lane for lane in lanes if lane["on_element"]]
+        on_total = [sum(lane["buckets"][i] if i < len(lane["buckets"]) else 0 for lane in on) / width_s
+                    for i in range(len(xs))]
+        total = [n / width_s for n in t["received"]]
         colour = {True: "#1f77b4", False: "#d62728", None: "#ff7f0e"}[case.passed]
-        ax.plot(xs, ys, linewidth=1, color=colour, label="received (pps)")
-        ax.axhline(t["offered_pps"], color="grey", linestyle=":", label="offered")
-        ax.axvline(t["failure_ms"] / 1000, color="#d62728", label="failure")
-        ax.axvline(t["restore_ms"] / 1000, color="#2ca02c", label="restore")
-        ax.set_ylabel("packets/s")
-        ax.set_title(f"{case.case}: {case.element} — window {case.worst_window_ms:.1f} ms "
-                     f"(objective {case.objective_ms:g}), restore {case.worst_restore_ms:.1f} ms "
-                     f"(objective {case.restore_objective_ms:g})", fontsize=9)
-        ax.legend(loc="lower right", fontsize=7)
-    axes[-1, 0].set_xlabel("s")
+        rate_ax.plot(xs, total, linewidth=1, color="#7f7f7f", label=f"all {case.qps} QPs (pps)")
+        if on:
+            rate_ax.plot(xs, on_total, linewidth=1.2, color=colour,
+                         label=f"the {case.qps_on_element} QPs on {case.element}")
+            rate_ax.plot(xs, [a - b for a, b in zip(total, on_total)], linewidth=0.8, color="#2ca02c",
+                         linestyle="--", label=f"the {case.qps - case.qps_on_element} QPs elsewhere (untouched)")
+        rate_ax.axhline(t["offered_pps"], color="grey", linestyle=":", linewidth=0.8, label="offered")
+        rate_ax.set_ylabel("packets/s")
+        events = _events(case)
+        _mark(rate_ax, events)
+        rate_ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6.5)
+        title = (f"{case.case}: {case.element} — worst window {case.worst_window_ms:.1f} ms (objective "
+                 f"{case.objective_ms:g}), restore {case.worst_restore_ms:.1f} ms (objective "
+                 f"{case.restore_objective_ms:g}) — {'PASS' if case.passed else 'FAIL' if case.passed is False else 'NOT MEASURABLE'}")
+        caption(rate_ax, title, sabotage)
+        if lanes:
+            # what arrived of what was sent, per bucket; blank before the first and after the last
+            # bucket anything arrived in (nothing was being sent, so nothing could be lost)
+            busy = [i for i, n in enumerate(t["received"]) if n]
+            first, last = (busy[0], busy[-1]) if busy else (0, -1)
+            per_bucket = max(1e-9, t["per_qp_pps"] * width_s)
+            rows = [[(lane["buckets"][i] if i < len(lane["buckets"]) else 0) / per_bucket if first <= i <= last
+                     else float("nan") for i in range(len(xs))] for lane in lanes]
+            cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#f4f4f4")
+            lane_ax.imshow(rows, aspect="auto", interpolation="nearest", cmap=cmap, vmin=0, vmax=1,
+                           extent=(0, len(xs) * width_s, len(lanes), 0))
+            lane_ax.set_yticks([i + 0.5 for i in range(len(lanes))])
+            lane_ax.set_yticklabels([f"{lane['qp']:#x} {'on' if lane['on_element'] else 'off'} "
+                                     f"{lane['window_ms']:.0f} ms" if lane["on_element"] else f"{lane['qp']:#x} off"
+                                     for lane in lanes], fontsize=6)
+            lane_ax.set_ylabel("one lane per QP\n(green: all sent arrived)", fontsize=7)
+        _mark(lane_ax, events, labels=False)
+        lane_ax.set_xlabel("s")
     return save(fig, path)
+
+
+def _events(case: FailoverCase) -> list[tuple[float, str, str, str]]:
+    """(seconds, what, colour, style) of each moment the plot marks."""
+    t = case.timeline
+    fail_s, restore_s = t["failure_ms"] / 1000, t["restore_ms"] / 1000
+    out = [(fail_s, "failure", "#d62728", "-")]
+    if case.detected_ms is not None:
+        out.append((fail_s + case.detected_ms / 1000, f"detected: route changed (+{case.detected_ms:.0f} ms)", "#ff7f0e",
+                    "--"))
+    out.append((restore_s, "restore", "#2ca02c", "-"))
+    if case.restored_ms is not None:
+        out.append((restore_s + case.restored_ms / 1000, f"route back (+{case.restored_ms:.0f} ms)", "#17becf", "--"))
+    return out
+
+
+def _mark(ax, events, labels: bool = True) -> None:
+    for x, what, colour, style in events:
+        ax.axvline(x, color=colour, linestyle=style, linewidth=1, label=what if labels else None)
