@@ -31,6 +31,8 @@ def test_every_fault_is_caught_by_a_check_fablab_has():
     assert len(BY_NAME) == len(FAULTS)
     assert all(f.caught_by in NAMES for f in FAULTS)
     assert REQUIRED <= {f.teaches for f in FAULTS}
+    groups = [f.teaches for f in FAULTS]
+    assert all(groups.index(g) == i or groups[i - 1] == g for i, g in enumerate(groups))  # grouped, for listings
     assert {"route-leak", "small-mtu", "pfc-priority", "dscp-map", "acl-flip", "gray-link"} <= set(BY_NAME)
 
 

@@ -13,12 +13,11 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from ipaddress import IPv4Network
 
 from harness.checks import sabotage
 from harness.checks import fault_places as places
 from harness.core.errors import HarnessError, InputError, LabError
-from harness.core.model import FE_NIC, Role
+from harness.core.model import Role
 from harness.core.plan import Plan
 from harness.plumbing import wait
 from harness.plumbing.labview import LabView
@@ -65,8 +64,7 @@ def _rogue(lab: LabView, element: str) -> tuple[str, Data]:
 
 
 def _unrogue(lab: LabView, element: str, data: Data) -> None:
-    with lab.netlink(data["node"]) as s:
-        s.link("del", ifname=data["port"])  # takes the peer with it
+    sabotage.unplug(lab, data["node"], data["port"])
 
 
 TAKES_S = 30.0  # a fault that acts through the routing protocols (a session up, BFD down) takes effect within
@@ -81,31 +79,22 @@ def _until(lab: LabView, holds: Callable[[], bool], what: str) -> None:
 def _stray(lab: LabView, element: str) -> tuple[str, Data]:
     a, b = places.pair(element)
     pa, pb = sabotage.free_port(lab, a), sabotage.free_port(lab, b)
-    done = sabotage.stray_cable(lab, a, b)
+    done = sabotage.stray_cable(lab, a, b, ports=(pa, pb))
     _until(lab, lambda: any(p.peer == pa and p.established for p in lab.bgp_peers(a)),
            f"the BGP session on {a}:{pa} to come up")
     return done.description, {"ends": [[a, pa], [b, pb]]}
 
 
 def _unstray(lab: LabView, element: str, data: Data) -> None:
-    for node, port in data["ends"]:
-        sabotage._vtysh_config(lab, node, f"router bgp {lab.plan.switch(node).asn}", f"no neighbor {port}")
-    node, port = data["ends"][0]
-    with lab.netlink(node) as s:
-        s.link("del", ifname=port)
+    sabotage.remove_stray(lab, [tuple(end) for end in data["ends"]])
 
 
 def _leak(lab: LabView, host: str) -> tuple[str, Data]:
-    done = sabotage.leak_route(lab, host)
-    nic = lab.plan.host(host).nic(FE_NIC)
-    return done.description, {"leaf": nic.peer, "via": str(nic.address.ip),
-                              "be": str(IPv4Network(lab.plan.fabric.cluster.addressing.be))}
+    return sabotage.leak_route(lab, host).description, {}
 
 
 def _unleak(lab: LabView, host: str, data: Data) -> None:
-    with lab.netlink(data["leaf"]) as s:
-        s.route("del", dst=data["be"], gateway=data["via"])
-    lab.set_sysctls(host, {"net.ipv4.ip_forward": 0})
+    sabotage.unleak_route(lab, host)
 
 
 def _sysctl_fault(key: str, value: int, what: str):
@@ -134,7 +123,7 @@ def _bfd_off(lab: LabView, element: str) -> tuple[str, Data]:
     afterwards; a timer change is negotiated by BFD's poll sequence and resets nothing. Slower
     timers would make the way back as slow: a peer learns the new ones from its next packet.)"""
     names = places.names(element)
-    _bfd_timers(lab, names, BFD_NEVER_MS, BFD_NEVER_MULT)
+    sabotage.bfd_timers(lab, names, BFD_NEVER_MS, BFD_NEVER_MULT)
     return (f"BFD detection {BFD_NEVER_MS // 1000} s × {BFD_NEVER_MULT} on {', '.join(names)}: it never fires "
             "before BGP's hold time, so a gray failure lasts that long", {})
 
@@ -144,7 +133,7 @@ def _bfd_on(lab: LabView, element: str, data: Data) -> None:
     packet (at the old rate) has said so."""
     bfd = lab.plan.fabric.cluster.bfd
     names = places.names(element)
-    _bfd_timers(lab, names, bfd.interval_ms, bfd.multiplier)
+    sabotage.bfd_timers(lab, names, bfd.interval_ms, bfd.multiplier)
 
     def declared() -> bool:
         for n in names:
@@ -158,16 +147,6 @@ def _bfd_on(lab: LabView, element: str, data: Data) -> None:
 
 
 BFD_NEVER_MS, BFD_NEVER_MULT = 3000, 50
-
-
-def _bfd_timers(lab: LabView, names: list[str], ms: int, mult: int) -> None:
-    profile = lab.plan.fabric.cluster.bfd.profile
-    for n in names:
-        sabotage._vtysh_config(lab, n, "bfd", f"profile {profile}", f"detect-multiplier {mult}",
-                               f"receive-interval {ms}", f"transmit-interval {ms}")
-
-
-
 
 
 def _slow(lab: LabView, element: str) -> tuple[str, Data]:
@@ -256,10 +235,7 @@ def _vlan(lab: LabView, element: str) -> tuple[str, Data]:
 
 
 def _unvlan(lab: LabView, element: str, data: Data) -> None:
-    from harness.core.tenancy import bridge_device
-
-    leaf, port = places.end(element)
-    lab.ns_exec(leaf, ["ip", "link", "set", port, "master", bridge_device(data["own"])], check=True)
+    sabotage.move_port(lab, *places.end(element), data["own"])
 
 
 def _routed(lab: LabView, leaf: str) -> tuple[str, Data]:
@@ -270,11 +246,7 @@ def _routed(lab: LabView, leaf: str) -> tuple[str, Data]:
 
 
 def _unrouted(lab: LabView, leaf: str, data: Data) -> None:
-    from harness.core.tenancy import NFT_TABLE, bridge_device
-
-    lab.ns_exec(leaf, ["nft", "add", "rule", "bridge", NFT_TABLE, "to_leaf", "ether", "type", "{", "ip,", "ip6", "}",
-                       "counter", "drop", "comment", '"to-leaf"'], check=True)
-    lab.set_sysctls(leaf, {f"net.ipv4.conf.{bridge_device(data['vni'])}.forwarding": 0})
+    sabotage.unroute_tenant(lab, leaf, data["vni"])
 
 
 FAULTS: tuple[Fault, ...] = (

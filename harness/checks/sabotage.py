@@ -66,7 +66,7 @@ def stray_ends(lab: LabView) -> tuple[str, str] | None:
     return None if fe is None or be is None else (fe, be)
 
 
-def stray_cable(lab: LabView, a: str, b: str, peer_group: bool = True) -> Sabotage:
+def stray_cable(lab: LabView, a: str, b: str, peer_group: bool = True, ports: tuple[str, str] | None = None) -> Sabotage:
     """A cable between two switches that the declaration does not have (say an FE leaf and a
     BE leaf), brought into BGP unnumbered. With `peer_group` it gets the fabric's usual port
     config, the `fabric` peer group and so its prefix filters; without, a hand-configured
@@ -75,7 +75,7 @@ def stray_cable(lab: LabView, a: str, b: str, peer_group: bool = True) -> Sabota
     for node in (a, b):
         if node not in {s.name for s in lab.plan.switches}:
             raise HarnessError(f"stray_cable joins routed switches; {node!r} is not one")
-    pa, pb = free_port(lab, a), free_port(lab, b)
+    pa, pb = ports or (free_port(lab, a), free_port(lab, b))
     with lab.netlink(a) as s:
         s.link("add", ifname=pa, kind="veth", peer={"ifname": pb, "net_ns_fd": lab.namespace(b)})
         s.link("set", ifname=pa, state="up")
@@ -92,14 +92,24 @@ def stray_cable(lab: LabView, a: str, b: str, peer_group: bool = True) -> Sabota
     lab.extra_cables.append(row)
 
     def undo() -> None:
-        for node, port in ((a, pa), (b, pb)):
-            _vtysh_config(lab, node, f"router bgp {lab.plan.switch(node).asn}", f"no neighbor {port}")
-        with lab.netlink(a) as s:
-            s.link("del", ifname=pa)
+        remove_stray(lab, ((a, pa), (b, pb)))
         lab.extra_cables.remove(row)
 
     how = "in the fabric peer group" if peer_group else "hand-configured BGP, no filters"
     return Sabotage(f"stray cable {a}:{pa} - {b}:{pb} ({how})", undo)
+
+
+def remove_stray(lab: LabView, ends) -> None:
+    """A stray cable's sessions and the cable itself gone ((node, port) of both ends)."""
+    for node, port in ends:
+        _vtysh_config(lab, node, f"router bgp {lab.plan.switch(node).asn}", f"no neighbor {port}")
+    unplug(lab, *ends[0])
+
+
+def unplug(lab: LabView, node: str, port: str) -> None:
+    """A veth gone: deleting one end takes the peer with it."""
+    with lab.netlink(node) as s:
+        s.link("del", ifname=port)
 
 
 def leak_route(lab: LabView, host: str) -> Sabotage:
@@ -112,12 +122,15 @@ def leak_route(lab: LabView, host: str) -> Sabotage:
     with lab.netlink(leaf) as s:
         s.route("add", dst=be, gateway=str(nic.address.ip))
 
-    def undo() -> None:
-        with lab.netlink(leaf) as s:
-            s.route("del", dst=be, gateway=str(nic.address.ip))
-        lab.set_sysctls(host, {"net.ipv4.ip_forward": 0})
+    return Sabotage(f"route {be} on {leaf} via {host} ({nic.address.ip}), which forwards",
+                    lambda: unleak_route(lab, host))
 
-    return Sabotage(f"route {be} on {leaf} via {host} ({nic.address.ip}), which forwards", undo)
+
+def unleak_route(lab: LabView, host: str) -> None:
+    nic = lab.plan.host(host).nic(FE_NIC)
+    with lab.netlink(nic.peer) as s:
+        s.route("del", dst=str(IPv4Network(lab.plan.fabric.cluster.addressing.be)), gateway=str(nic.address.ip))
+    lab.set_sysctls(host, {"net.ipv4.ip_forward": 0})
 
 
 def l3_hashing(lab: LabView, switches: list[str] | None = None) -> Sabotage:
@@ -155,14 +168,18 @@ def slow_bfd(lab: LabView, switches: list[str], interval_ms: int = 1000, multipl
     fail; a budget derived from the timers would have grown with them."""
     bfd = lab.plan.fabric.cluster.bfd
 
-    def timers(ms: int, mult: int) -> None:
-        for n in switches:
-            _vtysh_config(lab, n, "bfd", f"profile {bfd.profile}", f"detect-multiplier {mult}",
-                          f"receive-interval {ms}", f"transmit-interval {ms}")
-
-    timers(interval_ms, multiplier)
+    bfd_timers(lab, switches, interval_ms, multiplier)
     return Sabotage(f"BFD {interval_ms} ms × {multiplier} on {', '.join(switches)}",
-                    lambda: timers(bfd.interval_ms, bfd.multiplier))
+                    lambda: bfd_timers(lab, switches, bfd.interval_ms, bfd.multiplier))
+
+
+def bfd_timers(lab: LabView, switches: list[str], ms: int, mult: int) -> None:
+    """The fabric's BFD profile at these timers on these switches (negotiated by BFD's poll
+    sequence: no session is reset)."""
+    profile = lab.plan.fabric.cluster.bfd.profile
+    for n in switches:
+        _vtysh_config(lab, n, "bfd", f"profile {profile}", f"detect-multiplier {mult}", f"receive-interval {ms}",
+                      f"transmit-interval {ms}")
 
 
 def carrier_blind(lab: LabView, node: str, ports: list[str]) -> Sabotage:
@@ -244,11 +261,7 @@ def rogue_cable(lab: LabView, a: tuple[str, str | None], b: tuple[str, str | Non
     with lab.netlink(nb) as s:
         s.link("set", ifname=pb, state="up")
 
-    def undo() -> None:
-        with lab.netlink(na) as s:
-            s.link("del", ifname=pa)  # takes the peer with it
-
-    return Sabotage(f"rogue cable {na}:{pa} - {nb}:{pb} (not recorded by fablab)", undo)
+    return Sabotage(f"rogue cable {na}:{pa} - {nb}:{pb} (not recorded by fablab)", lambda: unplug(lab, na, pa))
 
 
 def swap_cables(lab: LabView, a: tuple[str, str], b: tuple[str, str]) -> Sabotage:
@@ -313,15 +326,17 @@ def _move_far_ends(lab: LabView, x: tuple[str, str], y: tuple[str, str]) -> None
 def merge_tenants(lab: LabView, leaf: str, port: str, into_vni: int) -> Sabotage:
     """A tenant member's leaf port moved into another tenant's bridge (the wrong VLAN on an
     access port): its frames now reach the other tenant."""
+    own = next(t.vni for t in lab.plan.tenants for m in t.members if (m.leaf, m.leaf_port) == (leaf, port))
+    move_port(lab, leaf, port, into_vni)
+    return Sabotage(f"{leaf}:{port} moved from VNI {own}'s bridge into VNI {into_vni}'s",
+                    lambda: move_port(lab, leaf, port, own))
+
+
+def move_port(lab: LabView, leaf: str, port: str, vni: int) -> None:
+    """A leaf port into the bridge of tenant VNI `vni`."""
     from harness.core.tenancy import bridge_device
 
-    own = next(t.vni for t in lab.plan.tenants for m in t.members if (m.leaf, m.leaf_port) == (leaf, port))
-    lab.ns_exec(leaf, ["ip", "link", "set", port, "master", bridge_device(into_vni)], check=True)
-
-    def undo() -> None:
-        lab.ns_exec(leaf, ["ip", "link", "set", port, "master", bridge_device(own)], check=True)
-
-    return Sabotage(f"{leaf}:{port} moved from VNI {own}'s bridge into VNI {into_vni}'s", undo)
+    lab.ns_exec(leaf, ["ip", "link", "set", port, "master", bridge_device(vni)], check=True)
 
 
 def flip_acl_entry(lab: LabView, leaf: str, entry: str) -> Sabotage:
@@ -353,13 +368,16 @@ def route_tenant(lab: LabView, leaf: str, vni: int) -> Sabotage:
     br = bridge_device(vni)
     lab.set_sysctls(leaf, {f"net.ipv4.conf.{br}.forwarding": 1})
     lab.ns_exec(leaf, ["nft", "flush", "chain", "bridge", NFT_TABLE, "to_leaf"], check=True)
+    return Sabotage(f"{leaf} routes VNI {vni}'s bridge into the underlay", lambda: unroute_tenant(lab, leaf, vni))
 
-    def undo() -> None:
-        lab.ns_exec(leaf, ["nft", "add", "rule", "bridge", NFT_TABLE, "to_leaf", "ether", "type", "{", "ip,", "ip6",
-                           "}", "counter", "drop", "comment", '"to-leaf"'], check=True)
-        lab.set_sysctls(leaf, {f"net.ipv4.conf.{br}.forwarding": 0})
 
-    return Sabotage(f"{leaf} routes VNI {vni}'s bridge into the underlay", undo)
+def unroute_tenant(lab: LabView, leaf: str, vni: int) -> None:
+    """The tenant's bridge no longer forwards IP, and the leaf takes none for itself."""
+    from harness.core.tenancy import NFT_TABLE, bridge_device
+
+    lab.ns_exec(leaf, ["nft", "add", "rule", "bridge", NFT_TABLE, "to_leaf", "ether", "type", "{", "ip,", "ip6", "}",
+                       "counter", "drop", "comment", '"to-leaf"'], check=True)
+    lab.set_sysctls(leaf, {f"net.ipv4.conf.{bridge_device(vni)}.forwarding": 0})
 
 
 def join_rails(lab: LabView, leaf: str) -> Sabotage:
