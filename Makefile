@@ -4,12 +4,21 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 TOPOLOGY ?= ai-cluster
 
-.PHONY: deps venv rdma-deps validate test unit labs render bench clean distclean
+DATAPLANE := harness/dataplane/build/fablab-bfd-dp
+
+.PHONY: deps venv dataplane rdma-deps validate test unit labs render bench clean distclean
 
 # Booting a lab needs root and Debian's packages (FRR, nftables, ...); rendering does not.
 deps:
 	@./scripts/install-deps.sh
-	@$(MAKE) --no-print-directory venv
+	@$(MAKE) --no-print-directory venv dataplane
+
+# The lab's BFD data plane (BFD offload), in C: the runtime also builds it on first use.
+dataplane: $(DATAPLANE)
+
+$(DATAPLANE): harness/dataplane/bfd_dp.c
+	@mkdir -p $(@D)
+	cc -O2 -Wall -o $@ $<
 
 # Only the Python package (show, render, audit, diff): no root, no apt.
 venv: $(VENV)/.installed
@@ -43,4 +52,4 @@ clean:
 	-$(BIN)/fablab clean
 
 distclean:
-	rm -rf $(VENV) out results *.egg-info
+	rm -rf $(VENV) out results *.egg-info harness/dataplane/build

@@ -9,7 +9,10 @@ A topology is a built-in's name or a topology file (`cluster = ...`), e.g. a bui
 Per run: the phases of the boot, converged (Lab.up returned: every session up, every prefix
 at its ECMP width), teardown, the machine's CPU seconds (user + system, all processes, from
 /proc/stat) during boot and teardown, and memory as the drop in MemAvailable: when converged
-and the peak while booting (sampled every 0.2 s). Run it on an otherwise idle machine.
+and the peak while booting (sampled every 0.2 s); then, with --steady S (default 60), the
+converged lab at rest for S seconds: CPU per component (bfdd and the BFD data plane together
+as "BFD", bgpd, zebra) as a share of all cores, and of the machine. Run it on an otherwise
+idle machine.
 Targets (this 2-core, 24 GB machine): ai-cluster <= 4 s, large <= 10 s, xlarge <= 60 s within
 4 GB; teardown <= half of boot.
 """
@@ -27,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.lab import Lab  # noqa: E402
+from harness.plumbing import meminfo  # noqa: E402
 from harness.catalog import load_cluster  # noqa: E402
 from harness.core.errors import HarnessError  # noqa: E402
 
@@ -39,25 +43,45 @@ def _cpu_seconds() -> float:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
-def _mem_available_mb() -> float:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+def _process_cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+COMPONENTS = {"bfdd": "BFD", "bfd-dp": "BFD", "bgpd": "bgpd", "zebra": "zebra"}
+
+
+def steady_cpu(lab: Lab, seconds: float) -> dict[str, float]:
+    """Percent of all cores each component used over `seconds` of the converged lab at rest
+    ("machine": every process on it), and BFD sessions down or flapped meanwhile."""
+    pids = [(COMPONENTS.get(d.name, d.name), d.pid) for d in lab.state.daemons]
+    before = {pid: _process_cpu_seconds(pid) for _, pid in pids}
+    machine0, t0 = _cpu_seconds(), time.monotonic()
+    time.sleep(seconds)  # the measurement window itself
+    span = (time.monotonic() - t0) * (os.cpu_count() or 1)
+    used: dict[str, float] = {}
+    for component, pid in pids:
+        used[component] = used.get(component, 0.0) + _process_cpu_seconds(pid) - before[pid]
+    shares = {k: round(100 * v / span, 1) for k, v in sorted(used.items())}
+    shares["machine"] = round(100 * (_cpu_seconds() - machine0) / span, 1)
+    return shares
 
 
 class _PeakMemory:
     """The largest drop in MemAvailable since start, sampled in a thread."""
 
     def __init__(self) -> None:
-        self.base = _mem_available_mb()
+        self.base = meminfo.available_mb()
         self.peak = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
-            self.peak = max(self.peak, self.base - _mem_available_mb())
+            self.peak = max(self.peak, self.base - meminfo.available_mb())
 
     def __enter__(self) -> _PeakMemory:
         self._thread.start()
@@ -68,7 +92,7 @@ class _PeakMemory:
         self._thread.join()
 
 
-def one(topology: str, run: int) -> dict:
+def one(topology: str, run: int, steady_s: float) -> dict:
     cluster = load_cluster(topology)  # a built-in, or a topology file (e.g. a variant of one)
     name = f"bench-{cluster.name}-{run}"[:24]
     cpu0 = _cpu_seconds()
@@ -78,6 +102,8 @@ def one(topology: str, run: int) -> dict:
     up_s = time.monotonic() - t0
     cpu_up = _cpu_seconds() - cpu0
     timings = dict(lab.state.timings)
+    steady = steady_cpu(lab, steady_s) if steady_s > 0 else {}
+    short = [s.switch for s in lab.shortfalls()] if steady else []  # the window counts if the fabric stayed whole
     cpu1 = _cpu_seconds()
     t1 = time.monotonic()
     lab.down()
@@ -85,7 +111,8 @@ def one(topology: str, run: int) -> dict:
             "up_s": round(up_s, 2), "down_s": round(time.monotonic() - t1, 2),
             "cpu_up_s": round(cpu_up, 1), "cpu_down_s": round(_cpu_seconds() - cpu1, 1),
             "memory_mb": round(timings.pop("memory_mb", 0.0)), "peak_memory_mb": round(mem.peak),
-            "phases_s": timings}
+            "phases_s": timings, "steady_cpu_pct": steady, "short_after_rest": short,
+            "bfd": "offload" if cluster.bfd.offload else "bfdd"}
 
 
 def main() -> int:
@@ -93,6 +120,8 @@ def main() -> int:
     p.add_argument("topologies", nargs="*", default=["ai-cluster", "large", "xlarge"])
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--steady", type=float, default=60.0, metavar="S",
+                   help="seconds of the converged lab at rest to measure CPU per component (0: none)")
     args = p.parse_args()
     for t in args.topologies:
         try:
@@ -102,10 +131,14 @@ def main() -> int:
     results = []
     for t in args.topologies:
         for r in range(args.runs):
-            results.append(one(t, r))
+            results.append(one(t, r, args.steady))
             row = results[-1]
+            steady = ", ".join(f"{k} {v}%" for k, v in row["steady_cpu_pct"].items())
             print(f"# {t} run {r + 1}: up {row['up_s']} s, down {row['down_s']} s, cpu {row['cpu_up_s']} s, "
-                  f"mem {row['memory_mb']} MB (peak {row['peak_memory_mb']})", file=sys.stderr, flush=True)
+                  f"mem {row['memory_mb']} MB (peak {row['peak_memory_mb']})"
+                  + (f"; at rest ({row['bfd']}): {steady}" if steady else "")
+                  + (f"; NOT converged after the rest: {', '.join(row['short_after_rest'][:5])}"
+                     if row["short_after_rest"] else ""), file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
@@ -122,6 +155,13 @@ def main() -> int:
         phases = ", ".join(f"{k} {v:.1f}" for k, v in rows[-1]["phases_s"].items() if k != "total")
         print(f"{t:<11}{rows[0]['nodes']:>6}{rows[0]['switches']:>4}{up:>7.1f}{med('down_s'):>7.1f}"
               f"{med('cpu_up_s'):>7.0f}{med('memory_mb'):>8.0f}{med('peak_memory_mb'):>8.0f}  {verdict:<14}  {phases}")
+        if rows[0]["steady_cpu_pct"]:
+            keys = list(rows[0]["steady_cpu_pct"])
+            shares = ", ".join(f"{k} {statistics.median(r['steady_cpu_pct'].get(k, 0.0) for r in rows):.1f}%"
+                               for k in keys)
+            print(f"{'':<11}at rest, share of all cores ({rows[0]['bfd']}): {shares}"
+                  + (f"  (BFD budget 15%: {'ok' if statistics.median(r['steady_cpu_pct'].get('BFD', 0.0) for r in rows) <= 15 else 'MISSED'})"
+                     if "BFD" in keys else ""))
     return 0
 
 

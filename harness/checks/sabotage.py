@@ -14,6 +14,7 @@ from harness.core.hwsku import hwsku
 from harness.plumbing.labview import LabView
 from harness.core.model import FE_NIC, Plane, Role
 from harness.core.plan import CableRow
+from harness.plumbing.wait import until
 
 
 @dataclass
@@ -149,10 +150,25 @@ def l3_hashing(lab: LabView, switches: list[str] | None = None) -> Sabotage:
 
 def bfd_off(lab: LabView, switches: list[str]) -> Sabotage:
     """No BFD on the fabric sessions of these switches: a gray failure then lasts until the
-    BGP hold timer expires."""
+    BGP hold timer expires.
+
+    A neighbour that keeps BFD sees its session to them fall silent, and its bgpd resets the
+    BGP session a detection time later (software bfdd resets them at once, on its own side).
+    Returns once every such neighbour has done so, so that a check that waits for BGP next
+    does not start in the calm before that reset."""
+    watched = [(p.peer, p.peer_port) for n in switches for p in lab.plan.switch(n).fabric_ports
+               if p.peer not in switches]
+    drops = {(node, port): _bgp_drops(lab, node, port) for node, port in watched}
     for n in switches:
         _vtysh_config(lab, n, f"router bgp {lab.plan.switch(n).asn}", "no neighbor fabric bfd")
     profile = lab.plan.fabric.cluster.bfd.profile
+
+    def noticed(node: str, port: str) -> bool:
+        bfd_up = any(b.up for b in lab.bfd_peers(node) if b.interface == port)
+        return not bfd_up and _bgp_drops(lab, node, port) > drops[(node, port)]
+
+    until(lambda: all(noticed(node, port) for node, port in watched), 30,
+          f"the neighbours of {', '.join(switches)} to act on BFD gone silent")
 
     def undo() -> None:
         for n in switches:
@@ -160,6 +176,10 @@ def bfd_off(lab: LabView, switches: list[str]) -> Sabotage:
                           f"neighbor fabric bfd profile {profile}")
 
     return Sabotage(f"BFD off on {', '.join(switches)}", undo)
+
+
+def _bgp_drops(lab: LabView, node: str, port: str) -> int:
+    return sum(p.drops for p in lab.bgp_peers(node) if p.peer == port)
 
 
 def slow_bfd(lab: LabView, switches: list[str], interval_ms: int = 1000, multiplier: int = 3) -> Sabotage:

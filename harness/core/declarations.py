@@ -191,12 +191,19 @@ class Routing:
 
 @dataclass(frozen=True)
 class Bfd:
-    """BFD on every fabric session, through a named FRR profile."""
+    """BFD on every fabric session, through a named FRR profile.
+
+    offload: the sessions run in the lab's BFD data plane ("the ASIC", as SONiC offloads BFD to
+    hardware), bfdd keeping the configuration and telling bgpd (FRR's distributed BFD). False:
+    bfdd sends and receives every packet itself, on the switch's CPU. Both are compared in
+    docs/performance.md ("BFD offload"). On containerlab, SONiC-VS's bfdd always runs them.
+    """
 
     profile: str = "fabric"
     interval_ms: int = 300
     multiplier: int = 3
     enabled: bool = True
+    offload: bool = True
 
     @property
     def detect_ms(self) -> int:

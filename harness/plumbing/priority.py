@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 OBSERVER = 5  # the check's own polls: below the traffic it watches
 TRAFFIC = 10  # senders and receivers (`chrt --fifo 10`)
+BFD_DATAPLANE = 20  # the lab's BFD data plane ("the ASIC"): never waits for traffic or daemons; a few % of a core
 
 
 @contextmanager

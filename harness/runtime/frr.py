@@ -90,7 +90,7 @@ class FrrNode:
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(self.directory)
 
-    def argv(self, daemon: str) -> list[str]:
+    def argv(self, daemon: str, dplane: Path | None = None) -> list[str]:
         d = self.directory
         args = [str(FRR_BIN / daemon), "-N", self.ns, "-f", str(self.daemon_config(daemon)),
                 "-i", str(d / f"{daemon}.pid"),
@@ -98,16 +98,20 @@ class FrrNode:
                 "-P", "0"]  # no TCP vty port: vtysh talks over the unix socket
         if daemon == "bfdd":
             args += ["--bfdctl", str(d / "bfdd.sock")]
+            if dplane is not None:  # distributed BFD: the lab's data plane connects here
+                args += ["--dplaneaddr", f"unix:{dplane}"]
         return exec_argv(self.ns, args)
 
-    def start(self, daemons: tuple[str, ...] = DAEMONS, bfd_interval_ms: int | None = None) -> dict[str, int]:
+    def start(self, daemons: tuple[str, ...] = DAEMONS, bfd_interval_ms: int | None = None,
+              dplane: Path | None = None) -> dict[str, int]:
         """Start daemons in the background; return daemon name -> pid. With `bfd_interval_ms`,
-        bfdd's timers get slack in proportion (`bfd_timer_slack_ns`)."""
+        bfdd's timers get slack in proportion (`bfd_timer_slack_ns`); with `dplane`, bfdd
+        offloads its sessions to the data plane that connects to that socket."""
         pids = {}
         with open(self.directory / "daemons.out", "ab") as out:
             for daemon in daemons:
                 # nsenter with only --net execs the daemon in place, so this pid is the daemon's.
-                proc = subprocess.Popen(self.argv(daemon), stdin=subprocess.DEVNULL, stdout=out,
+                proc = subprocess.Popen(self.argv(daemon, dplane), stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT, start_new_session=True,
                                         env={**os.environ, "GLIBC_TUNABLES": MALLOC_TUNABLES})
                 pids[daemon] = proc.pid

@@ -5,18 +5,18 @@ root namespace.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Collection
 from functools import partial
 from pathlib import Path
 
 from pyroute2 import IPRoute
 
-from harness.plumbing import interrupt, namespaces
+from harness.plumbing import interrupt, meminfo, namespaces
 from harness.core.budgets import resolve_timeout
 from harness.core.errors import PrerequisiteError, LabError
 from harness.core.model import Plane, Role, cluster_to_dict
@@ -25,7 +25,7 @@ from harness.core.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
-from harness.runtime import configdb, neighbours, processes, tenants
+from harness.runtime import bfd_offload, configdb, neighbours, processes, tenants
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
@@ -77,6 +77,9 @@ class NetnsRuntime(NamespaceAccess):
             progress("replace", f"removing the running lab {lab}")
             self.down(lab)
         tenants.check_supported(plan)
+        if bfd_offload.uses_offload(plan.fabric.cluster.bfd):
+            bfd_offload.binary()
+            bfd_offload.check_paths(lab, frr_names(plan))
         frr = dict(configs.frr) if configs else {sw.name: frr_conf(plan, sw) for sw in plan.switches}  # before anything
         frr.update({h.name: host_frr_conf(plan, h) for h in plan.hosts if h.routed})  # the hosts' are fablab's
         names = [n.name for n in plan.fabric.nodes]
@@ -86,7 +89,7 @@ class NetnsRuntime(NamespaceAccess):
                          runner_start=start_time(os.getpid()), owner_start=0 if detached else start_time(os.getpid()),
                          configs=configs.label if configs else "")
         save(state)
-        mem_before = _mem_available()
+        mem_before = meminfo.available_mb()
         timings: dict[str, float] = {}
         try:
             neighbours.hold(lab, len(plan.cables), progress)
@@ -121,7 +124,7 @@ class NetnsRuntime(NamespaceAccess):
                 self.down(lab)
             raise
         timings["total"] = sum(timings.values())
-        timings["memory_mb"] = max(0.0, (mem_before - _mem_available()) / 1024)
+        timings["memory_mb"] = max(0.0, mem_before - meminfo.available_mb())
         state = state.with_(phase="up", timings={k: round(v, 3) for k, v in timings.items()},
                             converged=session_counts(looks))
         save(state)
@@ -221,6 +224,10 @@ class NetnsRuntime(NamespaceAccess):
         for name, node in zip(names, nodes):
             node.prepare(configs[name])
             state = _started(state, name, node.start(("zebra",)))
+        offload = bfd_offload.uses_offload(plan.fabric.cluster.bfd)
+        if offload:  # before bfdd: it connects as each bfdd listens, before bgpd hands it sessions
+            dp = bfd_offload.start(lab, names)
+            state = _started(state, dp.node, {dp.name: dp.pid})
         for sw in plan.switches:
             # No SONiC runs here; the config_db the switch would run is kept for `fablab audit LAB`
             (frr_node(lab, sw.name).directory / "config_db.json").write_text(
@@ -229,7 +236,8 @@ class NetnsRuntime(NamespaceAccess):
         now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")
         for name, node in zip(names, nodes):
             node.wait_for(["zserv.api"])
-            state = _started(state, name, node.start(now, _bfd_interval(plan)))
+            state = _started(state, name, node.start(now, _bfd_interval(plan),
+                                                     bfd_offload.dplane_socket(lab, name) if offload else None))
         for node in nodes:
             node.wait_for([f"{daemon}.vty" for daemon in ("zebra",) + now])
         return state
@@ -280,6 +288,7 @@ class NetnsRuntime(NamespaceAccess):
         except Exception:  # no or broken state: what the naming convention finds is enough
             pass
         pids |= {pid: ns for pid, ns in processes.frr_pids_by_namespace(prefix).items() if lab_of_namespace(ns) == lab}
+        pids |= {pid: tag for pid, tag in processes.dataplane_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
         pids |= {pid: tag for pid, tag in processes.vm_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
         killed = processes.terminate(pids)
         removed = [ns for ns in sorted(owned) if namespaces.remove(ns)]
@@ -300,6 +309,7 @@ class NetnsRuntime(NamespaceAccess):
         found = set(labs())
         found |= {lab for ns in namespaces.list_namespaces() if (lab := lab_of_namespace(ns))}
         found |= {lab for ns in processes.frr_pids_by_namespace(NS_PREFIX).values() if (lab := lab_of_namespace(ns))}
+        found |= {lab for tag in processes.dataplane_pids_by_tag(NS_PREFIX).values() if (lab := lab_of_namespace(tag))}
         found |= {lab for tag in processes.vm_pids_by_tag(NS_PREFIX).values() if (lab := lab_of_namespace(tag))}
         found |= {lab for ns in _pathspaces() if (lab := lab_of_namespace(ns))}
         found = {lab for lab in found if _runtime_of(lab) in (None, self.name)}
@@ -308,6 +318,12 @@ class NetnsRuntime(NamespaceAccess):
         return sorted(found)
 
     # ------------------------------------------------------------------ driving
+
+    def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
+                bfd: bool = True) -> list[Shortfall]:
+        if bfd and bfd_offload.uses_offload(plan.fabric.cluster.bfd):
+            bfd_offload.check_running(lab)  # a dead data plane, named, rather than BFD sessions down
+        return super().observe(plan, lab, only, fib, bfd)
 
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
         return namespaces.exec_argv(namespace(lab, node), argv)
@@ -330,18 +346,8 @@ class NetnsRuntime(NamespaceAccess):
         """No SONiC runs in a netns lab: its CONFIG_DB is the config_db.json the switch was
         booted with, kept in the lab's run directory (a hand edit there is what an audit sees),
         with each port's MTU as the kernel has it now (`ip link set ... mtu` by hand counts)."""
-        path = run_dir(lab) / node / "config_db.json"
-        try:
-            db = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise LabError(f"{path} is missing: lab {lab} was booted by an older fablab; boot it again") from None
-        except ValueError as e:
-            raise LabError(f"{path}: not JSON ({e})") from e
-        mtus = self.kernel_mtus(lab, node)
-        for port, row in db.get("PORT", {}).items():
-            if port in mtus:
-                row["mtu"] = str(mtus[port])
-        return db
+        return configdb.with_mtus(configdb.read_booted(run_dir(lab) / node / "config_db.json", lab),
+                                  self.kernel_mtus(lab, node))
 
     def namespace(self, lab: str, node: str) -> str:
         return namespace(lab, node)
@@ -414,6 +420,8 @@ DEFER_BFD_FROM = int(os.environ.get("FABLAB_DEFER_BFD_FROM", "1000"))
 
 
 def _defer_bfd(plan: Plan) -> bool:
+    if bfd_offload.uses_offload(plan.fabric.cluster.bfd):
+        return False  # offloaded, BFD costs the CPU next to nothing
     exp = cached_expectations(plan)
     return sum(e.bfd for e in exp.values()) >= DEFER_BFD_FROM
 
@@ -436,10 +444,3 @@ def _index(s: IPRoute, ifname: str) -> int:
     if not found:
         raise LabError(f"no interface {ifname}")
     return found[0]
-
-
-def _mem_available() -> float:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return float(line.split()[1])
-    return 0.0

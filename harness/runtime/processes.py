@@ -57,6 +57,11 @@ def vm_pids_by_tag(prefix: str) -> dict[int, str]:
     return _pids_naming(lambda exe: "qemu-system" in os.path.basename(exe), "-name", prefix)
 
 
+def dataplane_pids_by_tag(prefix: str) -> dict[int, str]:
+    """Every lab BFD data plane (fablab-bfd-dp) whose -N tag starts with `prefix`: pid -> tag."""
+    return _pids_naming(lambda exe: os.path.basename(exe) == "fablab-bfd-dp", "-N", prefix)
+
+
 def _pids_naming(is_program, flag: str, prefix: str) -> dict[int, str]:
     """pid -> the value after `flag`, for every process of the program whose value starts with `prefix`."""
     found: dict[int, str] = {}

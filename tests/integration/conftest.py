@@ -36,6 +36,7 @@ def leftovers_of(lab: str) -> list[str]:
     found = [ns for ns in namespaces.list_namespaces() if ns.startswith(prefix)]
     found += [f"pid {pid}" for pid in processes.frr_pids_by_namespace(prefix)]
     found += [f"microVM pid {pid}" for pid in processes.vm_pids_by_tag(prefix)]
+    found += [f"BFD data plane pid {pid}" for pid in processes.dataplane_pids_by_tag(prefix)]
     for path in (f"/run/fablab/{lab}",):
         if os.path.exists(path):
             found.append(path)

@@ -12,6 +12,7 @@ from ipaddress import IPv4Network
 import pytest
 
 from harness.plumbing import interrupt
+from harness.core.declarations import Bfd
 from harness.core.errors import PrerequisiteError, LabError
 from harness.lab import Lab
 from harness.core.model import Routing
@@ -262,11 +263,12 @@ def test_swallowed_interrupt_still_tears_the_boot_down(lab_name):
 
 
 def test_bfd_started_after_bgp_converges_the_same(lab_name, monkeypatch):
-    # Large fabrics start bfdd once BGP has converged and every FIB was checked; the lab must
-    # end up exactly as converged as when bfdd starts with bgpd.
+    # Large fabrics with software bfdd start it once BGP has converged and every FIB was
+    # checked; the lab must end up exactly as converged as when bfdd starts with bgpd.
     monkeypatch.setattr(netns_runtime, "DEFER_BFD_FROM", 1)
     said = []
-    with Lab.up(BUILTINS["ai-cluster"](), name=lab_name, timeout=90, progress=lambda p, m: said.append(p)) as lab:
+    cluster = dataclasses.replace(BUILTINS["ai-cluster"](), bfd=Bfd(offload=False))
+    with Lab.up(cluster, name=lab_name, timeout=90, progress=lambda p, m: said.append(p)) as lab:
         assert {"bgp", "bfd"} <= set(lab.state.timings)
         assert lab.shortfalls() == []
         peers = lab.bfd_peers("be-s1")
