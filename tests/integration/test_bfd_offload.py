@@ -17,7 +17,7 @@ from harness.lab import Lab
 from harness.plumbing import wait
 from harness.runtime import bfd_offload, processes
 from harness.runtime.state import load
-from tests.integration.conftest import leftovers_of
+from .conftest import leftovers_of
 from topologies import BUILTINS
 
 DETECTED = "control detection time expired"
