@@ -113,6 +113,8 @@ def deploy(argv: list[str], cwd: Path, budget_s: float, progress: Progress = qui
     proc = spawn(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     over = False
     try:
+        # Not wait.until: the deploy is never given up at its budget (a killed deploy leaves
+        # containers behind); the loop only reports on it until it ends.
         while True:
             try:
                 out, err = proc.communicate(timeout=report_every)

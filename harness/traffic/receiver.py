@@ -209,7 +209,8 @@ def _serve(members: Sequence[_Member], stop: threading.Event) -> None:
             active -= 1
 
         coalesce_s = max(m.spec.coalesce_ms for m in members) / 1000
-        # The receive loop, not a poll: epoll's timeout bounds each wait; a member's deadline, quiet or linger ends it.
+        # The receive loop, not wait.until: epoll's timeout bounds each wait, and each member ends on its own
+        # (its deadline, quiet or linger) while the others go on.
         while active:
             events = poller.poll(_LINGER_POLL_S if stopping_since else _POLL_S)
             for fd, _ in events:

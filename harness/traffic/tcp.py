@@ -20,6 +20,7 @@ from harness.traffic import process
 from harness.traffic.flows import SpecError, TcpClientSpec, TcpServerSpec, TrafficError, from_dict
 from harness.traffic.results import TcpResult, TcpStream
 from harness.traffic.runner import run_in_netns, wait_listening
+from harness.plumbing import wait
 from harness.plumbing.wait import pause_until
 
 READY = "READY"
@@ -39,7 +40,6 @@ def _name(addr: tuple) -> str:
 
 def serve(spec: TcpServerSpec, on_ready: Callable[[], None] | None = None) -> TcpResult:
     """Accept spec.streams connections and read each to EOF, all at once in one thread."""
-    deadline = time.monotonic() + spec.timeout_s
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -49,61 +49,81 @@ def serve(spec: TcpServerSpec, on_ready: Callable[[], None] | None = None) -> Tc
         raise TcpError(f"cannot listen on {spec.bind}:{spec.port}: {exc}") from exc
     listener.listen(spec.streams)
     listener.setblocking(False)
-    sel = selectors.DefaultSelector()
-    sel.register(listener, selectors.EVENT_READ, None)
-    open_streams: dict[socket.socket, list] = {}  # conn -> [local, remote, bytes, start_ns]
-    done: list[TcpStream] = []
-    accepted = 0
-    buf = bytearray(_CHUNK)
+    server = _Server(spec, listener)
     if on_ready is not None:
         on_ready()
     try:
-        # The server's event loop, not a poll: select bounds each wait for data; the deadline ends a hung transfer.
-        while len(done) < spec.streams:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TcpError(f"server: {len(done)} of {spec.streams} streams done after {spec.timeout_s} s")
-            for key, _ in sel.select(min(remaining, 0.5)):
-                if key.data is None:
-                    conn, peer = listener.accept()
-                    conn.setblocking(False)
-                    now = time.time_ns()
-                    # local, remote, bytes, start, last read, longest gap, its start, stalls
-                    open_streams[conn] = [_name(conn.getsockname()), _name(peer), 0, now, now, 0, 0, []]
-                    sel.register(conn, selectors.EVENT_READ, conn)
-                    accepted += 1
-                    if accepted == spec.streams:
-                        sel.unregister(listener)
-                    continue
-                conn = key.data
-                try:
-                    n = conn.recv_into(buf)
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except ConnectionError as exc:
-                    raise TcpError(f"server: stream from {open_streams[conn][1]} broke: {exc}") from exc
-                state = open_streams[conn]
-                if n:
-                    now = time.time_ns()
-                    gap = now - state[4]
-                    if gap > state[5]:
-                        state[5], state[6] = gap, state[4]
-                    if gap > STALL_RECORD_MS * 1_000_000 and len(state[7]) < _STALLS_KEPT:
-                        state[7].append((state[4], gap))
-                    state[2] += n
-                    state[4] = now
-                    continue
-                sel.unregister(conn)
-                conn.close()
-                del open_streams[conn]
-                done.append(TcpStream(state[0], state[1], state[2], state[3], time.time_ns(), state[5], state[6],
-                                      tuple(state[7])))
+        # interval 0: each round blocks in select itself, returning as soon as a socket has data
+        wait.until(server.round, spec.timeout_s, "", interval=0,
+                   error=lambda: TcpError(f"server: {len(server.done)} of {spec.streams} streams done "
+                                          f"after {spec.timeout_s} s"))
     finally:
-        for conn in open_streams:
-            conn.close()
-        sel.close()
-        listener.close()
+        server.close()
+    done = server.done
     return TcpResult("server", tuple(done), min(s.start_ns for s in done), max(s.end_ns for s in done))
+
+
+class _Server:
+    """The server's sockets and what each stream has read so far; `round` serves one select."""
+
+    def __init__(self, spec: TcpServerSpec, listener: socket.socket):
+        self.spec, self.listener = spec, listener
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(listener, selectors.EVENT_READ, None)
+        self.open: dict[socket.socket, list] = {}  # conn -> [local, remote, bytes, start_ns, ...]
+        self.done: list[TcpStream] = []
+        self.accepted = 0
+        self.buf = bytearray(_CHUNK)
+
+    def round(self) -> bool:
+        """Serve what one select returns (at most 0.5 s); True once every stream is read to EOF."""
+        for key, _ in self.sel.select(0.5):
+            if key.data is None:
+                self._accept()
+            else:
+                self._read(key.data)
+        return len(self.done) >= self.spec.streams
+
+    def _accept(self) -> None:
+        conn, peer = self.listener.accept()
+        conn.setblocking(False)
+        now = time.time_ns()
+        # local, remote, bytes, start, last read, longest gap, its start, stalls
+        self.open[conn] = [_name(conn.getsockname()), _name(peer), 0, now, now, 0, 0, []]
+        self.sel.register(conn, selectors.EVENT_READ, conn)
+        self.accepted += 1
+        if self.accepted == self.spec.streams:
+            self.sel.unregister(self.listener)
+
+    def _read(self, conn: socket.socket) -> None:
+        try:
+            n = conn.recv_into(self.buf)
+        except (BlockingIOError, InterruptedError):
+            return
+        except ConnectionError as exc:
+            raise TcpError(f"server: stream from {self.open[conn][1]} broke: {exc}") from exc
+        state = self.open[conn]
+        if n:
+            now = time.time_ns()
+            gap = now - state[4]
+            if gap > state[5]:
+                state[5], state[6] = gap, state[4]
+            if gap > STALL_RECORD_MS * 1_000_000 and len(state[7]) < _STALLS_KEPT:
+                state[7].append((state[4], gap))
+            state[2] += n
+            state[4] = now
+            return
+        self.sel.unregister(conn)
+        conn.close()
+        del self.open[conn]
+        self.done.append(TcpStream(state[0], state[1], state[2], state[3], time.time_ns(), state[5], state[6],
+                                   tuple(state[7])))
+
+    def close(self) -> None:
+        for conn in self.open:
+            conn.close()
+        self.sel.close()
+        self.listener.close()
 
 
 def _one_stream(spec: TcpClientSpec, index: int, out: list, errors: list) -> None:
@@ -126,13 +146,14 @@ def _one_stream(spec: TcpClientSpec, index: int, out: list, errors: list) -> Non
                     sock.sendall(part)
                     sent += len(part)
             else:
-                # A timed stream's pacing loop (piece k due at begin + k * every), not a wait. Paced
-                # (rate_mbps), a stall shows as a gap at the server, not as a queue the sender filled.
+                # Paced (rate_mbps), a stall shows as a gap at the server, not as a queue the sender filled.
                 piece = chunk[:_PACED] if spec.rate_mbps else chunk
                 every = _PACED * 8 / (spec.rate_mbps * 1e6) if spec.rate_mbps else 0.0
                 begin = time.monotonic()
                 stop_at = begin + (spec.duration_s or 0)
                 k = 0
+                # A timed stream's pacing loop (piece k due at begin + k * every), not wait.until:
+                # it waits for no condition, it sends until the duration is over.
                 while time.monotonic() < stop_at:
                     pause_until(begin + k * every)
                     sock.sendall(piece)
