@@ -194,6 +194,7 @@ def _run(lab: LabView, case, el: Element, leaf, src, dst, far_leaf, flows, sport
     prefix = lab.plan.route_prefix(lab.plan.host(dst[0]).nic(dst[1]))  # its /31, or its leaf's summary
     sport_list = sorted(set(sports.values()))
     counters: list[FlowCounters] = []
+    drops_before = _session_drops(lab)
     try:
         for node, ports in points.items():
             counters.append(FlowCounters(lab, node, ports, sport_list).install())
@@ -258,6 +259,11 @@ def _run(lab: LabView, case, el: Element, leaf, src, dst, far_leaf, flows, sport
     lost_elsewhere = sum(q.lost for q in per_qp if not q.on_element)
     lag_ms = max((q.lag_ms for q in per_qp), default=0.0)
     problems, unsure = judge(per_qp, objective, restore_objective, slot_ns / 1e6, el.rehashed)
+    dropped = _dropped_elsewhere(lab, drops_before, el)
+    if dropped:
+        problems.append(f"{len(dropped)} BGP session(s) away from {el.name} went down during the case (hold timers "
+                        f"expiring on a machine the failure or restore overloaded?): {', '.join(dropped[:8])}"
+                        + (" ..." if len(dropped) > 8 else ""))
     if not on_qps:
         problems.append(f"no chosen QP crossed {el.name} before the failure (paths changed since they were "
                         "learned): the case proves nothing")
@@ -286,8 +292,24 @@ def _run(lab: LabView, case, el: Element, leaf, src, dst, far_leaf, flows, sport
     return dict(qps_on_element=len(on_qps), worst_window_ms=worst, worst_restore_ms=worst_back,
                 lost_elsewhere=lost_elsewhere, lost_before=lost_before, detected_ms=detected_ms,
                 restored_ms=restored_ms, returned_packets=returned, sender_lag_ms=lag_ms,
+                sessions_dropped_elsewhere=tuple(dropped),
                 not_measurable=not_measurable, per_qp=tuple(per_qp), timeline=timeline, problems=tuple(problems),
                 sender_realtime=sent.realtime)
+
+
+def _session_drops(lab: LabView) -> dict[tuple[str, str], int]:
+    """(switch, peer) -> times that BGP session went down, over every switch of the lab."""
+    return {(sw.name, p.peer): p.drops for sw in lab.plan.switches for p in lab.bgp_peers(sw.name)}
+
+
+def _dropped_elsewhere(lab: LabView, before: dict[tuple[str, str], int], el: Element) -> list[str]:
+    """Sessions that went down since `before` on no cable the element failed: a failure or
+    restore must cost only its own sessions (at xlarge with software bfdd, a restore under
+    traffic once let hold timers expire fabric-wide)."""
+    now = _session_drops(lab)
+    own = set(el.ends)
+    return [f"{sw}:{peer}" for (sw, peer), n in sorted(now.items())
+            if n > before.get((sw, peer), 0) and (sw, peer) not in own]
 
 
 def _returned(counters: list[FlowCounters], at_restore: dict[str, int], el: Element,

@@ -27,6 +27,11 @@ class Element:
     route_ports: tuple[str, ...]  # `watch`'s ports to it: none in its route = the element avoided
     watch: str  # the switch that must reroute: the source leaf, or a spine that reroutes by itself
     rehashed: bool = False  # several links of one switch's ECMP group fail (failover_windows.judge)
+    ends: tuple[tuple[str, str], ...] = ()  # (switch, port) at both ends of every cable it fails
+
+
+def _ends(*handles) -> tuple[tuple[str, str], ...]:
+    return tuple(end for h in handles for end in ((h.cable.a_node, h.cable.a_port), (h.cable.b_node, h.cable.b_port)))
 
 
 def _port_on(cable, node: str) -> str:
@@ -40,7 +45,7 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
     if case in ("local", "gray"):
         handle = link_of(lab, leaf, port)
         fail, restore = (handle.down, handle.up) if case == "local" else (handle.gray, handle.heal)
-        return Element(str(handle), fail, restore, ((leaf, port),), (port,), leaf)
+        return Element(str(handle), fail, restore, ((leaf, port),), (port,), leaf, ends=_ends(handle))
     if case == "spine":
         spine = _peer_of(lab, leaf, port)
         handles = [h for c in lab.all_cables() if spine in (c.a_node, c.b_node) and c.plane is Plane.BE
@@ -53,10 +58,11 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
         def restore() -> None:
             set_carriers(handles, up=True)
 
-        return Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports, leaf, len(ports) > 1)
+        return Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports, leaf, len(ports) > 1,
+                       _ends(*handles))
     if case == "superspine-link":  # a spine's link up to a super-spine: the spine reroutes by itself
         handle = link_of(lab, node, port)
-        return Element(str(handle), handle.down, handle.up, ((node, port),), (port,), node)
+        return Element(str(handle), handle.down, handle.up, ((node, port),), (port,), node, ends=_ends(handle))
     if case == "superspine":  # every link of a super-spine; each spine above the source leaf reroutes
         superspine = _peer_of(lab, node, port)
         handles = [link_for(lab, c) for c in lab.all_cables() if superspine in (c.a_node, c.b_node)
@@ -67,7 +73,7 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
         links_per_spine = Counter(n for n, _ in below)
         return Element(superspine, lambda: set_carriers(handles, up=False), lambda: set_carriers(handles, up=True),
                        tuple(below), tuple(p for n, p in below if n == node), node,
-                       max(links_per_spine.values(), default=0) > 1)
+                       max(links_per_spine.values(), default=0) > 1, _ends(*handles))
     # remote: the spine's link to the far leaf; the source leaf must stop sending to that spine
     # (when it has no other link to the far leaf) or the spine must stop using the port.
     spine = node
@@ -75,9 +81,9 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
     if sum(1 for p in lab.plan.switch(spine).fabric_ports if p.peer == far_leaf) > 1:
         # parallel links (uplinks_per_spine > 1): the spine still reaches the far leaf, so it
         # reroutes by itself and the source leaf's route rightly stays as it was
-        return Element(str(handle), handle.down, handle.up, ((spine, port),), (port,), spine)
+        return Element(str(handle), handle.down, handle.up, ((spine, port),), (port,), spine, ends=_ends(handle))
     to_spine = tuple(p.name for p in lab.plan.switch(leaf).fabric_ports if p.peer == spine)
-    return Element(str(handle), handle.down, handle.up, ((spine, port),), to_spine, leaf)
+    return Element(str(handle), handle.down, handle.up, ((spine, port),), to_spine, leaf, ends=_ends(handle))
 
 
 def link_of(lab: LabView, node: str, port: str):

@@ -36,6 +36,7 @@ class FailoverCase(Outcome):
     per_qp: tuple[QpLoss, ...]
     timeline: dict  # for plots
     sender_realtime: bool = False  # the sender's loop ran under SCHED_FIFO
+    sessions_dropped_elsewhere: tuple[str, ...] = ()  # switch:peer BGP sessions down away from the element
 
     held = "within objectives"
 

@@ -8,10 +8,10 @@ the expansion runs only over sections that passed whole. Pure: no I/O.
 
 Bounds. Counts that multiply into nodes and links have an upper limit, and so have the
 totals estimated from them before anything is expanded: planning is quadratic in places
-(every host visits every link), so the totals keep build + make_plan near a second on a
-2-core machine. Measured there: xlarge, the largest built-in (229 nodes, 2,426 links), 0.15 s;
-twice xlarge (421, 4,794) 0.5 s; 469 nodes and 5,986 links 0.8-1.0 s; 469 and 7,962 1.4 s.
-Hence the limits of 512 nodes and 6,144 links. The lower bounds and the design's rules (one rail per GPU, groups dividing the
+(every host visits every link), so the totals keep build + make_plan within a few seconds on a
+2-core machine. Measured there: xlarge (229 nodes, 2,426 links) 0.15 s; twice xlarge (421,
+4,794) 0.5 s; docs/examples/gpu4096.py, 4,096 GPUs (892 nodes, 13,730 links) 2.2 s.
+Hence the limits of 1,024 nodes and 16,384 links. The lower bounds and the design's rules (one rail per GPU, groups dividing the
 nodes, port budgets) stay with model.build and tenancy, which report them in their words.
 """
 from __future__ import annotations
@@ -26,14 +26,15 @@ from harness.core.errors import Problem, TopologyError
 from harness.core.hwsku import names as hwsku_names
 from harness.core.declarations import BACKEND_KINDS, DECLARATIONS, ECMP_HASHES, SPEEDS_GBPS, Cluster
 
-MAX_NODES = 512  # nodes of every kind, switches and the OOB switch included (xlarge: 229)
-MAX_LINKS = 6144  # cables of every plane (xlarge: 2,426)
+MAX_NODES = 1024  # nodes of every kind, switches and the OOB switch included (xlarge: 229, gpu4096: 892)
+MAX_LINKS = 16384  # cables of every plane (xlarge: 2,426, gpu4096: 13,730)
 MAX_TEXT = 256  # characters of any string field
 MAX_MEMBERS = 256  # member patterns of all tenants together (each is matched against every host)
 _INT_ENVELOPE = 1 << 63  # beyond it no field has a meaning (and Python will not even print some)
 
 PLAN_HINT = (f"fablab plans clusters of up to {MAX_NODES} nodes and {MAX_LINKS:,} links in all "
-             "(xlarge, the largest built-in, has 229 and 2,426): scale the declaration down or split it")
+             "(xlarge, the largest built-in, has 229 and 2,426; docs/examples/gpu4096.py 892 and 13,730): "
+             "scale the declaration down or split it")
 
 
 @dataclass(frozen=True)

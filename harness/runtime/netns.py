@@ -236,7 +236,7 @@ class NetnsRuntime(NamespaceAccess):
         now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")
         for name, node in zip(names, nodes):
             node.wait_for(["zserv.api"])
-            state = _started(state, name, node.start(now, _bfd_interval(plan),
+            state = _started(state, name, node.start(now, None if offload else _bfd_interval(plan),  # no bfdd timers
                                                      bfd_offload.dplane_socket(lab, name) if offload else None))
         for node in nodes:
             node.wait_for([f"{daemon}.vty" for daemon in ("zebra",) + now])
