@@ -235,6 +235,7 @@ class NetnsRuntime(NamespaceAccess):
         # bfdd and bgpd retry a missing zebra only every few seconds: start them once zebra listens.
         now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")
         for name, node in zip(names, nodes):
+            interrupt.checkpoint()  # a loop of minutes at scale, whose waits may never poll (sockets already there)
             node.wait_for(["zserv.api"])
             state = _started(state, name, node.start(now, None if offload else _bfd_interval(plan),  # no bfdd timers
                                                      bfd_offload.dplane_socket(lab, name) if offload else None))
