@@ -345,9 +345,12 @@ def test_an_acl_rule_the_wrong_way_round(ai):
     def change(c):
         c["fe-l1"]["ACL_RULE"]["FE_EDGE|R2_0"]["PACKET_ACTION"] = "FORWARD"
 
+    # Issue 31: an ACL is judged by its decisions, not by its rule names: the finding is the
+    # packets decided otherwise, naming the engineer's rule that decides them.
     (f,) = _broken(ai, change)
-    assert (f.node, f.table, f.found) == ("fe-l1", "ACL_RULE", "PACKET_ACTION=FORWARD")
-    assert f.expected == "FE_EDGE|R2_0 PACKET_ACTION=DROP"
+    assert (f.node, f.table) == ("fe-l1", "ACL_RULE")
+    assert "10.32.2.1 -> 10.32.2.9" in f.expected and ": DROP" in f.expected
+    assert ": FORWARD" in f.found and "FE_EDGE|R2_0" in f.found
 
 
 def test_an_acl_rule_nobody_declared(ai):
@@ -355,8 +358,9 @@ def test_an_acl_rule_nobody_declared(ai):
         c["fe-l2"]["ACL_RULE"]["FE_EDGE|EXTRA"] = {"PRIORITY": "99999", "PACKET_ACTION": "FORWARD",
                                                    "IP_TYPE": "IPV4ANY"}
 
-    (f,) = _broken(ai, change)
-    assert (f.node, f.table, f.expected) == ("fe-l2", "ACL_RULE", "no FE_EDGE|EXTRA")
+    (f,) = _broken(ai, change)  # issue 31: by what it does (forwards what should drop), not its name
+    assert (f.node, f.table) == ("fe-l2", "ACL_RULE") and ": DROP" in f.expected
+    assert ": FORWARD" in f.found and "FE_EDGE|EXTRA" in f.found
 
 
 def test_the_acl_table_misses_a_member_port(ai):
@@ -377,20 +381,38 @@ def test_a_member_port_that_is_also_routed(ai):
 
 
 def test_an_acl_rule_narrowed_by_a_field_nobody_declared(ai):
-    def change(c):
+    """Issue 31: a narrowed rule is a finding when it decides a packet otherwise. The old case,
+    the default FORWARD rule narrowed to one subnet, forwards the same packets (SONiC forwards
+    what no rule matches), so it is no finding now; a permit narrowed to one source port is."""
+    def narrowed_default(c):
         c["fe-l2"]["ACL_RULE"]["FE_EDGE|DEFAULT"]["SRC_IP"] = "10.32.0.0/24"
 
+    assert _broken(ai, narrowed_default) == []
+
+    def change(c):
+        c["fe-l2"]["ACL_RULE"]["FE_EDGE|R0_0"]["L4_SRC_PORT"] = "1000"
+
     (f,) = _broken(ai, change)
-    assert (f.node, f.table, f.expected, f.found) == ("fe-l2", "ACL_RULE", "FE_EDGE|DEFAULT without SRC_IP",
-                                                      "SRC_IP=10.32.0.0/24")
+    assert (f.node, f.table) == ("fe-l2", "ACL_RULE")
+    assert "10.32.2.1 -> 10.32.2.9 tcp/2049: FORWARD" in f.expected and "tcp/2049: DROP" in f.found
 
 
 def test_an_acl_table_nobody_declared_on_a_member_port(ai):
-    def change(c):
+    """Issue 31: a table is judged by what its rules do where it is bound. An empty one filters
+    nothing (no finding); one that drops SSH on a member port is found there, naming its rule."""
+    def empty(c):
         c["fe-l1"]["ACL_TABLE"]["HOTFIX"] = {"type": "L3", "stage": "ingress", "ports": ["Ethernet4", "Ethernet48"]}
 
+    assert _broken(ai, empty) == []
+
+    def change(c):
+        empty(c)
+        c["fe-l1"]["ACL_RULE"]["HOTFIX|SSH"] = {"PRIORITY": "1", "PACKET_ACTION": "DROP", "IP_PROTOCOL": "6",
+                                                "L4_DST_PORT": "22"}
+
     (f,) = _broken(ai, change)
-    assert (f.node, f.port, f.table, f.found) == ("fe-l1", "Ethernet4", "ACL_TABLE", "HOTFIX on Ethernet4")
+    assert (f.node, f.port, f.table) == ("fe-l1", "Ethernet4", "ACL_RULE")
+    assert "tcp/22: FORWARD" in f.expected and "tcp/22: DROP" in f.found and "HOTFIX|SSH" in f.found
 
 
 def test_a_routed_svi_on_a_tenant_vlan(ai):

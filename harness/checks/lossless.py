@@ -7,6 +7,11 @@ watchdog guards the priority, the buffer profiles the ports reference exist, and
 port's MTU carries a full RoCE frame. One switch that disagrees pauses (or drops) a whole
 job. The expected values are the cluster's declaration (`Lossless`), never the configs
 under test. Each finding names the switch, the port, the table and what was expected.
+
+The configs are read as harness.core.meaning.configdb reads them, by meaning: maps, profiles,
+ACL rules and tables, VXLAN objects are followed from the port, never judged by name; a VLAN
+is its vlanid; an ACL is its decisions; a field left out is SONiC's default (an absent mtu is
+9100, absent wred_green_enable is false).
 """
 from __future__ import annotations
 
@@ -17,8 +22,14 @@ from pathlib import Path
 
 from harness.checks.base import Case, Check, Outcome, Table
 from harness.core.errors import InputError
-from harness.plumbing.labview import LabView
+from harness.core.meaning.configdb import port_settings
+from harness.core.meaning.configdb_acl import acl_tables, bindings, compare
+from harness.core.meaning.configdb_norm import check_shape, norm, number, port_rows
+from harness.core.meaning.configdb_qos import (ECN_MARKS_GREEN, MAPS, Buffer, PortQos, Queue, buffers, cable_lengths,
+                                               port_qoses, queues)
+from harness.core.meaning.configdb_vlan import evpn_sources, members, tunnel_sources, vlan_id, vlan_ids, vni_maps
 from harness.core.model import Lossless
+from harness.plumbing.labview import LabView
 from harness.core.plan import Plan
 from harness.render.lossless import Contract, contract_of
 
@@ -33,6 +44,23 @@ class Finding:
     def __str__(self) -> str:
         where = f"{self.node}:{self.port}" if self.port else self.node
         return f"{where} {self.table}: expected {self.expected}, found {self.found}"
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One switch's config_db read once, as the model reads it: the audit asks of every port."""
+    db: dict
+    qos: dict[str, PortQos]
+    queues: dict[tuple[str, int], Queue]
+    pgs: dict[tuple[str, int], Buffer]
+    egress: dict[tuple[str, int], Buffer]
+    cables: dict[str, tuple[str, str]]
+    watchdogs: dict[str, tuple[str, dict]]
+
+
+def _read(db: dict) -> _Read:
+    return _Read(db, port_qoses(db), queues(db), buffers(db, "BUFFER_PG"), buffers(db, "BUFFER_QUEUE"),
+                 cable_lengths(db), port_rows(db, "PFC_WD"))
 
 
 @dataclass(frozen=True)
@@ -97,22 +125,23 @@ def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
     across: list[Finding] = []  # after every port's own findings: a link names the hop twice
     ports = links = 0
     seen: set[tuple[str, str]] = set()
+    reads = {name: _read(configs.get(name, {})) for name in contract.be_switches}
     for name in contract.be_switches:
         db = configs.get(name, {})
         for port, far in sorted(contract.be_ports.get(name, {}).items()):
             ports += 1
-            if _row(db, "PORT", port) is None:
+            if port_settings(db, port) is None:
                 findings.append(Finding(name, port, "PORT", f"a row for the port cabled to {far}", "absent"))
                 continue
-            findings += _port(contract.lossless, name, port, db, contract.be_speeds.get(name, {}).get(port))
+            findings += _port(contract.lossless, name, port, reads[name], contract.be_speeds.get(name, {}).get(port))
             peer, _, peer_port = far.partition(":")
             if peer not in contract.be_switches or (peer, peer_port) in seen:
                 continue
             seen.add((name, port))
             peer_db = configs.get(peer, {})
-            if _row(peer_db, "PORT", peer_port) is not None:  # an absent far end is its own finding
+            if port_settings(peer_db, peer_port) is not None:  # an absent far end is its own finding
                 links += 1
-                across += _link(name, port, db, peer, peer_port, peer_db)
+                across += _link(name, port, reads[name], peer, peer_port, reads[peer])
     findings += across
     for leaf, tables in sorted(contract.tenants.items()):
         findings += _tenant_tables(leaf, tables, contract.l2_ports.get(leaf, ()), configs.get(leaf, {}))
@@ -124,62 +153,53 @@ def audit(contract: Contract, configs: dict[str, dict]) -> LosslessAudit:
 
 
 def _check_shape(switch: str, db: object) -> None:
-    """SONiC's config_db shape: an object of tables, each an object of rows, each an object
-    of fields. Anything else is no config SONiC would load (bad input, not a finding)."""
-    fix = "SONiC's config_db.json is {TABLE: {KEY: {field: value}}}; render again or fix the file"
-    if not isinstance(db, dict):
-        raise InputError(f"{switch}: config_db is a {type(db).__name__}, not an object of tables; {fix}")
-    for table, rows in db.items():
-        if not isinstance(rows, dict):
-            raise InputError(f"{switch}: table {table} is a {type(rows).__name__}, not an object of rows; {fix}")
-        for key, row in rows.items():
-            if not isinstance(row, dict):
-                raise InputError(f"{switch}: {table}|{key} is a {type(row).__name__}, not an object of fields; {fix}")
-
-
-# Tables a VTEP leaf holds only for the declared tenants: an entry the declaration does not
-# make (a member in another VLAN, a VNI mapped twice, a rule nobody declared) is a finding too.
-_EXACT = ("VLAN", "VLAN_MEMBER", "VXLAN_TUNNEL", "VXLAN_TUNNEL_MAP", "VXLAN_EVPN_NVO")
+    """SONiC's config_db shape (anything else is bad input, not a finding)."""
+    check_shape(switch, db)
 
 
 def _tenant_tables(leaf: str, expected: dict[str, dict], l2_ports: tuple[str, ...], db: dict) -> list[Finding]:
-    """One VTEP leaf's tenant tables against the declaration, entry by entry and field by field."""
+    """One VTEP leaf's tenant tables against the declaration, by what they do: VLANs by vlanid
+    and their members, each VNI's VLAN, the VTEP's and EVPN's source, the ACL's decisions on
+    every member port. What the objects and rules are called never counts."""
     out: list[Finding] = []
-
-    def where(key: str) -> str:
-        return next((part for part in key.split("|") if part.startswith("Ethernet")), key)
-
-    for table, rows in sorted(expected.items()):
-        found = db.get(table, {})
-        for key, fields in sorted(rows.items()):
-            have = found.get(key)
-            if have is None:
-                out.append(Finding(leaf, where(key), table, f"{key} {_fields(fields)}", "absent"))
-                continue
-            for name in sorted(set(have) - set(fields)):  # a field nobody declared: a match narrowed, a knob set
-                out.append(Finding(leaf, where(key), table, f"{key} without {name}", f"{name}={_text(have[name])}"))
-            for name, value in sorted(fields.items()):
-                got = have.get(name)
-                if name == "ports":
-                    same = sorted(_as_list(got)) == sorted(value)
-                else:
-                    same = str(got) == str(value)
-                if not same:
-                    out.append(Finding(leaf, where(key), table, f"{key} {name}={_text(value)}",
-                                       f"{name}={_text(got) if got is not None else 'unset'}"))
-        extra = [k for k in found if k not in rows and (table in _EXACT or
-                                                        (table == "ACL_RULE" and k.startswith(_acl_table(rows))))]
-        out += [Finding(leaf, where(k), table, f"no {k}", _fields(found[k])) for k in sorted(extra)]
-    declared_acls = expected.get("ACL_TABLE", {})
-    for name, row in sorted(db.get("ACL_TABLE", {}).items()):
-        bound = sorted(set(_as_list(row.get("ports") if isinstance(row, dict) else None)) & set(l2_ports))
-        if name not in declared_acls and bound:
-            out.append(Finding(leaf, bound[0], "ACL_TABLE", f"no ACL table but {', '.join(declared_acls)} on "
-                               "tenant member ports", f"{name} on {','.join(bound)}"))
-    vlans = set(expected.get("VLAN", {}))
-    for key in sorted(k for k in db.get("VLAN_INTERFACE", {}) if k.split("|")[0] in vlans):
-        out.append(Finding(leaf, key.split("|")[0], "VLAN_INTERFACE", "no entry (tenants are declared L2 only: "
-                           "an SVI routes the tenant into the default table)", key))
+    want_ids, have_ids = set(vlan_ids(expected).values()), set(vlan_ids(db).values())
+    out += [Finding(leaf, f"Vlan{v}", "VLAN", f"VLAN {v}", "absent") for v in sorted(want_ids - have_ids)]
+    out += [Finding(leaf, f"Vlan{v}", "VLAN", f"no VLAN {v}", "present") for v in sorted(have_ids - want_ids)]
+    want = {(m.vlan, m.port): m.tagging for m in members(expected)}
+    have = {(m.vlan, m.port): m.tagging for m in members(db)}
+    for (vid, port), mode in sorted(want.items(), key=str):
+        if (vid, port) not in have:
+            out.append(Finding(leaf, port, "VLAN_MEMBER", f"Vlan{vid}|{port} {{tagging_mode={mode}}}", "absent"))
+        elif have[(vid, port)] != mode:
+            out.append(Finding(leaf, port, "VLAN_MEMBER", f"Vlan{vid}|{port} tagging_mode={mode}",
+                               f"tagging_mode={have[(vid, port)]}"))
+    out += [Finding(leaf, port, "VLAN_MEMBER", f"no Vlan{vid}|{port}", f"{{tagging_mode={mode}}}")
+            for (vid, port), mode in sorted(have.items(), key=str) if (vid, port) not in want]
+    for table, label, a, b in (("VXLAN_TUNNEL", "src_ip", sorted(set(tunnel_sources(expected).values())),
+                                sorted(set(tunnel_sources(db).values()))),
+                               ("VXLAN_EVPN_NVO", "source", [s for s, _ in evpn_sources(expected)],
+                                [s for s, _ in evpn_sources(db)])):
+        if a != b:
+            out.append(Finding(leaf, table.split("_")[-1].lower(), table, f"{label}={','.join(a) or 'none'}",
+                               f"{label}={','.join(b) or 'none'}"))
+    want_vni = {m.vni: m.vlan for m in vni_maps(expected)}
+    have_vni: dict[int | None, list[int | None]] = {}
+    for m in vni_maps(db):
+        have_vni.setdefault(m.vni, []).append(m.vlan)
+    for vni, vid in sorted(want_vni.items(), key=str):
+        got = have_vni.get(vni, [])
+        if not got:
+            out.append(Finding(leaf, f"VNI {vni}", "VXLAN_TUNNEL_MAP", f"VNI {vni} vlan=Vlan{vid}", "absent"))
+        elif got != [vid]:
+            out.append(Finding(leaf, f"VNI {vni}", "VXLAN_TUNNEL_MAP", f"VNI {vni} vlan=Vlan{vid}",
+                               ",".join(f"vlan=Vlan{v}" for v in got)))
+    out += [Finding(leaf, f"VNI {vni}", "VXLAN_TUNNEL_MAP", f"no VNI {vni}", ",".join(f"vlan=Vlan{v}" for v in vids))
+            for vni, vids in sorted(have_vni.items(), key=str) if vni not in want_vni]
+    out += _acl_findings(leaf, expected, l2_ports, db)
+    for key, vid in sorted((k, vlan_id(db, k.split("|")[0])) for k in db.get("VLAN_INTERFACE", {})):
+        if vid in want_ids:
+            out.append(Finding(leaf, key.split("|")[0], "VLAN_INTERFACE", "no entry (tenants are declared L2 only: "
+                               "an SVI routes the tenant into the default table)", key))
     routed = db.get("INTERFACE", {})
     for port in l2_ports:
         addresses = [k.split("|", 1)[1] for k in routed if k.startswith(f"{port}|")]
@@ -189,221 +209,197 @@ def _tenant_tables(leaf: str, expected: dict[str, dict], l2_ports: tuple[str, ..
     return out
 
 
+def _acl_findings(leaf: str, expected: dict, l2_ports: tuple[str, ...], db: dict) -> list[Finding]:
+    """The ACL's decisions on every tenant member port, each stage: one finding per way they
+    differ, naming the ports it holds on and the engineer's rules that decide the examples."""
+    a, b = bindings(acl_tables(expected)), bindings(acl_tables(db))
+    told: dict[tuple[str, str, str], list[str]] = {}
+    done: dict[tuple, object] = {}
+    for port, stage in sorted((k for k in set(a) | set(b) if k[0] in l2_ports), key=str):
+        ea, fb = a.get((port, stage), ()), b.get((port, stage), ())
+        ident = (tuple(map(id, ea)), tuple(map(id, fb)))
+        d = done[ident] if ident in done else done.setdefault(ident, compare(ea, fb))
+        if d is None:
+            continue
+        exp, fnd = d.texts()
+        by = ", ".join(sorted({r.key for r in d.rows if r.table == "ACL_RULE"}))
+        if not fb:
+            key = ("ACL_TABLE", f"an ACL at {stage} on {{ports}}: {exp}", f"no ACL: {fnd}")
+        elif not ea:
+            key = ("ACL_TABLE", f"no ACL at {stage} on {{ports}}", f"{fnd} (by {by})")
+        else:
+            key = ("ACL_RULE", f"at {stage}: {exp}", f"{fnd} (by {by})" if by else fnd)
+        told.setdefault(key, []).append(port)
+    return [Finding(leaf, ",".join(ports), table, expected_.format(ports=",".join(ports)), found)
+            for (table, expected_, found), ports in told.items()]
+
+
 def _tenant_path(switch: str, needs: dict[str, int], db: dict) -> list[Finding]:
     """The FE ports a tenant frame crosses: up, and with an MTU that carries it (VXLAN's 50
     bytes included on fabric ports)."""
     out = []
     for port, need in sorted(needs.items()):
-        row = _row(db, "PORT", port)
+        row = port_settings(db, port)
         if row is None:
             out.append(Finding(switch, port, "PORT", "a row (a tenant frame crosses it)", "absent"))
             continue
-        if row.get("admin_status") != "up":
+        if row["admin_status"] != "up":
             out.append(Finding(switch, port, "PORT", "admin_status up (a tenant frame crosses it)",
-                               row.get("admin_status", "unset (SONiC's default: down)")))
-        if (_number(row.get("mtu")) or 0) < need:
+                               _admin(db, port)))
+        if (number(row["mtu"]) or 0) < need:
             out.append(Finding(switch, port, "PORT", f"mtu >= {need} (a tenant frame"
-                               f"{' with VXLAN' if need != min(needs.values()) else ''})", str(row.get("mtu"))))
+                               f"{' with VXLAN' if need != min(needs.values()) else ''})", _mtu(db, port)))
     return out
 
 
-def _acl_table(rules: dict) -> str:
-    return next(iter(rules), "|").split("|")[0] + "|"
+def _admin(db: dict, port: str) -> str:
+    row = db.get("PORT", {}).get(port, {})
+    return norm(row["admin_status"]) if "admin_status" in row else "unset (SONiC's default: down)"
 
 
-def _as_list(value: object) -> list[str]:
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    return [v for v in str(value or "").split(",") if v]
+def _mtu(db: dict, port: str) -> str:
+    row = db.get("PORT", {}).get(port, {})
+    return norm(row["mtu"]) if "mtu" in row else "unset (SONiC's default: 9100)"
 
 
-def _text(value: object) -> str:
-    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
-
-
-def _fields(fields: dict) -> str:
-    return "{" + ", ".join(f"{k}={_text(v)}" for k, v in sorted(fields.items())) + "}"
-
-
-def _get(db: dict, table: str, key: str) -> dict | None:
-    row = db.get(table, {}).get(key)
-    return row if isinstance(row, dict) else None
-
-
-def _row(db: dict, table: str, port: str, index: str | None = None) -> dict | None:
-    """The row of `port` (and queue or PG `index`) as SONiC keys it: exactly, or in a key that
-    lists ports ("Ethernet0,Ethernet4") or spans indexes ("Ethernet0|3-4")."""
-    exact = _get(db, table, port if index is None else f"{port}|{index}")
-    if exact is not None:
-        return exact
-    for key, row in db.get(table, {}).items():
-        ports, _, span = str(key).partition("|")
-        if port not in ports.split(",") or not isinstance(row, dict):
-            continue
-        if index is None and not span:
-            return row
-        low, _, high = span.partition("-")
-        if index is not None and low.isdigit() and (high or low).isdigit() and int(low) <= int(index) <= int(high or low):
-            return row
-    return None
-
-
-def _priorities(text: object) -> set[str]:
-    return {p.strip() for p in str(text or "").split(",") if p.strip()}
-
-
-def _number(value: object) -> int | None:
-    return int(value) if str(value or "").isdigit() else None
-
-
-# ECN modes that mark green packets: RoCE data is green (nothing colours it otherwise)
-_ECN_MARKS_GREEN = {"ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all"}
-
-
-def _port(q: Lossless, sw: str, port: str, db: dict, speed_gbps: int | None = None) -> list[Finding]:
+def _port(q: Lossless, sw: str, port: str, read: _Read, speed_gbps: int | None = None) -> list[Finding]:
     """One BE port: admin state, declared speed, MTU, PFC and its watchdog, the DSCP -> TC ->
     queue/PG maps, ECN on the lossless queue, CNPs on the declared strict queue, buffers and
-    cable length."""
+    cable length. Maps and profiles are followed from the port, whatever they are called."""
     out: list[Finding] = []
-    roce, cnp = str(q.roce_priority), str(q.cnp_priority)
+    roce, cnp, db = q.roce_priority, q.cnp_priority, read.db
 
     def miss(table: str, expected: str, found: object, at: str = port) -> None:
         out.append(Finding(sw, at, table, expected, "nothing" if found is None else str(found)))
 
-    row = _row(db, "PORT", port) or {}
+    row = port_settings(db, port) or {}
     if row.get("admin_status") != "up":
-        miss("PORT", "admin_status up (a BE path crosses it)", row.get("admin_status", "unset (SONiC's default: down)"))
-    if speed_gbps is not None and str(row.get("speed")) != str(speed_gbps * 1000):
+        miss("PORT", "admin_status up (a BE path crosses it)", _admin(db, port))
+    if speed_gbps is not None and row.get("speed") != str(speed_gbps * 1000):
         miss("PORT", f"speed {speed_gbps * 1000} (the declared {speed_gbps}G)", row.get("speed"))
-    mtu = row.get("mtu")
-    if (_number(mtu) or 0) < q.roce_frame_bytes:
-        miss("PORT", f"mtu >= {q.roce_frame_bytes} (RoCE MTU {q.roce_mtu} with its headers)", mtu)
-    qos = _row(db, "PORT_QOS_MAP", port)
+    if (number(row.get("mtu")) or 0) < q.roce_frame_bytes:
+        miss("PORT", f"mtu >= {q.roce_frame_bytes} (RoCE MTU {q.roce_mtu} with its headers)", _mtu(db, port))
+    qos = read.qos.get(port)
     if qos is None:
         miss("PORT_QOS_MAP", "a row: the port's QoS maps and PFC", None)
         return out
-    pfc = _priorities(qos.get("pfc_enable"))
-    if roce not in pfc:
-        miss("PORT_QOS_MAP", f"pfc_enable including {roce}", qos.get("pfc_enable"))
-    if pfc - {roce}:
+    if roce not in qos.pfc:
+        miss("PORT_QOS_MAP", f"pfc_enable including {roce}", qos.pfc_text or None)
+    if qos.pfc - {roce}:
         miss("PORT_QOS_MAP", f"pfc_enable on no priority but {roce} (a paused class without lossless buffers "
-             "backs up the fabric)", qos.get("pfc_enable"))
-    out += _watchdog(sw, port, roce, qos, db)
-
-    def mapped(map_field: str, table: str) -> dict | None:
-        name = qos.get(map_field)
-        found = _get(db, table, str(name)) if name else None
-        if found is None and not name:
-            miss("PORT_QOS_MAP", f"{map_field} naming a {table}", None)
-        elif found is None:
-            miss(table, f"map {name!r} (PORT_QOS_MAP.{map_field}) defined", "no such map")
-        return found
-
-    dscp_map = mapped("dscp_to_tc_map", "DSCP_TO_TC_MAP")
-    if dscp_map is not None:
+             "backs up the fabric)", qos.pfc_text)
+    out += _watchdog(sw, port, roce, qos, read)
+    maps = {}
+    for field, table in MAPS.items():
+        m = qos.map(field)
+        if not m.name:
+            miss("PORT_QOS_MAP", f"{field} naming a {table}", None)
+        elif m.entries is None:
+            miss(table, f"map {m.name!r} (PORT_QOS_MAP.{field}) defined", "no such map")
+        else:
+            maps[field] = m
+    if "dscp_to_tc_map" in maps:
         for dscp, tc, what in ((q.roce_dscp, roce, "DSCP"), (q.cnp_dscp, cnp, "CNP DSCP")):
-            got = dscp_map.get(str(dscp))
-            if str(got) != tc:
-                miss("DSCP_TO_TC_MAP", f"{what} {dscp} -> TC {tc}", f"TC {got}")
-        strays = sorted((d for d, tc in dscp_map.items() if str(tc) == roce and str(d) != str(q.roce_dscp)),
-                        key=lambda d: (_number(d) is None, _number(d) or 0, str(d)))
+            if maps["dscp_to_tc_map"].get(dscp) != tc:
+                miss("DSCP_TO_TC_MAP", f"{what} {dscp} -> TC {tc}", f"TC {maps['dscp_to_tc_map'].get(dscp)}")
+        strays = [str(d) for d, tc in maps["dscp_to_tc_map"].entries or () if tc == roce and d != q.roce_dscp]
         if strays:
             miss("DSCP_TO_TC_MAP", f"no DSCP but {q.roce_dscp} in lossless TC {roce}",
                  f"DSCP {','.join(strays)} -> TC {roce}")
-    to_queue = mapped("tc_to_queue_map", "TC_TO_QUEUE_MAP")
-    for map_field, table, source, target in (("tc_to_queue_map", "TC_TO_QUEUE_MAP", "TC", "queue"),
-                                             ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", "TC", "PG"),
-                                             ("pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE", "priority", "queue")):
-        found = to_queue if table == "TC_TO_QUEUE_MAP" else mapped(map_field, table)
-        if found is not None and str(found.get(roce)) != roce:
-            miss(table, f"{source} {roce} -> {target} {roce}", f"{target} {found.get(roce)}")
-    if to_queue is not None and str(to_queue.get(cnp)) != cnp:
-        miss("TC_TO_QUEUE_MAP", f"TC {cnp} -> queue {cnp} (CNPs, lossless.cnp_priority)", f"queue {to_queue.get(cnp)}")
-    out += _queues(sw, port, roce, cnp, db)
-    out += _buffers(sw, port, roce, db)
-    lengths = next(iter(db.get("CABLE_LENGTH", {}).values()), {})
-    if port not in lengths:
+    for field, table, source, target in (("tc_to_queue_map", "TC_TO_QUEUE_MAP", "TC", "queue"),
+                                         ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", "TC", "PG"),
+                                         ("pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE", "priority", "queue")):
+        if field in maps and maps[field].get(roce) != roce:
+            miss(table, f"{source} {roce} -> {target} {roce}", f"{target} {maps[field].get(roce)}")
+    if "tc_to_queue_map" in maps and maps["tc_to_queue_map"].get(cnp) != cnp:
+        miss("TC_TO_QUEUE_MAP", f"TC {cnp} -> queue {cnp} (CNPs, lossless.cnp_priority)",
+             f"queue {maps['tc_to_queue_map'].get(cnp)}")
+    out += _queues(sw, port, roce, cnp, read)
+    out += _buffers(sw, port, roce, read)
+    if port not in read.cables:
         miss("CABLE_LENGTH", "the port's cable length (it sizes the PFC headroom)", None)
     return out
 
 
-def _watchdog(sw: str, port: str, roce: str, qos: dict, db: dict) -> list[Finding]:
-    wd = _row(db, "PFC_WD", port)
-    if roce not in _priorities(qos.get("pfcwd_sw_enable")) or wd is None:
+def _watchdog(sw: str, port: str, roce: int, qos: PortQos, read: _Read) -> list[Finding]:
+    found = read.watchdogs.get(port)
+    if roce not in qos.pfcwd or found is None:
         return [Finding(sw, port, "PFC_WD", f"the PFC watchdog on priority {roce}",
-                        f"pfcwd_sw_enable={qos.get('pfcwd_sw_enable')}, PFC_WD row {'present' if wd else 'absent'}")]
+                        f"pfcwd_sw_enable={qos.pfcwd_text or None}, PFC_WD row {'present' if found else 'absent'}")]
+    wd = found[1]
     out = []
     for name, low, high in (("detection_time", 100, 5000), ("restoration_time", 100, 60000)):
-        value = _number(wd.get(name))
+        value = number(wd.get(name))
         if value is None or not low <= value <= high:
-            out.append(Finding(sw, port, "PFC_WD", f"{name} {low}..{high} ms", wd.get(name, "unset")))
-    if wd.get("action") not in ("drop", "forward", "alert"):
-        out.append(Finding(sw, port, "PFC_WD", "action drop, forward or alert", wd.get("action", "unset")))
+            out.append(Finding(sw, port, "PFC_WD", f"{name} {low}..{high} ms", norm(wd.get(name, "unset"))))
+    if norm(wd.get("action")) not in ("drop", "forward", "alert"):
+        out.append(Finding(sw, port, "PFC_WD", "action drop, forward or alert", norm(wd.get("action", "unset"))))
     return out
 
 
-def _queues(sw: str, port: str, roce: str, cnp_queue: str, db: dict) -> list[Finding]:
-    """ECN marking on the lossless queue; the CNP queue on a strict scheduler."""
+def _queues(sw: str, port: str, roce: int, cnp_queue: int, read: _Read) -> list[Finding]:
+    """ECN marking on the lossless queue; the CNP queue on a strict scheduler. A WRED field
+    left out is SONiC's default (no ECN, WRED off)."""
     out = []
-    lossless = _row(db, "QUEUE", port, roce) or {}
-    wred = _get(db, "WRED_PROFILE", str(lossless.get("wred_profile")))
+    every = read.queues
+    lossless = every.get((port, roce))
+    wred = lossless.wred if lossless else None
     at = f"{port}|{roce}"
-    if wred is None or str(wred.get("ecn", "ecn_none")) not in _ECN_MARKS_GREEN:
+    ref = lossless.wred_ref if lossless and lossless.wred_ref else None
+    if wred is None or wred.get("ecn") not in ECN_MARKS_GREEN:
         out.append(Finding(sw, at, "QUEUE", f"queue {roce} with a WRED profile that marks ECN on green packets",
-                           f"wred_profile={lossless.get('wred_profile')}" + ("" if wred is None else f", ecn={wred.get('ecn', 'unset')}")))
-    elif str(wred.get("wred_green_enable", "true")) != "true":
-        out.append(Finding(sw, at, "WRED_PROFILE", f"{lossless['wred_profile']}: wred_green_enable true (ECN marks "
-                           "only where WRED runs)", wred.get("wred_green_enable")))
-    elif (_number(wred.get("green_min_threshold")) or 0) > (_number(wred.get("green_max_threshold")) or 0):
-        out.append(Finding(sw, at, "WRED_PROFILE", f"{lossless['wred_profile']}: green_min_threshold <= green_max_threshold",
+                           f"wred_profile={ref}" + ("" if wred is None else f", ecn={wred.get('ecn')}")))
+    elif wred.get("wred_green_enable") != "true":
+        out.append(Finding(sw, at, "WRED_PROFILE", f"{ref}: wred_green_enable true (ECN marks only where WRED runs)",
+                           wred.get("wred_green_enable")))
+    elif (number(wred.get("green_min_threshold")) or 0) > (number(wred.get("green_max_threshold")) or 0):
+        out.append(Finding(sw, at, "WRED_PROFILE", f"{ref}: green_min_threshold <= green_max_threshold",
                            f"{wred.get('green_min_threshold')} > {wred.get('green_max_threshold')}"))
-    scheduler = _get(db, "SCHEDULER", str((_row(db, "QUEUE", port, cnp_queue) or {}).get("scheduler")))
-    if scheduler is None or scheduler.get("type") != "STRICT":
+    cnp = every.get((port, cnp_queue))
+    scheduler = cnp.scheduler if cnp else None
+    if scheduler is None or scheduler.type != "STRICT":
         out.append(Finding(sw, f"{port}|{cnp_queue}", "QUEUE", f"CNP queue {cnp_queue} on a STRICT scheduler",
-                           "nothing" if scheduler is None else str(scheduler.get("type"))))
+                           "nothing" if scheduler is None else scheduler.type))
     return out
 
 
-def _buffers(sw: str, port: str, roce: str, db: dict) -> list[Finding]:
+def _buffers(sw: str, port: str, roce: int, read: _Read) -> list[Finding]:
     """The lossless PG on an ingress xon/xoff profile, the lossless queue on an egress profile,
     each profile on a defined pool of its direction with a threshold."""
     out = []
+    at = f"{port}|{roce}"
     for table, pool_kind in (("BUFFER_PG", "ingress"), ("BUFFER_QUEUE", "egress")):
-        at = f"{port}|{roce}"
-        row = _row(db, table, port, roce)
-        name = (row or {}).get("profile")
-        profile = _get(db, "BUFFER_PROFILE", str(name))
-        pool = _get(db, "BUFFER_POOL", str((profile or {}).get("pool")))
+        b = (read.pgs if table == "BUFFER_PG" else read.egress).get((port, roce))
 
         def miss(where: str, expected: str, found: str) -> None:
             out.append(Finding(sw, at, where, expected, found))
 
-        if row is None or profile is None:
+        if b is None or not b.defined:
             miss(table, f"a {pool_kind} buffer profile for the lossless class, defined in BUFFER_PROFILE",
-                 "nothing" if row is None else f"profile {name!r} undefined")
-        elif pool is None:
-            miss("BUFFER_PROFILE", f"{name}: pool {profile.get('pool')!r} defined in BUFFER_POOL", "no such pool")
-        elif pool.get("type") != pool_kind:
-            miss("BUFFER_POOL", f"{profile.get('pool')} (of {name}): type {pool_kind}", str(pool.get("type")))
-        elif "dynamic_th" not in profile and "static_th" not in profile:
-            miss("BUFFER_PROFILE", f"{name}: a threshold (dynamic_th or static_th)", "neither")
-        elif table == "BUFFER_PG" and not ((_number(profile.get("xoff")) or 0) > 0 and _number(profile.get("xon")) is not None):
-            miss("BUFFER_PROFILE", f"{name} on the RoCE PG: lossless, xoff > 0 and xon set",
-                 f"xoff={profile.get('xoff', 'unset')}, xon={profile.get('xon', 'unset')}")
+                 "nothing" if b is None else f"profile {b.profile!r} undefined")
+        elif not b.pool_defined:
+            miss("BUFFER_PROFILE", f"{b.profile}: pool {b.pool!r} defined in BUFFER_POOL", "no such pool")
+        elif b.get("pool type") != pool_kind:
+            miss("BUFFER_POOL", f"{b.pool} (of {b.profile}): type {pool_kind}", str(b.get("pool type")))
+        elif b.get("dynamic_th") is None and b.get("static_th") is None:
+            miss("BUFFER_PROFILE", f"{b.profile}: a threshold (dynamic_th or static_th)", "neither")
+        elif table == "BUFFER_PG" and not (number(b.get("xoff")) or 0) > 0:
+            miss("BUFFER_PROFILE", f"{b.profile} on the RoCE PG: lossless, xoff > 0 and xon set",
+                 f"xoff={b.get('xoff')}, xon={b.get('xon')}")
     return out
 
 
-def _link(a: str, a_port: str, a_db: dict, b: str, b_port: str, b_db: dict) -> list[Finding]:
+def _link(a: str, a_port: str, a_read: _Read, b: str, b_port: str, b_read: _Read) -> list[Finding]:
     """Both ends of one switch-to-switch link: the same PFC priorities, MTU and speed."""
     out = []
-    pa = _priorities((_row(a_db, "PORT_QOS_MAP", a_port) or {}).get("pfc_enable"))
-    pb = _priorities((_row(b_db, "PORT_QOS_MAP", b_port) or {}).get("pfc_enable"))
+    pa, pb = (getattr(r.qos.get(p), "pfc", frozenset()) for r, p in ((a_read, a_port), (b_read, b_port)))
+    a_db, b_db = a_read.db, b_read.db
     if pa != pb:
         out.append(Finding(a, a_port, "PORT_QOS_MAP", f"pfc_enable as at its peer {b}:{b_port} "
-                           f"({','.join(sorted(pb)) or 'none'})", ",".join(sorted(pa)) or "none"))
+                           f"({','.join(map(str, sorted(pb))) or 'none'})", ",".join(map(str, sorted(pa))) or "none"))
     for name in ("mtu", "speed"):
-        ours = (_row(a_db, "PORT", a_port) or {}).get(name)
-        theirs = (_row(b_db, "PORT", b_port) or {}).get(name)
+        ours = (port_settings(a_db, a_port) or {}).get(name)
+        theirs = (port_settings(b_db, b_port) or {}).get(name)
         if ours != theirs:
             out.append(Finding(a, a_port, "PORT", f"{name} as at its peer {b}:{b_port} ({theirs})", str(ours)))
     return out

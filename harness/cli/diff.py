@@ -1,5 +1,6 @@
-"""`fablab diff TOPOLOGY DIR`: the configs in DIR against what fablab renders for TOPOLOGY,
-by meaning (harness/render/compare.py). Exit 0 when they agree, 3 on any difference."""
+"""`fablab diff TOPOLOGY DIR|LAB`: an engineer's configs (a directory laid out as `fablab render`
+writes it, or what a running lab's switches hold now) against what the declaration renders,
+by behaviour (harness/core/meaning). Exit 0 when they agree, 3 on any difference."""
 from __future__ import annotations
 
 import argparse
@@ -12,60 +13,119 @@ from rich.table import Table
 from harness.catalog import load_fabric
 from harness.cli.console import out
 from harness.core.errors import InputError
-from harness.core.plan import make_plan
+from harness.core.meaning.compare import diff_frr
+from harness.core.meaning.configdb import diff_config_db
+from harness.core.meaning.difference import Difference
+from harness.core.plan import Plan, make_plan
 from harness.render import artifacts
-from harness.render.compare import Difference, diff_config_db, diff_frr
 
 
 def differences(topology: str, directory: Path) -> tuple[list[Difference], int]:
-    """Every difference, and how many switches were compared."""
+    """Every difference between DIR's configs and TOPOLOGY's render, and how many switches."""
+    directory = Path(directory)
     if not directory.is_dir():
         raise InputError(f"{directory} is not a directory: give one laid out as `fablab render` writes it "
-                         "(configs/<switch>/frr.conf and config_db.json)")
+                         "(configs/<switch>/frr.conf and config_db.json), or a running lab's name")
     plan = make_plan(load_fabric(topology))
     ours = artifacts(plan)
-    found: list[Difference] = []
+    found: list[Difference] = _strays(plan, topology, directory)
     for sw in plan.switches:
         where = directory / "configs" / sw.name
+        label = f"{directory}/configs/{sw.name}"
         frr = where / "frr.conf"
         if not frr.is_file():
-            found.append(Difference(sw.name, "frr.conf", "files", str(frr), "rendered", ""))
+            found.append(Difference(sw.name, f"{label}/frr.conf", "switch", "configs",
+                                    "an frr.conf (fablab renders one)", "absent"))
         else:
-            found += diff_frr(sw.name, ours[f"configs/{sw.name}/frr.conf"], frr.read_text())
+            found += diff_frr(plan, sw.name, ours[f"configs/{sw.name}/frr.conf"], frr.read_text(),
+                              f"{label}/frr.conf")
         db = where / "config_db.json"
         if db.is_file():  # optional: the netns runtime reads only frr.conf
-            try:
-                theirs = json.loads(db.read_text())
-            except json.JSONDecodeError as e:
-                raise InputError(f"{db}: not JSON ({e}); fix the file or leave it out") from e
-            found += diff_config_db(sw.name, json.loads(ours[f"configs/{sw.name}/config_db.json"]), theirs)
+            found += diff_config_db(sw.name, json.loads(ours[f"configs/{sw.name}/config_db.json"]), db.read_text(),
+                                    f"{label}/config_db.json")
+    return found, len(plan.switches)
+
+
+def _strays(plan: Plan, topology: str, directory: Path) -> list[Difference]:
+    """A switch directory the declaration has no switch for: never ignored in silence."""
+    configs = directory / "configs"
+    if not configs.is_dir():
+        raise InputError(f"{directory} has no configs/ directory: lay it out as `fablab render` does "
+                         "(configs/<switch>/frr.conf and config_db.json)")
+    names = {sw.name for sw in plan.switches}
+    hosts = {h.name for h in plan.hosts}
+    out = []
+    for d in sorted(p for p in configs.iterdir() if p.is_dir() and p.name not in names):
+        if d.name in hosts:
+            continue  # a routed host's configs, which fablab renders itself
+        known = ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
+        out.append(Difference(d.name, f"{configs}/{d.name}", "switch", "switches",
+                              f"no switch {d.name} in {topology} (its switches: {known})", "a directory of configs"))
+    return out
+
+
+def lab_differences(topology: str, lab_name: str) -> tuple[list[Difference], int]:
+    """A running lab's configs, as its switches hold them now, against TOPOLOGY's render."""
+    from harness.lab import Lab
+
+    lab = Lab.attach(lab_name)
+    plan = make_plan(load_fabric(topology))
+    ours = artifacts(plan)
+    running = {s.name for s in lab.plan.switches}
+    found: list[Difference] = []
+    for sw in plan.switches:
+        if sw.name not in running:
+            found.append(Difference(sw.name, f"lab {lab_name}", "switch", "switches", f"a switch of {topology}",
+                                    f"not in lab {lab_name}"))
+            continue
+        text = lab.vtysh(sw.name, "show running-config")
+        found += diff_frr(plan, sw.name, ours[f"configs/{sw.name}/frr.conf"], text,
+                          f"{lab_name}:{sw.name} running-config")
+        db = lab.running_config_db(sw.name)
+        if db:
+            found += diff_config_db(sw.name, json.loads(ours[f"configs/{sw.name}/config_db.json"]),
+                                    json.dumps(db, indent=4, sort_keys=True), f"{lab_name}:{sw.name} CONFIG_DB")
+    for name in sorted(running - {s.name for s in plan.switches}):
+        found.append(Difference(name, f"lab {lab_name}", "switch", "switches", f"no switch {name} in {topology}",
+                                "a running switch"))
     return found, len(plan.switches)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    found, switches = differences(args.topology, Path(args.directory))
+    target = Path(args.target)
+    if target.is_dir():
+        found, switches = differences(args.topology, target)
+    else:
+        from harness.lab import Lab
+
+        if args.target not in Lab.names():
+            raise InputError(f"{args.target!r} is neither a directory nor a running lab (running: "
+                             f"{', '.join(Lab.names()) or 'none'}); `fablab render TOPOLOGY -o DIR` lays out a "
+                             "directory")
+        found, switches = lab_differences(args.topology, args.target)
     if args.json:
-        print(json.dumps({"topology": args.topology, "directory": args.directory, "switches": switches,
-                          "differences": [asdict(d) for d in found]}, indent=2))
+        print(json.dumps({"topology": args.topology, "target": args.target, "switches": switches,
+                          "differences": [asdict(d) | {"source": d.source} for d in found]}, indent=2))
         return 3 if found else 0
     if not found:
-        out.print(f"no difference: {switches} switches of {args.topology}, frr.conf and config_db.json by meaning")
+        out.print(f"no difference: {switches} switches of {args.topology}, by behaviour (BGP sessions, what they "
+                  "accept and advertise, multipath, BFD, timers; QoS, PFC, buffers, MTUs, ACLs, VXLAN)")
         return 0
-    table = Table("switch", "file", "area", "where", "fablab", "theirs", title=f"{len(found)} difference(s)")
+    table = Table("switch", "what", "behaviour", "expected", "found", "where", title=f"{len(found)} difference(s)")
     for d in found:
-        table.add_row(d.switch, d.file, d.area, d.where, d.fablab or "—", d.theirs or "—")
+        table.add_row(d.switch, d.subject, d.behaviour, d.expected or "—", d.found or "—", d.source)
     out.print(table)
-    areas = sorted({d.area for d in found})
+    behaviours = sorted({d.behaviour for d in found})
     out.print(f"{len(found)} difference(s) on {len({d.switch for d in found})} of {switches} switches: "
-              + ", ".join(areas), soft_wrap=True)
+              + ", ".join(behaviours), soft_wrap=True)
     return 3
 
 
 def register(sub) -> None:
-    s = sub.add_parser("diff", help="compare a directory of switch configs with fablab's render, by meaning "
+    s = sub.add_parser("diff", help="compare switch configs with what a declaration renders, by behaviour "
                                     "(exit 3 on a difference)")
-    s.add_argument("topology", help="built-in name or path to a .py file")
-    s.add_argument("directory", help="configs laid out as fablab renders them: configs/<switch>/frr.conf "
-                                     "(and config_db.json)")
+    s.add_argument("topology", help="built-in name or path to a .py file: the declaration that judges")
+    s.add_argument("target", help="a directory laid out as `fablab render` writes it (configs/<switch>/frr.conf "
+                                  "and config_db.json), or a running lab (what its switches hold now)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_diff)

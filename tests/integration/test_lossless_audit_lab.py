@@ -81,3 +81,25 @@ def test_an_fe_spine_port_too_small_for_a_tenant_frame_is_named(lab):
         found = [(f.node, f.port, f.table, f.found) for f in audit_lab(lab).findings]
         assert found == [("fe-s2", "Ethernet4", "PORT", "1400")]
     assert audit_lab(lab).passed
+
+
+def test_the_running_configs_diff_as_the_declaration(lab, capsys):
+    """`fablab diff TOPOLOGY LAB` reads what FRR holds now (its own running config, defaults
+    left out) and the switch's CONFIG_DB: a lab booted from the render has no difference; a
+    change made by hand in vtysh is named with its line, and gone once put back."""
+    assert main(["diff", "ai-cluster", lab.name]) == 0
+    leaf, asn = "be-g1-r0", lab.plan.switch("be-g1-r0").asn
+
+    def paths(n: int) -> None:
+        lab.vtysh(leaf, "configure terminal", f"router bgp {asn}", "address-family ipv4 unicast",
+                  f"maximum-paths {n}", "end")
+
+    paths(1)
+    try:
+        capsys.readouterr()
+        assert main(["diff", "ai-cluster", lab.name, "--json"]) == 3
+        (d,) = json.loads(capsys.readouterr().out)["differences"]
+        assert (d["switch"], d["behaviour"]) == (leaf, "multipath") and d["lines"]
+    finally:
+        paths(64)
+    assert main(["diff", "ai-cluster", lab.name]) == 0
