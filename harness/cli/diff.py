@@ -43,6 +43,11 @@ def differences(topology: str, directory: Path) -> tuple[list[Difference], int]:
         if db.is_file():  # optional: the netns runtime reads only frr.conf
             found += diff_config_db(sw.name, json.loads(ours[f"configs/{sw.name}/config_db.json"]), db.read_text(),
                                     f"{label}/config_db.json")
+    for host in (h for h in plan.hosts if h.routed):  # a dual-homed host's BGP, where DIR has it
+        frr = directory / "configs" / host.name / "frr.conf"
+        if frr.is_file():
+            found += diff_frr(plan, host.name, ours[f"configs/{host.name}/frr.conf"], frr.read_text(),
+                              f"{directory}/configs/{host.name}/frr.conf")
     return found, len(plan.switches)
 
 

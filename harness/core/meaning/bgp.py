@@ -47,6 +47,11 @@ _FLAGS = {"bestpath as-path multipath-relax": False, "default ipv4-unicast": Tru
 # The EVPN family's next hop unchanged measured: FRR's running config drops the statement.
 _AF_DEFAULTS = {"send-community", "send-community both", "send-community all", "send-community standard",
                 "send-community extended", "send-community large", "l2vpn evpn: attribute-unchanged next-hop"}
+# Per-family settings that change what FRR keeps, not which routes a session takes or sends
+# (SONiC's templates set the first: an Adj-RIB-In copy for soft resets).
+_AF_BOOKKEEPING = {"soft-reconfiguration inbound"}
+# A family's statements that say FRR's defaults (NVUE writes the distances out).
+_AF_STATEMENT_DEFAULTS = {"distance bgp 20 200 200"}
 _DISPLAY = ("log-neighbor-changes", "default show-hostname", "default show-nexthop-hostname", "no-rib",
             # what it does is in each session's families already
             "default ipv4-unicast")
@@ -203,7 +208,7 @@ class Behaviour:
                 setting = f"{key} {value}".strip()
                 if key == "maximum-prefix":
                     max_prefix.append((name, value))
-                elif setting not in _AF_DEFAULTS and f"{name}: {setting}" not in _AF_DEFAULTS:
+                elif setting not in _AF_DEFAULTS | _AF_BOOKKEEPING and f"{name}: {setting}" not in _AF_DEFAULTS:
                     extras.append(f"{name}: {setting}")
         keepalive, hold = self.profile["keepalive"], self.profile["hold"]
         for st in inst.statements:
@@ -355,6 +360,28 @@ class Behaviour:
             return next((e.permit for e in entries if e.matches(prefix)), False)
         return False  # communities, tags, AS paths, interfaces: a bare probe carries none
 
+    def canonical_route_map(self, name: str) -> str:
+        """A route map by what it says, its name and its lists' names left out: for statements
+        that only name one (`ip protocol bgp route-map X`)."""
+        entries = self.cfg.route_map(name)
+        if entries is None:
+            return "(no such route map: denies)"
+        out = []
+        for e in entries:
+            matches = []
+            for m in e.matches:
+                w = m.words
+                if w[2:4] == ["address", "prefix-list"] and len(w) > 4:
+                    plist = self.cfg.prefix_lists.get((w[1], w[4]))
+                    body = ", ".join(map(str, plist.ordered())) if plist else "(none)"
+                    matches.append(f"{w[1]} prefixes [{body}]")
+                else:
+                    matches.append(m.text)
+            out.append(f"{'permit' if e.permit else 'deny'} {' and '.join(sorted(matches)) or 'all'}"
+                       + (f" then {'; '.join(sorted(st.text for st in e.sets))}" if e.sets else "")
+                       + (f" ({'; '.join(st.text for st in e.flow)})" if e.flow else ""))
+        return " | ".join(out)
+
     def opaque_matches(self) -> tuple[str, ...]:
         """Route-map clauses a prefix probe cannot evaluate: compared as written."""
         out = set()
@@ -422,7 +449,8 @@ class Behaviour:
         if af is None:
             return {}
         skip = ("redistribute", "network", "aggregate-address", "maximum-paths")
-        return {st.text: st.line for st in af.statements if st.words[0] not in skip}
+        return {st.text: st.line for st in af.statements
+                if st.words[0] not in skip and st.text not in _AF_STATEMENT_DEFAULTS}
 
     def evpn(self, inst: BgpInstance) -> dict[str, tuple[str, tuple[int, ...]]]:
         """EVPN per VNI: the route targets it imports and exports (auto: ASN:VNI), and its RD."""

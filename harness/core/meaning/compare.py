@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from harness.core.meaning.bgp import Behaviour, Decision, Session
 from harness.core.meaning.difference import Difference
 from harness.core.meaning.frr import COSMETIC, BgpInstance, parse
-from harness.core.plan import Plan, SwitchPlan
+from harness.core.plan import Plan
 
 Prefix = ipaddress.IPv4Network | ipaddress.IPv6Network
 V4 = ("ipv4", "unicast")
@@ -101,23 +101,76 @@ def _describe(plan: Plan, prefixes: set[Prefix], most: int = 3) -> str:
     return "; ".join(parts)
 
 
-def _peers(sw: SwitchPlan) -> dict[str, tuple[str, int | None]]:
-    """port or address -> (the peer as the plan names it, its ASN)."""
-    out: dict[str, tuple[str, int | None]] = {}
-    for p in sw.ports:
-        out[p.name] = (f"{p.peer}:{p.peer_port}", None)
-    return out
+@dataclass(frozen=True)
+class _End:
+    """One port of a BGP speaker as the judge needs it: its peer, and the peer's ASN where the
+    plan has a session on it."""
+    name: str
+    peer: str
+    peer_port: str
+    address: ipaddress.IPv4Interface | None
+    peer_asn: int | None
+    unnumbered: bool
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """A switch, or a routed host (a dual-homed FE host speaks BGP to both its leaves)."""
+    name: str
+    asn: int | None
+    loopback: ipaddress.IPv4Interface
+    mgmt: ipaddress.IPv4Interface | None
+    ports: tuple[_End, ...]
+
+    @property
+    def router_id(self) -> ipaddress.IPv4Address:
+        return self.loopback.ip
+
+    @property
+    def fabric_ports(self) -> tuple[_End, ...]:
+        return tuple(p for p in self.ports if p.unnumbered)
+
+    @property
+    def host_ports(self) -> tuple[_End, ...]:
+        return tuple(p for p in self.ports if p.address is not None)
+
+    @property
+    def host_peers(self) -> tuple[_End, ...]:
+        return tuple(p for p in self.ports if p.peer_asn is not None and not p.unnumbered)
+
+
+def speaker(plan: Plan, name: str) -> Speaker:
+    switches = {s.name: s for s in plan.switches}
+    if name in switches:
+        sw = switches[name]
+        ends = tuple(_End(p.name, p.peer, p.peer_port, p.address,
+                          switches[p.peer].asn if p.peer in switches and p.unnumbered else p.peer_asn, p.unnumbered)
+                     for p in sw.ports)
+        return Speaker(sw.name, sw.asn, sw.loopback, sw.mgmt, ends)
+    host = plan.host(name)
+    ends = []
+    mgmt = None
+    for nic in host.nics:
+        leaf = switches.get(nic.peer)
+        port = next((p for p in leaf.ports if p.name == nic.peer_port), None) if leaf else None
+        if leaf is None:
+            mgmt = nic.address
+            continue
+        ends.append(_End(nic.name, nic.peer, nic.peer_port, nic.address,
+                         leaf.asn if port is not None and port.peer_asn is not None else None, False))
+    return Speaker(host.name, host.asn, host.loopback or ends[0].address, mgmt, tuple(ends))
 
 
 class _Judge:
-    def __init__(self, plan: Plan, sw: SwitchPlan, ours: str, theirs: str, file: str) -> None:
+    def __init__(self, plan: Plan, sw: Speaker, ours: str, theirs: str, file: str) -> None:
         self.plan, self.sw, self.file = plan, sw, file
         self.a, self.b = Behaviour(parse(ours, "fablab's render")), Behaviour(parse(theirs, file))
         self.probes = probes(plan, self.a, self.b)
         self.out: list[Difference] = []
         # what `redistribute connected` sees: the management port's subnet too (in the default
         # VRF wherever management has no VRF of its own), which a filter must keep out
-        self.connected = (sw.loopback.network, sw.mgmt.network) + tuple(p.address.network for p in sw.host_ports)
+        self.connected = (sw.loopback.network,) + ((sw.mgmt.network,) if sw.mgmt else ()) \
+            + tuple(p.address.network for p in sw.host_ports)
         self._cache: dict[tuple, frozenset[Prefix]] = {}
 
     def diff(self, subject: str, behaviour: str, expected: str, found: str, lines=()) -> None:
@@ -130,9 +183,7 @@ class _Judge:
         """(the port it runs on, the peer's ASN, the peer's name) for a neighbour as written."""
         for p in self.sw.ports:
             if p.name == name:
-                asn = self.plan.switch(p.peer).asn if any(s.name == p.peer for s in self.plan.switches) \
-                    else p.peer_asn
-                return p.name, asn, f"{p.peer}:{p.peer_port}"
+                return p.name, p.peer_asn, f"{p.peer}:{p.peer_port}"
         try:
             ip = ipaddress.ip_address(name)
         except ValueError:
@@ -310,8 +361,13 @@ class _Judge:
         def statements(side: Behaviour) -> dict[str, int]:
             out = {}
             for st in side.cfg.top:
-                if not st.text.startswith(COSMETIC):
-                    out[st.text] = st.line
+                if st.text.startswith(COSMETIC):
+                    continue
+                w = st.words
+                if "route-map" in w[:-1]:  # the map by what it does, never by its name
+                    at = w.index("route-map")
+                    w = w[:at] + [f"route-map <{side.canonical_route_map(w[at + 1])}>"] + w[at + 2:]
+                out[" ".join(w)] = st.line
             for name, lines in side.cfg.interfaces.items():
                 for st in lines:
                     out[f"interface {name}: {st.text}"] = st.line
@@ -379,4 +435,4 @@ def _grouped(found: list[Difference]) -> list[Difference]:
 
 def diff_frr(plan: Plan, switch: str, ours: str, theirs: str, file: str = "frr.conf") -> list[Difference]:
     """What `theirs` does differently from `ours` (fablab's render) on `switch` of `plan`."""
-    return _Judge(plan, plan.switch(switch), ours, theirs, file).run()
+    return _Judge(plan, speaker(plan, switch), ours, theirs, file).run()
