@@ -113,7 +113,12 @@ def _explicit_defaults_in_profile(t: str) -> str:
     return t.replace("  detect-multiplier 3\n  receive-interval 300\n  transmit-interval 300\n", "")
 
 
-SAME = [_no_exits, _flat, _no_seq, _renamed, _route_maps, _defaults_written, _bfd_profile_alone, _per_neighbour,
+def _v6only_and_forwarding(t: str) -> str:
+    return re.sub(r"neighbor (\S+) interface peer-group", r"neighbor \1 interface v6only peer-group", t).replace(
+        "no zebra nexthop kernel enable\n", "no zebra nexthop kernel enable\nip forwarding\n")
+
+
+SAME = [_v6only_and_forwarding, _no_exits, _flat, _no_seq, _renamed, _route_maps, _defaults_written, _bfd_profile_alone, _per_neighbour,
         _address_family_ipv4, _ge_only, _evpn_first, _vrf_default, _legacy_bfd, _max_prefix_threshold,
         _explicit_defaults_in_profile, lambda t: _no_exits(_renamed(_route_maps(_address_family_ipv4(t))))]
 
@@ -161,6 +166,14 @@ FAULTS = [  # (name, switch, edit, behaviour named)
     ("a seq reordering that changes the first match", LEAF, lambda t: t.replace(
         "ip prefix-list BE-PLANE seq 10 permit", "ip prefix-list BE-PLANE seq 5 deny 10.0.0.0/8 le 32\n"
                                                   "ip prefix-list BE-PLANE seq 10 permit"), "accepts"),
+    ("a prepend on the way out", LEAF, lambda t: _route_maps(t).replace(
+        "route-map RM_ORIGINATED_out permit 10\n match ip address prefix-list ORIGINATED\n",
+        "route-map RM_ORIGINATED_out permit 10\n match ip address prefix-list ORIGINATED\n"
+        " set as-path prepend 64601 64601\n"),
+     "advertises: attributes"),
+    ("IP forwarding off", LEAF, lambda t: t.replace("no zebra nexthop kernel enable\n",
+                                                    "no zebra nexthop kernel enable\nno ip forwarding\n"),
+     "other settings"),
     ("ebgp-requires-policy without a policy", LEAF, lambda t: t.replace("frr defaults datacenter",
                                                                         "frr defaults traditional")
      .replace("  neighbor fabric prefix-list BE-PLANE in\n", ""), "accepts"),
@@ -219,3 +232,18 @@ def test_prefix_list_order_without_seq_is_file_order():
 def test_a_malformed_line_is_bad_input_naming_file_and_line():
     with pytest.raises(InputError, match=r"my/frr.conf:2: .*10.0.0.300/24"):
         parse("!\nip prefix-list P permit 10.0.0.300/24\n", "my/frr.conf")
+
+
+def test_up_says_which_sessions_cannot_come_up_before_it_boots(render):
+    """`fablab up --configs` names a session on a port the plan does not cable, and a planned
+    session nobody configured, instead of leaving them to read as BGP Idle."""
+    from harness.core.meaning.compare import sessions_down
+
+    plan, files = render
+    ours = files[f"configs/{LEAF}/frr.conf"]
+    assert sessions_down(plan, LEAF, ours) == []
+    found = sessions_down(plan, LEAF, ours.replace("neighbor Ethernet8 interface", "neighbor Ethernet240 interface"))
+    said = {(d.subject, d.found) for d in found}
+    assert ("session Ethernet240", "down: Ethernet240 is not cabled on be-g1-r0; its BGP ports are Ethernet0, "
+                                   "Ethernet8") in said
+    assert ("session Ethernet8 (be-s2:Ethernet0)", "no neighbour on it") in said

@@ -1,7 +1,8 @@
-"""Runtime pieces that need no root: naming, registries, expectations, config splitting."""
+"""Runtime pieces that need no root: naming, registries, expectations, how FRR gets its config."""
 from __future__ import annotations
 
 from ipaddress import IPv4Network
+import shutil
 
 import pytest
 
@@ -10,10 +11,12 @@ from harness.core.model import build
 from harness.observe.convergence import expectations
 from harness.core.plan import make_plan
 from harness.runtime import get_runtime
-from harness.runtime.frr import split_config
-from harness.runtime.state import check_lab_name, lab_of_namespace, namespace
+from harness.runtime.frr_parts import config_lines, daemon_parts
 from harness.render.frr import frr_conf
+from harness.runtime.state import check_lab_name, lab_of_namespace, namespace
 from topologies import BUILTINS
+
+needs_vtysh = pytest.mark.skipif(shutil.which("vtysh") is None, reason="FRR's vtysh is not installed")
 
 
 def plan_of(name: str):
@@ -59,13 +62,23 @@ def test_rail_only_leaves_have_no_sessions():
     assert all(e.sessions == 0 and not e.routes for name, e in exp.items() if name.startswith("be-"))
 
 
-def test_bfdd_gets_only_its_block_and_the_rest_goes_to_zebra_and_bgpd():
+@needs_vtysh
+def test_each_daemon_gets_its_part_as_vtysh_hands_it_out():
     plan = plan_of("ai-cluster")
-    conf = frr_conf(plan, plan.switch("be-s1"))
-    bfdd, bgpd = split_config(conf, "bfdd"), split_config(conf, "bgpd")
-    assert "profile fabric" in bfdd and "router bgp" not in bfdd
-    assert "router bgp 64600" in bgpd and "detect-multiplier" not in bgpd
-    assert "neighbor fabric bfd profile fabric" in bgpd
+    parts, refused = daemon_parts(frr_conf(plan, plan.switch("be-s1")), "be-s1")
+    assert refused == "" and set(parts) == {"zebra", "bgpd", "bfdd"}
+    assert all(p.startswith("hostname be-s1\n") for p in parts.values())  # vtysh keeps hostname to itself
+    assert "profile fabric" in parts["bfdd"] and "router bgp" not in parts["bfdd"]
+    assert "router bgp 64600" in parts["bgpd"] and "detect-multiplier" not in parts["bgpd"]
+    assert " neighbor fabric bfd profile fabric" in parts["bgpd"].splitlines()
+    assert "no zebra nexthop kernel enable" in parts["zebra"] and "router bgp" not in parts["zebra"]
+
+
+def test_a_part_is_what_vtysh_sent_between_its_markers():
+    sent = ["enable", "configure terminal", "XFRR_start_configuration", "frr defaults datacenter", "bfd",
+            " profile fabric", "XFRR_end_configuration", "end", "disable"]
+    assert config_lines(sent) == ["frr defaults datacenter", "bfd", " profile fabric"]
+    assert config_lines(["enable", "configure terminal"]) == []
 
 
 def test_clab_runtime_names_what_is_missing(monkeypatch):
@@ -77,3 +90,22 @@ def test_clab_runtime_names_what_is_missing(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "containerlab" else f"/usr/bin/{tool}")
     with pytest.raises(PrerequisiteError, match="containerlab.dev/install"):
         check_prerequisites()
+
+
+def test_parts_are_kept_between_boots_keyed_by_the_file_and_vtysh(tmp_path, monkeypatch):
+    from harness.runtime import frr_parts
+
+    calls = []
+
+    def split(text, hostname, timeout=60.0):
+        calls.append(hostname)
+        return {"zebra": f"hostname {hostname}\n", "bgpd": text, "bfdd": ""}, ""
+
+    monkeypatch.setattr(frr_parts, "daemon_parts", split)
+    first = frr_parts.cached_parts("router bgp 1\n", "be-s1", tmp_path)
+    assert frr_parts.cached_parts("router bgp 1\n", "be-s1", tmp_path) == first and calls == ["be-s1"]
+    frr_parts.cached_parts("router bgp 2\n", "be-s1", tmp_path)  # an edited file is split again
+    frr_parts.cached_parts("router bgp 1\n", "be-s2", tmp_path)  # so is another switch's
+    assert calls == ["be-s1", "be-s1", "be-s2"]
+    assert frr_parts.cached_parts("router bgp 1\n", "be-s1", None) == first
+    assert len(calls) == 4  # no cache: always vtysh

@@ -2,6 +2,7 @@
 compiled entries and verdicts, and what the netns runtime would run for them."""
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from ipaddress import IPv4Address, IPv4Network
 
@@ -206,13 +207,24 @@ def test_spine_passes_evpn_on_unchanged(plan):
     assert "l2vpn evpn" not in frr_conf(plan, plan.switch("be-s1"))
 
 
-def test_zebra_never_reads_bgps_vni_lines(plan):
+@pytest.mark.skipif(shutil.which("vtysh") is None, reason="FRR's vtysh is not installed")
+@pytest.mark.parametrize("exits", [True, False], ids=["with-exit", "without-exit"])
+def test_zebra_never_gets_bgps_vni_lines(plan, exits):
+    """Read by zebra, bgpd's `vni 10100` (inside `address-family l2vpn evpn`) is zebra's own
+    top-level `vni`: the default VRF's L3 VNI. vtysh, which hands out the parts, knows better,
+    with or without `exit` lines."""
+    import re
+
     from harness.render.frr import frr_conf
-    from harness.runtime.frr import split_config
+    from harness.runtime.frr_parts import daemon_parts
 
     conf = frr_conf(plan, plan.switch("fe-l1"))
-    assert " vni 10100" in split_config(conf, "bgpd")
-    assert "vni" not in split_config(conf, "zebra") and "router bgp" not in split_config(conf, "zebra")
+    if not exits:
+        conf = re.sub(r"(?m)^\s*(exit|exit-address-family|exit-vni)\s*\n", "", conf)
+    parts, refused = daemon_parts(conf, "fe-l1")
+    assert refused == ""
+    assert "  vni 10100" in parts["bgpd"].splitlines() and "advertise-all-vni" in parts["bgpd"]
+    assert "vni" not in parts["zebra"] and "router bgp" not in parts["zebra"]
 
 
 def test_storage_nics_need_a_tenant():

@@ -16,8 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
+from harness.core.errors import HarnessError
+
 if TYPE_CHECKING:
     from harness.core.plan import Plan
+
+
+class NotMeasurable(HarnessError):
+    """A case cannot measure on this lab as it stands (its fabric never converged): the run
+    reports it not measurable (passed None), neither a pass nor a failure of its claim."""
 
 
 class Table(NamedTuple):

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from functools import partial
 
 from harness.checks.base import Case, Check, needs_spine_tier, needs_superspine_tier, needs_two_groups_in_a_pod
+from harness.checks.converged import wait_routed
 from harness.checks.ecmp import _far_peer, first_gpu_nic
 from harness.checks.failover_elements import SUPERSPINE_CASES, Element, element_of, observation_points, pick
 from harness.checks.failover_result import FailoverCase, FailoverResult, plot_failover
@@ -51,7 +52,7 @@ from harness.plumbing.priority import realtime
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport
 from harness.traffic.runner import start_receiver, start_sender
-from harness.plumbing.wait import pause_until, until, within
+from harness.plumbing.wait import pause_until, within
 
 CASES = ("local", "remote", "gray", "spine", *SUPERSPINE_CASES)
 HARD_CASES = ("local", "remote", "spine", *SUPERSPINE_CASES)
@@ -181,10 +182,8 @@ def _spread(off: list[int], seen: dict[int, set[tuple[str, str]]], leaf: str, n:
 
 
 def _wait_routed(lab: LabView, timeout: float) -> None:
-    """Every BGP session up and every prefix at its width. BFD sessions are not required:
-    a negative control may have turned BFD off on purpose."""
-    until(lambda: not [s for s in lab.shortfalls() if s.missing_routes or s.sessions_up < s.sessions_expected],
-          timeout, "the fabric to converge before the failure")
+    """Every BGP session up and every prefix at its width (harness.checks.converged: once a run)."""
+    wait_routed(lab, timeout, "the fabric to converge before the failure")
 
 
 def _run(lab: LabView, case, el: Element, leaf, src, dst, far_leaf, flows, sports, points, rate_pps, objective,

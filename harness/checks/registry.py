@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.checks.base import Case, Check, Outcome, Verdict, has_spine_tier
+from harness.checks.base import Case, Check, NotMeasurable, Outcome, Verdict, has_spine_tier
 from harness.core.errors import HarnessError, InputError
 from harness.plumbing.labview import LabView
 
@@ -83,19 +83,28 @@ def run_checks(lab: LabView, checks: tuple[Check, ...] | None = None, results=No
                progress: Callable[[str, str], None] = lambda phase, detail: None) -> list[Verdict]:
     """Run the checks (all of them for None) on a running lab; `results` (harness.report.results.Results)
     gets each outcome's JSON and plot."""
+    from harness.checks.converged import one_wait_per_run  # loaded when checks run, not with the CLI
+
     verdicts: list[Verdict] = []
-    for check in select(None) if checks is None else checks:
-        why_check_not = check.applies(lab.plan)
-        for case in check.cases:
-            why_not = why_check_not or (case.applies(lab.plan) if case.applies is not None else None)
-            if why_not:
-                verdicts.append(Verdict(case.name, None, f"not applicable: {why_not}", 0.0))
-                progress(case.name, f"not applicable: {why_not}")
-                continue
-            progress(case.name, check.claim)
-            verdict = _run(case, lab, results, progress)
-            progress(case.name, f"{_mark(verdict.passed)} in {verdict.seconds:.2f} s")
-            verdicts.append(verdict)
+    with one_wait_per_run():  # a fabric that never converged is waited for once, not once a case
+        for check in select(None) if checks is None else checks:
+            verdicts += _run_check(check, lab, results, progress)
+    return verdicts
+
+
+def _run_check(check: Check, lab: LabView, results, progress: Callable[[str, str], None]) -> list[Verdict]:
+    verdicts: list[Verdict] = []
+    why_check_not = check.applies(lab.plan)
+    for case in check.cases:
+        why_not = why_check_not or (case.applies(lab.plan) if case.applies is not None else None)
+        if why_not:
+            verdicts.append(Verdict(case.name, None, f"not applicable: {why_not}", 0.0))
+            progress(case.name, f"not applicable: {why_not}")
+            continue
+        progress(case.name, check.claim)
+        verdict = _run(case, lab, results, progress)
+        progress(case.name, f"{_mark(verdict)} in {verdict.seconds:.2f} s")
+        verdicts.append(verdict)
     return verdicts
 
 
@@ -103,6 +112,8 @@ def _run(case: Case, lab: LabView, results, progress: Callable[[str, str], None]
     t0 = time.monotonic()
     try:
         outcome = case.run(lab)
+    except NotMeasurable as e:  # e.g. the fabric never converged: said, neither passed nor failed
+        return Verdict(case.name, None, f"not measurable: {e}", round(time.monotonic() - t0, 2))
     except HarnessError as e:  # a check that cannot run has not passed
         return Verdict(case.name, False, f"could not run: {e}", round(time.monotonic() - t0, 2), (str(e),))
     seconds = round(time.monotonic() - t0, 2)
@@ -121,5 +132,7 @@ def _run(case: Case, lab: LabView, results, progress: Callable[[str, str], None]
                    tuple(str(p) for p in plots), outcome)
 
 
-def _mark(passed: bool | None) -> str:
-    return "passed" if passed else "FAILED" if passed is False else "not applicable"
+def _mark(verdict: Verdict) -> str:
+    if verdict.passed is None:
+        return "not measurable" if verdict.reason.lower().startswith("not measurable") else "not applicable"
+    return "passed" if verdict.passed else "FAILED"

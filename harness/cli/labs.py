@@ -35,12 +35,17 @@ def progress_printer(enabled: bool = True):
 def cmd_up(args: argparse.Namespace) -> int:
     plan = make_plan(load_fabric(args.topology))
     configs = load_configs(plan, args.configs) if args.configs else None  # before anything is booted
+    down: list[str] = []
+    if configs is not None:
+        _frr_accepts(configs, args)
+        down = _sessions_down(plan, configs, args)
     lab = Lab.up(plan, name=args.name, runtime=args.runtime, replace=args.replace,
                  progress=progress_printer(not args.json), timeout=args.timeout, topology=args.topology,
                  detached=True, configs=configs)
     found = 3 if lab.state.not_converged else 0  # the engineer's configs fall short of the plan; the lab is up
     summary = {"lab": lab.name, "topology": args.topology, "runtime": args.runtime,
                "configs": lab.state.configs or "fablab's render", "not_converged": lab.state.not_converged,
+               "sessions_that_cannot_come_up": down,
                "nodes": len(lab.plan.fabric.nodes), "switches": len(lab.plan.switches),
                "timings_s": {k: v for k, v in lab.state.timings.items() if k != "memory_mb"},
                "memory_mb": round(lab.state.timings.get("memory_mb", 0.0), 1), **lab.state.converged}
@@ -65,6 +70,41 @@ def cmd_up(args: argparse.Namespace) -> int:
         out.print(f"[red]{escape(lab.state.not_converged)}[/red]; the lab is up: `fablab check {lab.name}` judges it "
                   f"against the declaration", soft_wrap=True)
     out.print(f"next: fablab status {lab.name} · fablab exec {lab.name} NODE -- CMD · fablab down {lab.name}")
+    return found
+
+
+def _frr_accepts(configs, args: argparse.Namespace) -> None:
+    """FRR itself reads every frr.conf of --configs before anything boots (vtysh --dryrun): an
+    InputError (exit 2) naming file:line and FRR's message for each line it refuses. The netns
+    runtime needs vtysh on this machine anyway; on clab the switches' FRR checks each file as
+    init.sh loads it, so a machine without vtysh is said, not an error."""
+    from harness.core.errors import PrerequisiteError
+    from harness.plumbing.frr_check import check_configs
+
+    try:
+        check_configs(configs, args.configs)
+    except PrerequisiteError as e:
+        if args.runtime == "netns":
+            raise
+        err.print(f"note: {escape(str(e))}; on clab each switch's FRR checks its frr.conf as init.sh loads it",
+                  soft_wrap=True)
+
+
+def _sessions_down(plan, configs, args: argparse.Namespace) -> list[str]:
+    """Each session of the engineer's configs that cannot come up on the planned fabric (a port
+    the plan does not cable, a remote-as that does not fit, a VRF without the port), and each
+    planned session nobody configured: said before the boot, not left to read as "BGP Idle"."""
+    from harness.core.meaning.compare import sessions_down
+
+    found = []
+    for name, text in sorted(configs.frr.items()):
+        found += [f"{d.switch} {d.subject}: {d.found}" for d in
+                  sessions_down(plan, name, text, f"{args.configs}/configs/{name}/frr.conf")]
+    for line in found[:20]:
+        err.print(f"[yellow]will not come up:[/yellow] {escape(line)}", soft_wrap=True)
+    if len(found) > 20:
+        err.print(f"... and {len(found) - 20} more sessions that will not come up (`fablab diff "
+                  f"{args.topology} {args.configs}` lists them all)", soft_wrap=True)
     return found
 
 

@@ -1,4 +1,8 @@
-"""FRR in a switch namespace: zebra, bfdd and bgpd with the rendered frr.conf.
+"""FRR in a switch namespace: zebra, bfdd and bgpd with the switch's frr.conf.
+
+Each daemon reads at start its part of the integrated frr.conf as FRR's own vtysh hands it
+out (harness/runtime/frr_parts.py): FRR's grammar decides which command is whose, so whatever
+FRR accepts boots, with or without `exit` lines. frr.conf itself sits beside the parts, whole.
 
 Everything a daemon writes (pid, vty and zserv sockets, logs) stays in the switch's run
 directory, owned by user frr; `-N <namespace>` keeps FRR's own pathspace per switch.
@@ -71,7 +75,9 @@ class FrrNode:
     def daemon_config(self, daemon: str) -> Path:
         return self.directory / f"{daemon}.conf"
 
-    def prepare(self, frr_conf: str) -> None:
+    def prepare(self, frr_conf: str, parts: dict[str, str]) -> None:
+        """The run directory: frr.conf whole, and each daemon's part of it (daemon -> the
+        config it reads at start, `frr_parts.daemon_parts`)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self.config.write_text(frr_conf)
         (self.directory / "vtysh.conf").write_text("")
@@ -79,7 +85,7 @@ class FrrNode:
         paths = [self.directory, self.config, self.directory / "vtysh.conf"]
         for daemon in DAEMONS:
             path = self.daemon_config(daemon)
-            path.write_text(split_config(frr_conf, daemon))
+            path.write_text(parts[daemon])
             paths.append(path)
         for path in paths:
             os.chown(path, frr.pw_uid, frr.pw_gid)
@@ -196,34 +202,3 @@ def remove_path(path: Path) -> None:
         path.unlink()
     elif path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
-
-
-def split_config(frr_conf: str, daemon: str) -> str:
-    """The part of an integrated frr.conf one daemon reads at start.
-
-    bfdd does not parse the integrated file (it stops at its own `bfd` block after the
-    others' commands), so it gets the `bfd` block alone; bgpd reads everything but that
-    block and skips what is not its own. zebra gets neither the `bfd` nor the `router bgp`
-    block: read outside its node, bgpd's `vni N` (an EVPN VNI's route targets) is zebra's
-    own `vni N`, which makes N the default VRF's L3 VNI.
-    """
-    lines = frr_conf.splitlines()
-    block, rest = _cut(lines, "bfd")
-    head = [line for line in lines if line.startswith(("frr ", "hostname "))]
-    if daemon == "bfdd":
-        chosen = head + block
-    elif daemon == "zebra":
-        chosen = _cut(rest, "router bgp ")[1]
-    else:
-        chosen = rest
-    return "\n".join(chosen) + "\n"
-
-
-def _cut(lines: list[str], opening: str) -> tuple[list[str], list[str]]:
-    """The top-level block that starts with `opening` (through its `exit`), and the rest."""
-    start = next((i for i, line in enumerate(lines)
-                  if line == opening or (opening.endswith(" ") and line.startswith(opening))), None)
-    if start is None:
-        return [], lines
-    end = next(i for i in range(start + 1, len(lines)) if lines[i] == "exit")
-    return lines[start:end + 1], lines[:start] + lines[end + 1:]

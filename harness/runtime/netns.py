@@ -25,7 +25,7 @@ from harness.core.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
-from harness.runtime import bfd_offload, configdb, neighbours, processes, tenants
+from harness.runtime import bfd_offload, configdb, frr_parts, neighbours, processes, tenants
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
@@ -82,6 +82,7 @@ class NetnsRuntime(NamespaceAccess):
             bfd_offload.check_paths(lab, frr_names(plan))
         frr = dict(configs.frr) if configs else {sw.name: frr_conf(plan, sw) for sw in plan.switches}  # before anything
         frr.update({h.name: host_frr_conf(plan, h) for h in plan.hosts if h.routed})  # the hosts' are fablab's
+        parts = frr_parts.Background(frr)  # each daemon's part, as vtysh hands it out, while links are made
         names = [n.name for n in plan.fabric.nodes]
         state = LabState(lab=lab, runtime=self.name, topology=topology, cluster=cluster_to_dict(plan.fabric.cluster),
                          namespaces=tuple(namespace(lab, n) for n in names), runner_pid=os.getpid(),
@@ -101,8 +102,8 @@ class NetnsRuntime(NamespaceAccess):
             timings["links"] = time.monotonic() - t
             t = time.monotonic()
             defer_bfd = _defer_bfd(plan)
-            state = self._daemons(plan, lab, state, frr, progress, defer_bfd,
-                                  dict(configs.config_db) if configs else {})
+            state = self._daemons(plan, lab, state, parts.result(set(configs.frr) if configs else set(), progress),
+                                  frr, progress, defer_bfd, dict(configs.config_db) if configs else {})
             timings["daemons"] = time.monotonic() - t
             deadline = time.monotonic() + converge_s  # as on clab: from the moment every daemon runs
             looks = None
@@ -214,15 +215,17 @@ class NetnsRuntime(NamespaceAccess):
             s.link("set", index=_index(s, port.name), master=bridge)
         s.link("set", index=bridge, state="up")
 
-    def _daemons(self, plan: Plan, lab: str, state: LabState, configs: dict[str, str],
-                 progress: Progress, defer_bfd: bool = False, config_dbs: dict[str, str] | None = None) -> LabState:
+    def _daemons(self, plan: Plan, lab: str, state: LabState, parts: dict[str, dict[str, str]],
+                 configs: dict[str, str], progress: Progress, defer_bfd: bool = False,
+                 config_dbs: dict[str, str] | None = None) -> LabState:
+        """parts: node -> daemon -> the config it reads at start; configs: node -> its whole frr.conf."""
         later = " (bfdd once BGP is up)" if defer_bfd else ""
         names = frr_names(plan)
         hosts = f" and {len(names) - len(plan.switches)} dual-homed hosts" if len(names) > len(plan.switches) else ""
         progress("daemons", f"starting FRR (zebra, bgpd, bfdd) on {len(plan.switches)} switches{hosts}{later}")
         nodes = [frr_node(lab, name) for name in names]
         for name, node in zip(names, nodes):
-            node.prepare(configs[name])
+            node.prepare(configs[name], parts[name])
             state = _started(state, name, node.start(("zebra",)))
         offload = bfd_offload.uses_offload(plan.fabric.cluster.bfd)
         if offload:  # before bfdd: it connects as each bfdd listens, before bgpd hands it sessions

@@ -24,6 +24,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from harness.core.meaning.frr import BgpInstance, FrrConfig, PeerConf, Statement
+from harness.core.meaning.policy import Decision, Lists, Prefix
 
 MULTIPATH_NUM = 256
 BFD_DEFAULTS = {"detect-multiplier": 3, "receive-interval": 300, "transmit-interval": 300}
@@ -57,14 +58,6 @@ _DISPLAY = ("log-neighbor-changes", "default show-hostname", "default show-nexth
             "default ipv4-unicast")
 
 
-Prefix = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-@dataclass(frozen=True)
-class Decision:
-    permit: bool
-    lines: tuple[int, ...]  # the statements that decided
-    sets: tuple[str, ...] = ()  # what a route map changed on the way (set ...)
 
 
 @dataclass(frozen=True)
@@ -104,7 +97,7 @@ class Instance:
     line: int
 
 
-class Behaviour:
+class Behaviour(Lists):
     """A parsed config's behaviour: sessions, policies (evaluated on demand), origination."""
 
     def __init__(self, cfg: FrrConfig) -> None:
@@ -224,6 +217,8 @@ class Behaviour:
                 continue
             if key == "capability" and st.words[3:4] == ["extended-nexthop"] and peer.interface:
                 continue  # an unnumbered neighbour has it anyway (RFC 5549 is how it carries IPv4)
+            if key == "v6only" and peer.interface:
+                continue  # an unnumbered fabric port has only its link-local address to try
             if key == "advertisement-interval" and st.words[3:] == ["0"] and self._is_ebgp(inst, peer):
                 continue  # eBGP's default
             extras.append(" ".join(st.words[2:]))
@@ -290,107 +285,6 @@ class Behaviour:
         group = inst.peers.get(peer.group) if peer.group else None
         remote = peer.remote_as or (group.remote_as if group else None)
         return remote != "internal" and remote != inst.asn
-
-    def prefix_list(self, family: str, name: str, prefix: Prefix) -> Decision:
-        plist = self.cfg.prefix_lists.get((family, name))
-        if plist is None or not plist.entries:
-            return Decision(True, ())  # FRR: no such list (or an empty one) permits
-        permit, line = plist.decide(prefix)
-        return Decision(permit, (line,) if line else tuple(e.line for e in plist.entries))
-
-    def access_list(self, name: str, prefix: Prefix) -> Decision:
-        entries = self.cfg.access_lists.get(name)
-        if entries is None:
-            return Decision(True, ())
-        for e in entries:
-            if e.matches(prefix):
-                return Decision(e.permit, (e.line,))
-        return Decision(False, tuple(e.line for e in entries))
-
-    def route_map(self, name: str, prefix: Prefix, depth: int = 0) -> Decision:
-        entries = self.cfg.route_map(name)
-        if entries is None or depth > 8:
-            return Decision(False, ())  # FRR denies through a route map that does not exist
-        lines: list[int] = []
-        sets: list[str] = []
-        matched = False  # a permit entry matched and said to go on
-        i = 0
-        while i < len(entries):
-            e = entries[i]
-            if not all(self._match(m, prefix) for m in e.matches):
-                i += 1
-                continue
-            lines += [e.line] + [m.line for m in e.matches]
-            if not e.permit:
-                return Decision(False, tuple(lines))
-            sets += [s.text for s in e.sets]
-            lines += [s.line for s in e.sets]
-            following = None
-            for f in e.flow:
-                w = f.words
-                if w[0] == "call" and len(w) > 1:
-                    called = self.route_map(w[1], prefix, depth + 1)
-                    if not called.permit:
-                        return Decision(False, tuple(lines + list(called.lines)))
-                    sets += list(called.sets)
-                elif w[0] in ("on-match", "continue"):
-                    target = w[-1] if w[-1].isdigit() else None
-                    if w[0] == "on-match" and w[1:2] == ["next"]:
-                        target = None
-                    following = (int(target) if target else e.seq + 1)
-            if following is None:
-                return Decision(True, tuple(lines), tuple(sets))
-            matched = True
-            i = next((k for k, x in enumerate(entries) if x.seq >= following and k > i), len(entries))
-        if matched:
-            return Decision(True, tuple(lines), tuple(sets))
-        return Decision(False, tuple(lines) or tuple(e.line for e in entries))
-
-    def _match(self, m: Statement, prefix: Prefix) -> bool:
-        w = m.words
-        if w[1:4] in (["ip", "address", "prefix-list"], ["ipv6", "address", "prefix-list"]) and len(w) > 4:
-            if (prefix.version == 4) != (w[1] == "ip"):
-                return False
-            plist = self.cfg.prefix_lists.get((w[1], w[4]))
-            return plist is not None and bool(plist.entries) and plist.decide(prefix)[0]
-        if w[1:3] in (["ip", "address"], ["ipv6", "address"]) and len(w) > 3:
-            entries = self.cfg.access_lists.get(w[3])
-            if entries is None:
-                return False
-            return next((e.permit for e in entries if e.matches(prefix)), False)
-        return False  # communities, tags, AS paths, interfaces: a bare probe carries none
-
-    def canonical_route_map(self, name: str) -> str:
-        """A route map by what it says, its name and its lists' names left out: for statements
-        that only name one (`ip protocol bgp route-map X`)."""
-        entries = self.cfg.route_map(name)
-        if entries is None:
-            return "(no such route map: denies)"
-        out = []
-        for e in entries:
-            matches = []
-            for m in e.matches:
-                w = m.words
-                if w[2:4] == ["address", "prefix-list"] and len(w) > 4:
-                    plist = self.cfg.prefix_lists.get((w[1], w[4]))
-                    body = ", ".join(map(str, plist.ordered())) if plist else "(none)"
-                    matches.append(f"{w[1]} prefixes [{body}]")
-                else:
-                    matches.append(m.text)
-            out.append(f"{'permit' if e.permit else 'deny'} {' and '.join(sorted(matches)) or 'all'}"
-                       + (f" then {'; '.join(sorted(st.text for st in e.sets))}" if e.sets else "")
-                       + (f" ({'; '.join(st.text for st in e.flow)})" if e.flow else ""))
-        return " | ".join(out)
-
-    def opaque_matches(self) -> tuple[str, ...]:
-        """Route-map clauses a prefix probe cannot evaluate: compared as written."""
-        out = set()
-        for name, entries in self.cfg.route_maps.items():
-            for e in entries:
-                for m in e.matches:
-                    if not (m.words[1:3] in (["ip", "address"], ["ipv6", "address"])):
-                        out.add(m.text)
-        return tuple(sorted(out))
 
     # ------------------------------------------------------------------ what the switch originates
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from harness.core.meaning.bgp import Behaviour, Decision, Session
 from harness.core.meaning.difference import Difference
 from harness.core.meaning.frr import COSMETIC, BgpInstance, parse
+from harness.core.meaning.speaker import Speaker, peer_of, session_state, speaker
 from harness.core.plan import Plan
 
 Prefix = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -34,12 +35,16 @@ class _Side:
     sessions: dict[str, tuple[BgpInstance, Session]]
 
 
-def probes(plan: Plan, *configs: Behaviour) -> tuple[Prefix, ...]:
-    """The prefixes a policy is judged on."""
+def probes(plan: Plan, *configs: Behaviour, near: str | None = None) -> tuple[Prefix, ...]:
+    """The prefixes a policy is judged on: every switch's loopback and what it originates; the
+    host links of `near` and its peers (elsewhere a block's first and last stand for the rest:
+    a filter that treats one host link apart names it, and its edges are probes too)."""
     found: set[Prefix] = set(_FOREIGN)
+    close = {near} | {p.peer for s in plan.switches if s.name == near for p in s.ports}
     for sw in plan.switches:
         found.add(sw.loopback.network)
-        found |= {p.address.network for p in sw.ports if p.address is not None}
+        links = sorted(p.address.network for p in sw.ports if p.address is not None)
+        found |= set(links) if near is None or sw.name in close else set(links[:1] + links[-1:])
         found |= set(plan.originates.get(sw.name, ()))
         found |= set(plan.host_routes.get(sw.name, ()))
     found |= {t.subnet for t in plan.tenants}
@@ -101,71 +106,11 @@ def _describe(plan: Plan, prefixes: set[Prefix], most: int = 3) -> str:
     return "; ".join(parts)
 
 
-@dataclass(frozen=True)
-class _End:
-    """One port of a BGP speaker as the judge needs it: its peer, and the peer's ASN where the
-    plan has a session on it."""
-    name: str
-    peer: str
-    peer_port: str
-    address: ipaddress.IPv4Interface | None
-    peer_asn: int | None
-    unnumbered: bool
-
-
-@dataclass(frozen=True)
-class Speaker:
-    """A switch, or a routed host (a dual-homed FE host speaks BGP to both its leaves)."""
-    name: str
-    asn: int | None
-    loopback: ipaddress.IPv4Interface
-    mgmt: ipaddress.IPv4Interface | None
-    ports: tuple[_End, ...]
-
-    @property
-    def router_id(self) -> ipaddress.IPv4Address:
-        return self.loopback.ip
-
-    @property
-    def fabric_ports(self) -> tuple[_End, ...]:
-        return tuple(p for p in self.ports if p.unnumbered)
-
-    @property
-    def host_ports(self) -> tuple[_End, ...]:
-        return tuple(p for p in self.ports if p.address is not None)
-
-    @property
-    def host_peers(self) -> tuple[_End, ...]:
-        return tuple(p for p in self.ports if p.peer_asn is not None and not p.unnumbered)
-
-
-def speaker(plan: Plan, name: str) -> Speaker:
-    switches = {s.name: s for s in plan.switches}
-    if name in switches:
-        sw = switches[name]
-        ends = tuple(_End(p.name, p.peer, p.peer_port, p.address,
-                          switches[p.peer].asn if p.peer in switches and p.unnumbered else p.peer_asn, p.unnumbered)
-                     for p in sw.ports)
-        return Speaker(sw.name, sw.asn, sw.loopback, sw.mgmt, ends)
-    host = plan.host(name)
-    ends = []
-    mgmt = None
-    for nic in host.nics:
-        leaf = switches.get(nic.peer)
-        port = next((p for p in leaf.ports if p.name == nic.peer_port), None) if leaf else None
-        if leaf is None:
-            mgmt = nic.address
-            continue
-        ends.append(_End(nic.name, nic.peer, nic.peer_port, nic.address,
-                         leaf.asn if port is not None and port.peer_asn is not None else None, False))
-    return Speaker(host.name, host.asn, host.loopback or ends[0].address, mgmt, tuple(ends))
-
-
 class _Judge:
     def __init__(self, plan: Plan, sw: Speaker, ours: str, theirs: str, file: str) -> None:
         self.plan, self.sw, self.file = plan, sw, file
         self.a, self.b = Behaviour(parse(ours, "fablab's render")), Behaviour(parse(theirs, file))
-        self.probes = probes(plan, self.a, self.b)
+        self.probes = probes(plan, self.a, self.b, near=sw.name)
         self.out: list[Difference] = []
         # what `redistribute connected` sees: the management port's subnet too (in the default
         # VRF wherever management has no VRF of its own), which a filter must keep out
@@ -180,43 +125,10 @@ class _Judge:
     # ------------------------------------------------------------------ the plan's view of a session
 
     def peer_of(self, name: str) -> tuple[str | None, int | None, str | None]:
-        """(the port it runs on, the peer's ASN, the peer's name) for a neighbour as written."""
-        for p in self.sw.ports:
-            if p.name == name:
-                return p.name, p.peer_asn, f"{p.peer}:{p.peer_port}"
-        try:
-            ip = ipaddress.ip_address(name)
-        except ValueError:
-            return None, None, None
-        for p in self.sw.ports:
-            if p.address is not None and ip in p.address.network and ip != p.address.ip:
-                return p.name, p.peer_asn, f"{p.peer}:{p.peer_port}"
-        return None, None, None
+        return peer_of(self.sw, name)
 
     def state(self, side: Behaviour, inst: BgpInstance, s: Session) -> str:
-        port, peer_asn, peer = self.peer_of(s.name)
-        if port is None:
-            cabled = ", ".join(p.name for p in self.sw.ports if p.unnumbered or p.peer_asn is not None)
-            what = "is not cabled" if s.interface else "is on no planned link"
-            return f"down: {s.name} {what} on {self.sw.name}; its BGP ports are {cabled or 'none'}"
-        if s.remote_as is None:
-            return "down: no remote-as (FRR has no such neighbour)"
-        if s.shutdown:
-            return "down: shut down"
-        port_vrf = side.cfg.interface_vrfs.get(port, "default")
-        if s.vrf != port_vrf:
-            return f"down: BGP in VRF {s.vrf}, but {port} is in the {port_vrf} VRF"
-        if peer_asn is None:
-            return f"down: {peer} speaks no BGP in the plan"
-        local = int(inst.asn) if inst.asn.isdigit() else None
-        kind = "eBGP" if peer_asn != local else "iBGP"
-        if s.remote_as == "external" and peer_asn == local:
-            return f"down: remote-as external, but {peer} shares AS {peer_asn}"
-        if s.remote_as == "internal" and peer_asn != local:
-            return f"down: remote-as internal, but {peer} is AS {peer_asn}"
-        if s.remote_as not in ("external", "internal") and s.remote_as != str(peer_asn):
-            return f"down: remote-as {s.remote_as}, but {peer} is AS {peer_asn}"
-        return f"up: {kind} to {peer} (AS {peer_asn})"
+        return session_state(self.sw, side.cfg.interface_vrfs, inst.asn, s)
 
     def carried(self, side: Behaviour, inst: BgpInstance, s: Session, direction: str) -> tuple[frozenset[Prefix], dict]:
         if "ipv4 unicast" not in s.families:
@@ -332,16 +244,7 @@ class _Judge:
                 self.diff(subject, "address families", ", ".join(sorted(s.families)) or "none",
                           ", ".join(sorted(t.families)) or "none", t.lines)
             for direction, behaviour in (("in", "accepts"), ("out", "advertises")):
-                x, _ = self.carried(self.a, ia, s, direction)
-                y, dy = self.carried(self.b, ib, t, direction)
-                if x != y:
-                    changed = (x ^ y)
-                    lines = sorted({ln for p in changed for ln in dy.get(p, Decision(False, ())).lines}) or t.lines
-                    if x - y:
-                        self.diff(subject, behaviour, _describe(self.plan, set(x - y)), "refuses them", lines)
-                    if y - x:
-                        self.diff(subject, behaviour, "refuses " + _describe(self.plan, set(y - x)),
-                                  "accepts them" if direction == "in" else "sends them", lines)
+                self.policies(subject, behaviour, direction, (ia, s), (ib, t))
             if s.bfd != t.bfd:
                 self.diff(subject, "BFD", str(s.bfd) if s.bfd else "off", str(t.bfd) if t.bfd else "off", t.lines)
             if s.timers != t.timers:
@@ -356,6 +259,30 @@ class _Judge:
         ox, oy = self.a.opaque_matches(), self.b.opaque_matches()
         for m in sorted(set(ox) ^ set(oy)):
             self.diff("route maps", "route-map match", m if m in ox else "", m if m in oy else "")
+
+    def policies(self, subject: str, behaviour: str, direction: str, ours, theirs) -> None:
+        """What one direction of a session carries, and what its route maps change on the way."""
+        (ia, s), (ib, t) = ours, theirs
+        x, dx = self.carried(self.a, ia, s, direction)
+        y, dy = self.carried(self.b, ib, t, direction)
+        if x != y:
+            changed = x ^ y
+            lines = sorted({ln for p in changed for ln in dy.get(p, Decision(False, ())).lines}) or t.lines
+            if x - y:
+                self.diff(subject, behaviour, _describe(self.plan, set(x - y)),
+                          "refuses them" if direction == "in" else "does not send them", lines)
+            if y - x:
+                self.diff(subject, behaviour, "refuses " + _describe(self.plan, set(y - x)),
+                          "accepts them" if direction == "in" else "sends them", lines)
+        altered: dict[tuple[tuple[str, ...], tuple[str, ...]], set[Prefix]] = {}
+        for p in x & y:
+            if dx[p].sets != dy[p].sets:
+                altered.setdefault((tuple(sorted(dx[p].sets)), tuple(sorted(dy[p].sets))), set()).add(p)
+        for (was, now), prefixes in sorted(altered.items()):
+            lines = sorted({ln for p in prefixes for ln in dy[p].lines})
+            on = f" on {_describe(self.plan, prefixes)}"
+            self.diff(subject, f"{behaviour}: attributes", ("; ".join(was) or "nothing set") + on,
+                      ("; ".join(now) or "nothing set") + on, lines)
 
     def top(self) -> None:
         def statements(side: Behaviour) -> dict[str, int]:
@@ -436,3 +363,24 @@ def _grouped(found: list[Difference]) -> list[Difference]:
 def diff_frr(plan: Plan, switch: str, ours: str, theirs: str, file: str = "frr.conf") -> list[Difference]:
     """What `theirs` does differently from `ours` (fablab's render) on `switch` of `plan`."""
     return _Judge(plan, speaker(plan, switch), ours, theirs, file).run()
+
+
+def sessions_down(plan: Plan, switch: str, theirs: str, file: str = "frr.conf") -> list[Difference]:
+    """What `fablab up --configs` says before it boots: each session of `theirs` that cannot come
+    up on the planned fabric, and each planned session it has no neighbour for."""
+    sw = speaker(plan, switch)
+    side = Behaviour(parse(theirs, file))
+    out = []
+    have = set()
+    for inst, s in side.sessions():
+        port, _, peer = peer_of(sw, s.name)
+        have.add(port)
+        state = session_state(sw, side.cfg.interface_vrfs, inst.asn, s)
+        if state.startswith("down"):
+            out.append(Difference(switch, file, f"session {s.name}" + (f" ({peer})" if peer else ""), "comes up",
+                                  "up", state, s.lines))
+    for p in sw.ports:
+        if (p.unnumbered or p.peer_asn is not None) and p.peer_asn is not None and p.name not in have:
+            out.append(Difference(switch, file, f"session {p.name} ({p.peer}:{p.peer_port})", "comes up",
+                                  f"up: to {p.peer}:{p.peer_port} (AS {p.peer_asn})", "no neighbour on it"))
+    return out

@@ -71,7 +71,8 @@ _INTERFACE_WORDS = {"description", "shutdown", "link-detect", "bandwidth", "mult
                     "vrrp", "pbr-policy", "mpls", "isis", "openfabric", "ospf", "bfd", "mtu"}
 # Top-level statements that are only FRR's bookkeeping or how it logs: they change no route,
 # session or packet, so two configs may differ in them.
-COSMETIC = ("Building configuration", "Current configuration", "frr version", "hostname", "service ", "log ", "line ", "password", "enable password", "agentx",
+COSMETIC = ("ip forwarding", "ipv6 forwarding",  # on in every switch: written out, they say the default
+            "Building configuration", "Current configuration", "frr version", "hostname", "service ", "log ", "line ", "password", "enable password", "agentx",
             "no service", "debug ", "banner", "end", "write-")
 
 
@@ -224,6 +225,7 @@ class _Reader:
                 le = int(opts[i + 1])
         plist.entries = [e for e in plist.entries if e.seq != seq]
         plist.entries.append(PrefixEntry(seq, rest[0] == "permit", prefix, ge, le, st.line))
+        plist.entries.sort(key=lambda e: e.seq)  # first match wins, in seq order
 
     def _access_list(self, st: Statement) -> None:
         w = st.words[1:] if st.words[0] == "ip" else st.words

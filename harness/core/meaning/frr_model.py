@@ -34,7 +34,11 @@ class PrefixEntry:
         return (self.ge if self.ge is not None else self.prefix.prefixlen), (self.le if self.le is not None else top)
 
     def matches(self, p) -> bool:
-        if p.version != self.prefix.version or p.prefixlen < self.prefix.prefixlen or not p.subnet_of(self.prefix):
+        e = self.prefix
+        if p.version != e.version or p.prefixlen < e.prefixlen:
+            return False
+        shift = e.max_prefixlen - e.prefixlen  # the entry's bits of p equal the entry's (integers: fast)
+        if int(p.network_address) >> shift != int(e.network_address) >> shift:
             return False
         low, high = self.lengths()
         return low <= p.prefixlen <= high
@@ -51,11 +55,11 @@ class PrefixList:
     entries: list[PrefixEntry] = field(default_factory=list)
 
     def ordered(self) -> list[PrefixEntry]:
-        return sorted(self.entries, key=lambda e: e.seq)
+        return list(self.entries)
 
     def decide(self, p) -> tuple[bool, int | None]:
         """permit?, and the line that decided (None: the implicit deny at the end)."""
-        for e in self.ordered():
+        for e in self.entries:  # kept in seq order as they are read
             if e.matches(p):
                 return e.permit, e.line
         return False, None
