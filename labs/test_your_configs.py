@@ -74,7 +74,8 @@ def test_a_leaf_limited_to_one_path_is_caught_by_ecmp(broken, pytestconfig):
     leaf = plan.host(src).nic("rail0").peer
     directory = edit(leaf, lambda t: t.replace("maximum-paths 64", "maximum-paths 1"))
     code, diff = _cli("diff", "ai-cluster", str(directory))
-    assert code == 3 and [(d["switch"], d["area"]) for d in diff["differences"]] == [(leaf, "multipath")]
+    assert code == 3 and [(d["switch"], d["behaviour"]) for d in diff["differences"]] == [(leaf, "multipath")]
+    assert diff["differences"][0]["source"].endswith(f"configs/{leaf}/frr.conf:{diff['differences'][0]['lines'][0]}")
     name = "yc-paths"
     try:
         code, up = _cli("up", "ai-cluster", "--name", name, "--configs", str(directory),

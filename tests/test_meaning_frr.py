@@ -174,6 +174,12 @@ FAULTS = [  # (name, switch, edit, behaviour named)
     ("IP forwarding off", LEAF, lambda t: t.replace("no zebra nexthop kernel enable\n",
                                                     "no zebra nexthop kernel enable\nno ip forwarding\n"),
      "other settings"),
+    ("a filter naming a list that does not exist", LEAF, lambda t: t.replace("neighbor fabric prefix-list BE-PLANE in",
+                                                                           "neighbor fabric prefix-list BE_PLANE in"),
+     "accepts"),
+    ("a route map naming a list that does not exist", LEAF, lambda t: _route_maps(t).replace(
+        "route-map RM_ORIGINATED_out permit 10\n match ip address prefix-list ORIGINATED\n",
+        "route-map RM_ORIGINATED_out permit 10\n match ip address prefix-list ORIGINATED_V4\n"), "advertises"),
     ("ebgp-requires-policy without a policy", LEAF, lambda t: t.replace("frr defaults datacenter",
                                                                         "frr defaults traditional")
      .replace("  neighbor fabric prefix-list BE-PLANE in\n", ""), "accepts"),
@@ -219,6 +225,21 @@ def test_without_exit_the_parent_node_takes_the_line():
     assert inst.peers["X"].remote_as == "2"
     assert "activate" in inst.afs[("ipv4", "unicast")].neighbors["X"]
     assert ("ip", "P") in cfg.prefix_lists and "timers" in inst.peers["X"].settings
+
+
+def test_lists_that_do_not_exist_or_are_empty():
+    """As FRR 8.4 applies them: a neighbour's filter naming no list denies everything, a list that
+    exists without an entry permits everything, a route-map match on no list never matches."""
+    import ipaddress
+
+    from harness.core.meaning.bgp import Behaviour
+
+    b = Behaviour(parse("ip prefix-list EMPTY description nothing yet\nroute-map M permit 10\n"
+                        " match ip address prefix-list NONE\n"))
+    p = ipaddress.ip_network("10.0.0.0/24")
+    assert not b.prefix_list("ip", "NONE", p).permit and b.prefix_list("ip", "EMPTY", p).permit
+    assert not b.access_list("NONE", p).permit
+    assert not b.route_map("M", p).permit and not b.route_map("NO-SUCH-MAP", p).permit
 
 
 def test_prefix_list_order_without_seq_is_file_order():

@@ -11,9 +11,9 @@ default filled in, every name resolved.
   bfdd's defaults (3 × 300 ms); legacy `bfd M RX TX` sets the timers on the session.
 - A policy is evaluated, never compared as text: distribute-list (access list), prefix-list,
   then the route map, as bgp_input_filter / bgp_output_filter and the route-map code apply
-  them. An undefined prefix list permits (prefix_list_apply on NULL), an undefined route map
-  denies, a route-map entry without `match` matches everything, and a list ends in an
-  implicit deny. Under RFC 8212 an eBGP session with no policy in a direction carries nothing
+  them. A prefix list, access list or route map a neighbour names that does not exist denies
+  (prefix_list_apply and route_map_apply on NULL), a route-map entry without `match` matches
+  everything, and a list ends in an implicit deny. Under RFC 8212 an eBGP session with no policy in a direction carries nothing
   that way.
 - maximum-paths defaults to the build's MULTIPATH_NUM: 256 for Debian's FRR 8.4 (measured: FRR
   omits `maximum-paths 256` from its running config).
