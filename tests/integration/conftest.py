@@ -3,6 +3,8 @@ gets a unique name and is always torn down."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -44,3 +46,9 @@ def leftovers_of(lab: str) -> list[str]:
         if os.path.isdir(directory):
             found += [f"{directory}/{d}" for d in os.listdir(directory) if d.startswith(prefix)]
     return found
+
+
+def fablab(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """The fablab command as an engineer runs it, in a process of its own."""
+    return subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True, text=True,
+                          timeout=timeout)

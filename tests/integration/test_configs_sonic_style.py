@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -19,13 +17,9 @@ from harness.lab import Lab
 from harness.render import artifacts, write_artifacts
 from topologies import BUILTINS
 
-from .conftest import leftovers_of
-
-FABLAB = [sys.executable, "-m", "harness.cli"]
+from .conftest import fablab as _fablab, leftovers_of
 
 
-def _fablab(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(FABLAB + list(argv), capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")

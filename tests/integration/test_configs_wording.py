@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
@@ -19,14 +18,10 @@ from harness.render.configs import load_configs
 from harness.plumbing.frr_check import check_configs
 from topologies import BUILTINS
 
-from .conftest import leftovers_of
+from .conftest import fablab as _fablab, leftovers_of
 
-FABLAB = [sys.executable, "-m", "harness.cli"]
 EXITS = re.compile(r"(?m)^\s*(exit|exit-address-family|exit-vni)\s*\n")
 
-
-def _fablab(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(FABLAB + list(argv), capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
