@@ -126,3 +126,17 @@ def test_a_switch_the_declaration_does_not_have_is_named(rendered):
 def test_a_directory_that_is_not_one_is_bad_input(tmp_path):
     code, doc = _diff(tmp_path / "nothing")
     assert code == 2 and "neither a directory nor a running lab" in doc["error"]
+
+
+def test_a_port_the_plan_does_not_cable_is_named_once(rendered):
+    def edit(text):
+        db = json.loads(text)
+        db["PORT"]["Ethernet240"] = dict(db["PORT"]["Ethernet256"], lanes="241,242,243,244")
+        db["PORT_QOS_MAP"]["Ethernet240"] = db["PORT_QOS_MAP"]["Ethernet256"]
+        return json.dumps(db, indent=1)
+    _edit(rendered, LEAF, edit, "config_db.json")
+    code, doc = _diff(rendered)
+    (d,) = doc["differences"]
+    assert code == 3 and (d["switch"], d["subject"], d["behaviour"]) == (LEAF, "Ethernet240", "cabling")
+    assert d["expected"].startswith(f"Ethernet240 is not cabled on {LEAF}; its cabled ports are Ethernet0, Ethernet8")
+    assert d["lines"]

@@ -13,7 +13,7 @@ from rich.table import Table
 from harness.catalog import load_fabric
 from harness.cli.console import out
 from harness.core.errors import InputError
-from harness.core.meaning.compare import diff_frr
+from harness.core.meaning.compare import diff_frr, fold_uncabled
 from harness.core.meaning.configdb import diff_config_db
 from harness.core.meaning.difference import Difference
 from harness.core.plan import Plan, make_plan
@@ -41,8 +41,8 @@ def differences(topology: str, directory: Path) -> tuple[list[Difference], int]:
                               f"{label}/frr.conf")
         db = where / "config_db.json"
         if db.is_file():  # optional: the netns runtime reads only frr.conf
-            found += diff_config_db(sw.name, json.loads(ours[f"configs/{sw.name}/config_db.json"]), db.read_text(),
-                                    f"{label}/config_db.json")
+            found += fold_uncabled(plan, sw.name, diff_config_db(
+                sw.name, json.loads(ours[f"configs/{sw.name}/config_db.json"]), db.read_text(), f"{label}/config_db.json"))
     for host in (h for h in plan.hosts if h.routed):  # a dual-homed host's BGP, where DIR has it
         frr = directory / "configs" / host.name / "frr.conf"
         if frr.is_file():
@@ -88,8 +88,9 @@ def lab_differences(topology: str, lab_name: str) -> tuple[list[Difference], int
                           f"{lab_name}:{sw.name} running-config")
         db = lab.running_config_db(sw.name)
         if db:
-            found += diff_config_db(sw.name, json.loads(ours[f"configs/{sw.name}/config_db.json"]),
-                                    json.dumps(db, indent=4, sort_keys=True), f"{lab_name}:{sw.name} CONFIG_DB")
+            found += fold_uncabled(plan, sw.name, diff_config_db(
+                sw.name, json.loads(ours[f"configs/{sw.name}/config_db.json"]), json.dumps(db, indent=4, sort_keys=True),
+                f"{lab_name}:{sw.name} CONFIG_DB"))
     for name in sorted(running - {s.name for s in plan.switches}):
         found.append(Difference(name, f"lab {lab_name}", "switch", "switches", f"no switch {name} in {topology}",
                                 "a running switch"))

@@ -384,3 +384,24 @@ def sessions_down(plan: Plan, switch: str, theirs: str, file: str = "frr.conf") 
             out.append(Difference(switch, file, f"session {p.name} ({p.peer}:{p.peer_port})", "comes up",
                                   f"up: to {p.peer}:{p.peer_port} (AS {p.peer_asn})", "no neighbour on it"))
     return out
+
+
+def fold_uncabled(plan: Plan, switch: str, found: list[Difference]) -> list[Difference]:
+    """config_db.json differences on ports the plan does not cable on `switch`, one per port:
+    said as what they are (a port nobody cabled), not as its QoS, MTU and PFC one by one."""
+    cabled = [p.name for p in speaker(plan, switch).ports]
+    kept: list[Difference] = []
+    stray: dict[str, list[Difference]] = {}
+    for d in found:
+        port = d.subject.split()[0] if d.subject else ""
+        if port.startswith("Ethernet") and not port.endswith(",") and port not in cabled:
+            stray.setdefault(port, []).append(d)
+        else:
+            kept.append(d)
+    for port, items in sorted(stray.items()):
+        shown = ", ".join(cabled[:8]) + (", ..." if len(cabled) > 8 else "")
+        kept.append(Difference(switch, items[0].file, port, "cabling",
+                               f"{port} is not cabled on {switch}; its cabled ports are {shown}",
+                               "configured: " + ", ".join(sorted({d.behaviour for d in items})),
+                               tuple(sorted({ln for d in items for ln in d.lines}))))
+    return kept
