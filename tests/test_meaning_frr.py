@@ -118,7 +118,11 @@ def _v6only_and_forwarding(t: str) -> str:
         "no zebra nexthop kernel enable\n", "no zebra nexthop kernel enable\nip forwarding\n")
 
 
-SAME = [_v6only_and_forwarding, _no_exits, _flat, _no_seq, _renamed, _route_maps, _defaults_written, _bfd_profile_alone, _per_neighbour,
+def _multipath_relax_no_as_set(t: str) -> str:
+    return t.replace("bgp bestpath as-path multipath-relax", "bgp bestpath as-path multipath-relax no-as-set")
+
+
+SAME = [_v6only_and_forwarding, _multipath_relax_no_as_set, _no_exits, _flat, _no_seq, _renamed, _route_maps, _defaults_written, _bfd_profile_alone, _per_neighbour,
         _address_family_ipv4, _ge_only, _evpn_first, _vrf_default, _legacy_bfd, _max_prefix_threshold,
         _explicit_defaults_in_profile, lambda t: _no_exits(_renamed(_route_maps(_address_family_ipv4(t))))]
 

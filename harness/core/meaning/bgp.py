@@ -116,7 +116,10 @@ class Behaviour(Lists):
             neg = w[0] == "no"
             body = w[1:] if neg else w
             if body[0] == "bgp" and len(body) > 1:
-                flags[" ".join(body[1:])] = (not neg, st.line)
+                name = " ".join(body[1:])
+                if name.startswith("bestpath as-path multipath-relax"):
+                    name = "bestpath as-path multipath-relax"  # as-set / no-as-set: accepted, ignored since 7.x
+                flags[name] = (not neg, st.line)
         return flags
 
     def _instance(self, inst: BgpInstance) -> Instance:
