@@ -136,10 +136,10 @@ def daemon_parts(frr_conf: str, hostname: str, daemons: tuple[str, ...] = DAEMON
 
 
 PART_WORKERS = 4
-# The same frr.conf gives the same parts under the same vtysh: kept here between boots (a
-# built-in topology's render never changes), so only a new or edited file costs a vtysh run
-# (~55 ms of CPU a switch; xlarge's 86: about 6 s of CPU, done while the links are made).
-CACHE = Path(os.environ.get("FABLAB_FRR_PARTS_CACHE", "/var/cache/fablab/frr-parts"))
+# Off unless asked for (FABLAB_FRR_PARTS_CACHE=DIR): a boot leaves nothing without the lab's
+# name behind. Each switch costs one vtysh run, ~55 ms of CPU (xlarge's 86: about 5 s of CPU on
+# PART_WORKERS threads, while the links are made); with the cache, a file split before costs none.
+CACHE = Path(os.environ["FABLAB_FRR_PARTS_CACHE"]) if os.environ.get("FABLAB_FRR_PARTS_CACHE") else None
 
 
 def _cache_key(frr_conf: str, hostname: str) -> str:
