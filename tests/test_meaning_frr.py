@@ -232,8 +232,9 @@ def test_without_exit_the_parent_node_takes_the_line():
 
 
 def test_lists_that_do_not_exist_or_are_empty():
-    """As FRR 8.4 applies them: a neighbour's filter naming no list denies everything, a list that
-    exists without an entry permits everything, a route-map match on no list never matches."""
+    """As FRR 8.4.4 applied them on a running lab: a neighbour's filter naming no list, or a list
+    with a description and no entry, denies everything; a route-map match on no list never
+    matches."""
     import ipaddress
 
     from harness.core.meaning.bgp import Behaviour
@@ -241,7 +242,7 @@ def test_lists_that_do_not_exist_or_are_empty():
     b = Behaviour(parse("ip prefix-list EMPTY description nothing yet\nroute-map M permit 10\n"
                         " match ip address prefix-list NONE\n"))
     p = ipaddress.ip_network("10.0.0.0/24")
-    assert not b.prefix_list("ip", "NONE", p).permit and b.prefix_list("ip", "EMPTY", p).permit
+    assert not b.prefix_list("ip", "NONE", p).permit and not b.prefix_list("ip", "EMPTY", p).permit
     assert not b.access_list("NONE", p).permit
     assert not b.route_map("M", p).permit and not b.route_map("NO-SUCH-MAP", p).permit
 
