@@ -103,6 +103,7 @@ class Behaviour(Lists):
     def __init__(self, cfg: FrrConfig) -> None:
         self.cfg = cfg
         self.profile = _PROFILES.get(cfg.profile, _PROFILES["traditional"])
+        self._flag_cache: dict[int, dict[str, tuple[bool, int | None]]] = {}  # the config never changes
 
     # ------------------------------------------------------------------ instances
 
@@ -110,7 +111,10 @@ class Behaviour(Lists):
         return [self._instance(i) for i in self.cfg.bgp.values()]
 
     def _flags(self, inst: BgpInstance) -> dict[str, tuple[bool, int | None]]:
-        flags: dict[str, tuple[bool, int | None]] = {}
+        cached = self._flag_cache.get(id(inst))
+        if cached is not None:
+            return cached
+        flags: dict[str, tuple[bool, int | None]] = self._flag_cache.setdefault(id(inst), {})
         for st in inst.statements:
             w = st.words
             neg = w[0] == "no"

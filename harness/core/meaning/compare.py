@@ -44,8 +44,11 @@ def probes(plan: Plan, *configs: Behaviour, near: str | None = None) -> tuple[Pr
     for sw in plan.switches:
         found.add(sw.loopback.network)
         links = sorted(p.address.network for p in sw.ports if p.address is not None)
-        found |= set(links) if near is None or sw.name in close else set(links[:1] + links[-1:])
-        found |= set(plan.originates.get(sw.name, ()))
+        own = sorted(plan.originates.get(sw.name, ()))
+        if near is None or sw.name in close:
+            found |= set(links) | set(own)
+        else:
+            found |= set(links[:1] + links[-1:] + own[:2] + own[-1:])
         found |= set(plan.host_routes.get(sw.name, ()))
     found |= {t.subnet for t in plan.tenants}
     found |= set(plan.be_rail_blocks) | {plan.fe_block, plan.mgmt_network}
@@ -131,11 +134,16 @@ class _Judge:
         return session_state(self.sw, side.cfg.interface_vrfs, inst.asn, s)
 
     def carried(self, side: Behaviour, inst: BgpInstance, s: Session, direction: str) -> tuple[frozenset[Prefix], dict]:
+        return self._carried(side, inst, s, direction)[1:]  # type: ignore[return-value]
+
+    def _carried(self, side: Behaviour, inst: BgpInstance, s: Session, direction: str) -> tuple:
+        """(what decides it, what it carries, each probe's decision), evaluated once per policy."""
         if "ipv4 unicast" not in s.families:
-            return frozenset(), {}
+            return None, frozenset(), {}
         af = side._af_settings(inst, inst.peers[s.name], V4)
-        key = (id(side), inst.vrf, direction, tuple(sorted((k, v.text) for k, v in af.items())),
-               side._is_ebgp(inst, inst.peers[s.name]))
+        # what decides: the lists and maps this direction names, and whether RFC 8212 applies
+        used = tuple(sorted((k, v.words[3]) for k, v in af.items() if k.endswith(f" {direction}") and len(v.words) > 3))
+        key = (id(side), inst.vrf, direction, used, side._is_ebgp(inst, inst.peers[s.name]))
         decisions: dict[Prefix, Decision] = {}
         if key not in self._cache:
             allowed = set()
@@ -146,7 +154,7 @@ class _Judge:
                     allowed.add(p)
             self._cache[key] = frozenset(allowed)
             self._cache[key + ("d",)] = decisions  # type: ignore[assignment]
-        return self._cache[key], self._cache[key + ("d",)]  # type: ignore[return-value]
+        return key, self._cache[key], self._cache[key + ("d",)]
 
     # ------------------------------------------------------------------ the comparison
 
@@ -263,8 +271,18 @@ class _Judge:
     def policies(self, subject: str, behaviour: str, direction: str, ours, theirs) -> None:
         """What one direction of a session carries, and what its route maps change on the way."""
         (ia, s), (ib, t) = ours, theirs
-        x, dx = self.carried(self.a, ia, s, direction)
-        y, dy = self.carried(self.b, ib, t, direction)
+        kx, x, dx = self._carried(self.a, ia, s, direction)
+        ky, y, dy = self._carried(self.b, ib, t, direction)
+        pair = ("pair", kx, ky)
+        if pair in self._cache:  # the same two policies on another session: the same differences
+            for behaviour_, expected, found, lines in self._cache[pair]:  # type: ignore[union-attr]
+                self.diff(subject, behaviour_, expected, found, lines)
+            return
+        before = len(self.out)
+        self._compare_policies(subject, behaviour, direction, t, x, dx, y, dy)
+        self._cache[pair] = [(d.behaviour, d.expected, d.found, d.lines) for d in self.out[before:]]  # type: ignore
+
+    def _compare_policies(self, subject, behaviour, direction, t, x, dx, y, dy) -> None:
         if x != y:
             changed = x ^ y
             lines = sorted({ln for p in changed for ln in dy.get(p, Decision(False, ())).lines}) or t.lines
@@ -362,6 +380,8 @@ def _grouped(found: list[Difference]) -> list[Difference]:
 
 def diff_frr(plan: Plan, switch: str, ours: str, theirs: str, file: str = "frr.conf") -> list[Difference]:
     """What `theirs` does differently from `ours` (fablab's render) on `switch` of `plan`."""
+    if theirs == ours:
+        return []  # the same text does the same: no need to evaluate it
     return _Judge(plan, speaker(plan, switch), ours, theirs, file).run()
 
 

@@ -33,15 +33,17 @@ class PrefixEntry:
             return self.prefix.prefixlen, self.prefix.prefixlen
         return (self.ge if self.ge is not None else self.prefix.prefixlen), (self.le if self.le is not None else top)
 
+    def __post_init__(self) -> None:
+        # what matching needs, as integers: it runs for every probe of every session
+        shift = self.prefix.max_prefixlen - self.prefix.prefixlen
+        object.__setattr__(self, "_key", (self.prefix.version, shift, int(self.prefix.network_address) >> shift,
+                                          *self.lengths()))
+
     def matches(self, p) -> bool:
-        e = self.prefix
-        if p.version != e.version or p.prefixlen < e.prefixlen:
-            return False
-        shift = e.max_prefixlen - e.prefixlen  # the entry's bits of p equal the entry's (integers: fast)
-        if int(p.network_address) >> shift != int(e.network_address) >> shift:
-            return False
-        low, high = self.lengths()
-        return low <= p.prefixlen <= high
+        version, shift, bits, low, high = self._key
+        n = p.prefixlen
+        return p.version == version and low <= n <= high and n >= self.prefix.prefixlen \
+            and int(p.network_address) >> shift == bits
 
     def __str__(self) -> str:
         more = (f" ge {self.ge}" if self.ge is not None else "") + (f" le {self.le}" if self.le is not None else "")
