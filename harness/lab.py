@@ -284,6 +284,10 @@ class Lab:
         """What the cabling audit can see on this runtime: planes, nodes, interfaces left out."""
         return self.runtime.cabling_scope(self.plan)
 
+    def set_carriers(self, handles: Sequence[LinkHandle], up: bool) -> None:
+        """Carrier of many of this lab's cables at once (a switch losing power): `set_carriers`."""
+        set_carriers(handles, up)
+
     def link(self, a: str, b: str, index: int = 0) -> LinkHandle:
         found = self.cables(a, b)
         if not found:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from harness.core.errors import HarnessError
 from harness.core.model import Plane, Role
-from harness.lab import set_carriers
 from harness.plumbing.labview import LabView
 
 
@@ -53,10 +52,10 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
         ports = tuple(_port_on(h.cable, leaf) for h in handles if leaf in (h.cable.a_node, h.cable.b_node))
 
         def fail() -> None:
-            set_carriers(handles, up=False)
+            lab.set_carriers(handles, up=False)
 
         def restore() -> None:
-            set_carriers(handles, up=True)
+            lab.set_carriers(handles, up=True)
 
         return Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports, leaf, len(ports) > 1,
                        _ends(*handles))
@@ -71,7 +70,7 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
         below = [(n, _port_on(h.cable, n)) for h in handles for n in (h.cable.a_node, h.cable.b_node)
                  if n != superspine and n in spines]
         links_per_spine = Counter(n for n, _ in below)
-        return Element(superspine, lambda: set_carriers(handles, up=False), lambda: set_carriers(handles, up=True),
+        return Element(superspine, lambda: lab.set_carriers(handles, up=False), lambda: lab.set_carriers(handles, up=True),
                        tuple(below), tuple(p for n, p in below if n == node), node,
                        max(links_per_spine.values(), default=0) > 1, _ends(*handles))
     # remote: the spine's link to the far leaf; the source leaf must stop sending to that spine

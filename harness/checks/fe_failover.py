@@ -23,7 +23,6 @@ from harness.checks.failover_elements import link_for, link_of
 from harness.checks.fe_paths import Point, fe_address, fe_pair, fe_prefix, source_leaves, source_nics
 from harness.core.model import Plane
 from harness.core.plan import Plan
-from harness.lab import set_carriers
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.observe.route_watch import route_change_ms
 from harness.plumbing.labview import LabView
@@ -108,7 +107,7 @@ def _element(lab: LabView, element: str, at: Point, busiest: str) -> _Element:
         return _Element(str(handle), handle.down, handle.up, at.node, busiest)
     leaf = lab.plan.host(at.node).nic(busiest).peer
     handles = [link_for(lab, c) for c in lab.all_cables() if leaf in (c.a_node, c.b_node) and c.plane is Plane.FE]
-    return _Element(leaf, lambda: set_carriers(handles, up=False), lambda: set_carriers(handles, up=True),
+    return _Element(leaf, lambda: lab.set_carriers(handles, up=False), lambda: lab.set_carriers(handles, up=True),
                     at.node, busiest)
 
 
