@@ -1,10 +1,18 @@
 """fablab: declare, render, boot and prove AI data-center fabrics (FE and BE).
 
-Every declaration class is importable from here: `from harness import Cluster, Backend, ...`.
+The public surface: every name a topology file or a Python user needs is importable from here
+(`from harness import Cluster, Backend, Lab, run_case`), whatever module it lives in; docs/python.md
+lists them and tests/test_public_surface.py imports each. The declaration classes load with the
+package; the lab, the checks and the catalog load when first named, so `import harness` stays
+light (no pyroute2, no FRR). Module paths that moved keep working for a release (harness.moved).
 """
 from __future__ import annotations
 
-from harness.core.errors import HarnessError, LabError, PrerequisiteError, Problem, RenderError, TopologyError
+import importlib
+
+from harness import moved
+from harness.core.errors import (HarnessError, InputError, LabError, PrerequisiteError, Problem, RenderError,
+                                 TopologyError)
 from harness.core.model import (Acl, AclRule, Addressing, Backend, Bfd, Cable, Cluster, Fabric, Frontend, GpuNodes,
                                 Hardware, Link, Lossless, Management, Node, Objectives, Plane, Role, Routing, Tenant,
                                 build)
@@ -12,9 +20,39 @@ from harness.core.plan import Plan, make_plan
 
 __version__ = "0.1.0"
 
+moved.install()
+
+# Names of upper floors, loaded on first use (PEP 562): name -> module that defines it.
+LAZY: dict[str, str] = {
+    "Lab": "harness.lab",
+    "LabView": "harness.plumbing.labview",
+    "load_cluster": "harness.catalog",
+    "Check": "harness.checks.base",
+    "Case": "harness.checks.base",
+    "Observation": "harness.checks.base",
+    "Outcome": "harness.checks.base",
+    "Verdict": "harness.checks.base",
+    "NotMeasurable": "harness.checks.base",
+    "run_case": "harness.checks.registry",
+    "run_checks": "harness.checks.registry",
+}
+
 __all__ = [
     "Acl", "AclRule", "Addressing", "Backend", "Bfd", "Cable", "Cluster", "Frontend", "GpuNodes", "Hardware",
     "Lossless", "Management", "Objectives", "Routing", "Tenant",
     "Fabric", "Link", "Node", "Plane", "Role", "Plan", "build", "make_plan",
-    "HarnessError", "LabError", "PrerequisiteError", "Problem", "RenderError", "TopologyError",
+    "HarnessError", "InputError", "LabError", "PrerequisiteError", "Problem", "RenderError", "TopologyError",
+    *LAZY,
 ]
+
+
+def __getattr__(name: str):
+    if name in LAZY:
+        value = getattr(importlib.import_module(LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(LAZY))

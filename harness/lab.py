@@ -17,14 +17,15 @@ from ipaddress import IPv4Network
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from harness.core.capabilities import Feature, lacks
 from harness.core.errors import HarnessError, InputError, TopologyError, UnknownLab
 from harness.core.model import Cluster, Fabric, Plane, build, check_lab_name
-from harness.observe.convergence import Shortfall
-from harness.observe.counters import Counters, interface_counters
+from harness.core.observed import CablingScope, Counters, Shortfall
+from harness.observe.counters import interface_counters
 from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers
 from harness.core.plan import CableRow, Plan, make_plan
 from harness.runtime import RUNTIMES, get_runtime
-from harness.runtime.base import CablingScope, Progress, Runtime, TeardownReport, quiet
+from harness.runtime.base import Progress, Runtime, TeardownReport, quiet
 from harness.runtime.state import LabState, is_stale, labs, load, namespaces_present
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ class Lab:
         self.state = state
         self.runtime = runtime
         self.plan = runtime.plan_of(state.lab, plan)
-        self.extra_cables: list[CableRow] = []  # cabled at runtime (see harness.checks.sabotage)
+        self.extra_cables: list[CableRow] = []  # cabled at runtime (the cabling faults, harness.faults.cabling)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -304,25 +305,31 @@ class Lab:
 
     def acl_counters(self, switch: str) -> dict[str, int]:
         """Packets each FE edge ACL entry (harness/core/acl.py names them) matched on a leaf."""
-        return self.runtime.acl_counters(self.name, switch)
+        return self.runtime.switch_kind.acl_counters(self.runtime.node_access(self.name, switch))
 
     def set_config_db(self, switch: str, table: str, key: str, field: str, value: str | None) -> str | None:
         """Set (None: remove) one field of the switch's running CONFIG_DB; the value it had."""
         self.check_node(switch)
-        return self.runtime.set_config_db(self.name, switch, table, key, field, value)
+        return self.runtime.switch_kind.set_config_db(self.runtime.node_access(self.name, switch), table, key, field,
+                                                      value)
 
     def acl_data_path(self, switch: str) -> str | None:
         """None where the switch's data plane filters by its edge ACL; else why not."""
-        return self.runtime.acl_data_path(self.name, switch)
+        self.check_node(switch)
+        return self.lacks(Feature.ACL_DATA_PATH)
+
+    def lacks(self, feature: Feature) -> str | None:
+        """None where this lab's data plane does `feature`; else why not (harness.core.capabilities)."""
+        return lacks(self.runtime.name, feature)
 
     def acl_rules(self, switch: str) -> dict[str, str]:
         """Every edge ACL rule the switch has loaded, by entry name -> its status."""
-        return self.runtime.acl_rules(self.name, switch)
+        return self.runtime.switch_kind.acl_rules(self.runtime.node_access(self.name, switch))
 
     def running_config_db(self, switch: str) -> dict:
-        """The switch's CONFIG_DB as it runs now (see each runtime for what that is)."""
+        """The switch's CONFIG_DB as it runs now (see each switch kind for what that is)."""
         self.check_node(switch)
-        return self.runtime.running_config_db(self.name, switch)
+        return self.runtime.switch_kind.running_config_db(self.runtime.node_access(self.name, switch))
 
     def mtus(self, node: str) -> dict[str, int]:
         """Interface -> MTU in the node's kernel, now."""

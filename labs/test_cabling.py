@@ -23,8 +23,8 @@ import sys
 
 import pytest
 
-from harness.checks.cabling import check_cabling
-from harness.checks.sabotage import rogue_cable, stray_cable, stray_ends, swap_cables
+from harness.checks.registry import case, run_case
+from harness.faults.sabotage import rogue_cable, stray_cable, stray_ends, swap_cables
 from harness.plumbing.wait import until
 
 
@@ -42,8 +42,7 @@ def _check_cli(lab, tmp_path) -> tuple[int, dict]:
 
 
 def test_the_lab_is_cabled_as_planned(lab, results):
-    result = check_cabling(lab)
-    results.record("cabling", result)
+    result = run_case(case("cabling"), lab, results)
     assert result.passed, result.reason
     assert result.matched == result.planned == len(lab.plan.cables)
     assert result.observed == result.planned  # every veth in the lab is a planned cable
@@ -53,9 +52,9 @@ def test_a_rogue_fe_be_cable_fails_naming_both_ends(lab, results, tmp_path):
     fe_leaf, be_leaf = _leaves(lab)
     with rogue_cable(lab, (fe_leaf, None), (be_leaf, None)) as rogue:
         assert lab.extra_cables == []  # made from outside: fablab has no record of it
-        result = check_cabling(lab)
+        result = run_case(case("cabling"), lab, results, name="cabling-rogue-cable",
+                          sabotage=rogue.description)
         code, doc = _check_cli(lab, tmp_path)
-    results.record("cabling-rogue-cable", result)
     assert not result.passed
     (finding,) = result.findings
     ends = {f"{finding.node}:{finding.port}", finding.actual_peer}
@@ -65,17 +64,17 @@ def test_a_rogue_fe_be_cable_fails_naming_both_ends(lab, results, tmp_path):
     assert any(n in ("joins FE and BE", "joins BE and FE") for n in finding.notes), finding
     assert code == 3, doc
     assert doc["failed"] == ["cabling"] and finding.actual_peer in doc["checks"][0]["reason"]
-    assert check_cabling(lab).passed  # undone: as planned again
+    assert run_case(case("cabling"), lab).passed  # undone: as planned again
     assert _check_cli(lab, tmp_path)[0] == 0
 
 
 def test_two_gpu_nics_swapped_between_rail_leaves_fail_naming_the_ports(lab, results, tmp_path):
     host = lab.plan.hosts[0]
     nic0, nic1 = host.nic("rail0"), host.nic("rail1")
-    with swap_cables(lab, (host.name, nic0.name), (host.name, nic1.name)):
-        result = check_cabling(lab)
+    with swap_cables(lab, (host.name, nic0.name), (host.name, nic1.name)) as swap:
+        result = run_case(case("cabling"), lab, results, name="cabling-swapped-pair",
+                          sabotage=swap.description)
         code, doc = _check_cli(lab, tmp_path)
-    results.record("cabling-swapped-pair", result)
     assert not result.passed
     rows = {(f.node, f.port): f for f in result.findings}
     assert set(rows) == {(host.name, "rail0"), (host.name, "rail1"), (nic0.peer, nic0.peer_port),
@@ -85,17 +84,18 @@ def test_two_gpu_nics_swapped_between_rail_leaves_fail_naming_the_ports(lab, res
                                                            f"{nic1.peer}:{nic1.peer_port}")
     assert f"{host.name}:rail0 is rail 0, {nic1.peer} is a rail-1 leaf" in r0.notes
     assert code == 3 and f"{host.name}:rail0" in doc["checks"][0]["reason"]
-    assert check_cabling(lab).passed
+    assert run_case(case("cabling"), lab).passed
     assert _check_cli(lab, tmp_path)[0] == 0
     # the swap back restored each leaf port's address: the fabric converges again
     until(lambda: not lab.shortfalls(), 60, lambda: "; ".join(map(str, lab.shortfalls())))
 
 
-def test_a_cable_fablab_itself_added_is_not_trusted(lab):
+def test_a_cable_fablab_itself_added_is_not_trusted(lab, results):
     fe_leaf, be_leaf = _leaves(lab)
-    with stray_cable(lab, fe_leaf, be_leaf):
+    with stray_cable(lab, fe_leaf, be_leaf) as stray:
         assert lab.extra_cables  # recorded by fablab, and still not in the plan
-        result = check_cabling(lab)
+        result = run_case(case("cabling"), lab, results, name="cabling-stray-cable",
+                          sabotage=stray.description)
     assert [f.kind for f in result.findings] == ["unknown"], result.reason
-    assert check_cabling(lab).passed
+    assert run_case(case("cabling"), lab).passed
     until(lambda: not lab.shortfalls(), 60, lambda: "; ".join(map(str, lab.shortfalls())))

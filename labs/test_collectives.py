@@ -27,20 +27,19 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.collectives import check_collective, check_incast
+from harness.checks.registry import case, run_case
 
 
 @pytest.mark.parametrize("pattern", ["ring", "all-to-all", "incast"])
 def test_collective_is_delivered_whole_and_in_order(lab, results, pattern):
-    result = check_collective(lab, pattern, rail=0, packets=300, rate_pps=1000)
-    results.record(f"collective-{pattern}", result)
+    result = run_case(case(f"collectives-{pattern}"), lab, results, rail=0, packets=300, rate_pps=1000)
     assert result.packets_sent > 0 and result.flows >= result.members - 1  # incast: N-1 senders
     assert result.passed, result.reason
 
 
 def test_incast_congests_a_lossy_port(lab, results):
-    result = check_incast(lab, rail=0)  # fan-in 1, 2, 4 and every other GPU of the rail
-    results.record("collective-incast-congested", result)
+    # fan-in 1, 2, 4 and every other GPU of the rail
+    result = run_case(case("collectives-incast-congested"), lab, results, rail=0)
     assert result.passed, result.reason
     fan_ins = result.fan_ins
     if len(fan_ins) < 3:
@@ -54,5 +53,6 @@ def test_incast_congests_a_lossy_port(lab, results):
     assert most.queue_avg_ms > one.queue_avg_ms + 5
     assert most.gaps > 0  # each a go-back-N retransmission on a real RoCEv2 NIC
     # The shaper was removed afterwards: an unshaped incast delivers everything again.
-    after = check_collective(lab, "incast", rail=0, packets=300, rate_pps=1000)
+    after = run_case(case("collectives-incast"), lab, results, name="collectives-incast-after-the-shaper",
+                     rail=0, packets=300, rate_pps=1000)
     assert after.passed, after.reason

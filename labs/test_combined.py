@@ -19,10 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.catalog import load_cluster
-from harness.checks.cabling import check_cabling
-from harness.checks.ecmp_stages import check_ecmp_stages
-from harness.checks.fe_tcp import check_fe_ecmp
-from harness.checks.isolation import check_isolation
+from harness.checks.registry import case, run_case
 from harness.pytest_plugin import boot
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "combined.py"
@@ -36,25 +33,21 @@ def combo_lab(pytestconfig):
 def test_the_combination_is_cabled_as_planned_on_broken_out_ports(combo_lab, results):
     leaf = next(s for s in combo_lab.plan.switches if s.rails)
     assert len(leaf.rails) == 2 and all(p.row.broken_out for p in leaf.host_ports)
-    result = check_cabling(combo_lab)
-    results.record("combined-cabling", result)
+    result = run_case(case("cabling"), combo_lab, results, name="combined-cabling")
     assert result.passed, result.reason
 
 
 def test_the_combination_keeps_the_planes_apart(combo_lab, results):
-    result = check_isolation(combo_lab)
-    results.record("combined-isolation", result)
+    result = run_case(case("isolation"), combo_lab, results, name="combined-isolation")
     assert result.passed, result.reason
 
 
 def test_a_dual_homed_host_spreads_tcp_in_the_combination(combo_lab, results):
-    result = check_fe_ecmp(combo_lab)
-    results.record("combined-fe-ecmp", result)
+    result = run_case(case("fe-ecmp"), combo_lab, results, name="combined-fe-ecmp")
     assert result.passed, result.reason
     assert set(result.per_nic) == {"fe0", "fe1"}
 
 
 def test_qps_to_the_other_pod_spread_at_both_stages(combo_lab, results):
-    result = check_ecmp_stages(combo_lab)
-    results.record("combined-ecmp-superspine", result)
+    result = run_case(case("ecmp-superspine"), combo_lab, results, name="combined-ecmp-superspine")
     assert result.passed, result.reason

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.fe_tcp import check_fe_ecmp, check_fe_host_failover, check_fe_leaf_failover, fe_pair
-from harness.checks.isolation import check_isolation
-from harness.checks.sabotage import l3_hashing
-from harness.lab import set_carriers
+from harness.checks.fe_tcp import fe_pair
+from harness.checks.registry import case, run_case
+from harness.faults.sabotage import l3_hashing
 from harness.plumbing.wait import until
 from harness.pytest_plugin import boot
 from topologies.dual_homed import dual_homed
@@ -49,14 +48,12 @@ def test_a_host_hears_the_fe_plane_over_both_leaves_and_the_planes_stay_apart(dh
     far = dh_lab.plan.host(fe_pair(dh_lab.plan)[1][0])
     route = dh_lab.route(host.name, far.loopback.network)
     assert route is not None and set(route.interfaces) == {"fe0", "fe1"}, route
-    result = check_isolation(dh_lab)
-    results.record("isolation-dual-homed", result)
+    result = run_case(case("isolation"), dh_lab, results, name="isolation-dual-homed")
     assert result.passed, result.reason
 
 
 def test_tcp_spreads_over_both_host_nics_and_every_uplink(dh_lab, results):
-    result = check_fe_ecmp(dh_lab)
-    results.record("fe-ecmp-dual-homed", result)
+    result = run_case(case("fe-ecmp"), dh_lab, results, name="fe-ecmp-dual-homed")
     assert result.passed, result.reason
     assert set(result.per_nic) == {"fe0", "fe1"} and all(k > 0 for k in result.per_nic.values())
     assert len({u.split(":")[0] for u in result.per_uplink}) == 2  # both leaves' uplinks
@@ -64,16 +61,16 @@ def test_tcp_spreads_over_both_host_nics_and_every_uplink(dh_lab, results):
 
 def test_l3_hashing_on_the_host_is_caught(dh_lab, results):
     host = _source(dh_lab)
-    with l3_hashing(dh_lab, [host.name]):
-        result = check_fe_ecmp(dh_lab)
-        results.record("fe-ecmp-dual-homed-l3", result)
+    before = run_case(case("fe-ecmp"), dh_lab)  # the positive control, in the same test
+    assert before.passed, before.reason
+    with l3_hashing(dh_lab, [host.name]) as s:
+        result = run_case(case("fe-ecmp"), dh_lab, results, name="fe-ecmp-dual-homed-l3", sabotage=s.description)
     assert not result.passed
     assert min(result.per_nic.values()) == 0, result.reason
 
 
 def test_tcp_survives_a_failed_host_uplink(dh_lab, results):
-    result = check_fe_host_failover(dh_lab)
-    results.record("fe-host-failover", result)
+    result = run_case(case("fe-host-failover"), dh_lab, results)
     assert result.passed, result.reason
     assert result.on_failed and result.bytes_received == result.bytes_sent > 0
     assert result.leaf == _source(dh_lab).name  # the host itself moved off the NIC
@@ -84,8 +81,8 @@ def test_a_host_uplink_failure_with_no_path_left_is_caught(dh_lab, results):
     other = dh_lab.link(host.name, host.nic("fe1").peer)
     other.down()
     try:
-        result = check_fe_host_failover(dh_lab)
-        results.record("fe-host-failover-no-path", result)
+        result = run_case(case("fe-host-failover"), dh_lab, results, name="fe-host-failover-no-path",
+                          sabotage=f"{host.name}'s other uplink down")
     finally:
         other.up()
         _converged(dh_lab)
@@ -94,8 +91,7 @@ def test_a_host_uplink_failure_with_no_path_left_is_caught(dh_lab, results):
 
 
 def test_tcp_survives_a_whole_leaf_failure(dh_lab, results):
-    result = check_fe_leaf_failover(dh_lab)
-    results.record("fe-leaf-failover", result)
+    result = run_case(case("fe-leaf-failover"), dh_lab, results)
     assert result.passed, result.reason
     assert result.failed in {n.peer for n in _source(dh_lab).fe_nics}
 
@@ -113,14 +109,14 @@ def test_a_leaf_failure_whose_partner_is_cut_off_is_caught(dh_lab, results):
         failed = dh_lab.plan.host(node).nic(port).peer
         partner = next(leaf for leaf in leaves if leaf != failed)
         state["partner"] = partner
-        set_carriers(cut[partner], up=False)
+        dh_lab.set_carriers(cut[partner], up=False)
 
     try:
-        result = check_fe_leaf_failover(dh_lab, while_failed=cut_the_partner)
-        results.record("fe-leaf-failover-partner-cut", result)
+        result = run_case(case("fe-leaf-failover"), dh_lab, results, name="fe-leaf-failover-partner-cut",
+                          sabotage="the partner leaf cut off from the spines", while_failed=cut_the_partner)
     finally:
         if "partner" in state:
-            set_carriers(cut[state["partner"]], up=True)
+            dh_lab.set_carriers(cut[state["partner"]], up=True)
         _converged(dh_lab)
     assert not result.passed
     assert any("stalled" in p for p in result.problems), result.reason

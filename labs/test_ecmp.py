@@ -25,9 +25,10 @@ the two negative controls below do exactly that, next to the positive control.
 """
 from __future__ import annotations
 
-from harness.checks.ecmp import check_ecmp, default_pair, distinct_sport_qpns, plot_ecmp
-from harness.checks.ecmp_faults import hash_seed, weighted_uplink
-from harness.checks.sabotage import l3_hashing
+from harness.checks.ecmp import default_pair, distinct_sport_qpns
+from harness.faults.sabotage import hash_seed, weighted_uplink
+from harness.checks.registry import case, run_case
+from harness.faults.sabotage import l3_hashing
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.traffic.flows import RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport
@@ -35,15 +36,13 @@ from harness.traffic.runner import run_sender
 
 
 def _leaf_and_prefix(lab):
-    """The source leaf of check_ecmp's default QPs, and its route to their destination."""
+    """The source leaf of the ecmp case's default QPs, and its route to their destination."""
     (src, src_nic), (dst, dst_nic) = default_pair(lab.plan)
     return lab.plan.host(src).nic(src_nic).peer, str(lab.plan.route_prefix(lab.plan.host(dst).nic(dst_nic)))
 
 
 def test_roce_qps_spread_over_every_uplink(lab, results):
-    result = check_ecmp(lab)
-    plot = plot_ecmp(result, results.path("ecmp.png"))
-    results.record("ecmp", result, plots=(plot,))
+    result = run_case(case("ecmp"), lab, results)
     assert result.passed, result.reason
     assert sum(result.per_path.values()) == result.qps and result.split_qps == 0
     assert all(p.packets >= p.qps * result.packets_per_qp for p in result.paths)
@@ -52,11 +51,9 @@ def test_roce_qps_spread_over_every_uplink(lab, results):
 
 def test_l3_only_hashing_collapses_roce_onto_one_path(lab, results):
     leaf, _ = _leaf_and_prefix(lab)
-    before = check_ecmp(lab)  # positive control in the same run
+    before = run_case(case("ecmp"), lab)  # positive control in the same run
     with l3_hashing(lab, [leaf]) as s:
-        result = check_ecmp(lab)
-    plot = plot_ecmp(result, results.path("ecmp-l3-hashing.png"), sabotage=s.description)
-    results.record("ecmp-l3-hashing", result, plots=(plot,))
+        result = run_case(case("ecmp"), lab, results, name="ecmp-l3-hashing", sabotage=s.description)
     assert before.passed, before.reason
     assert not result.passed
     assert sorted(result.per_path.values())[-1] == result.qps  # every QP on one uplink
@@ -67,12 +64,10 @@ def test_l3_only_hashing_collapses_roce_onto_one_path(lab, results):
 def test_skewed_nexthop_weight_is_caught(lab, results):
     leaf, prefix = _leaf_and_prefix(lab)
     heavy = lab.plan.switch(leaf).fabric_ports[0].name
-    before = check_ecmp(lab)  # positive control in the same run
+    before = run_case(case("ecmp"), lab)  # positive control in the same run
     with weighted_uplink(lab, leaf, prefix, heavy, weight=2) as s:
-        result = check_ecmp(lab)
-    after = check_ecmp(lab)  # the undo put the fair weights back
-    plot = plot_ecmp(result, results.path("ecmp-skewed-weight.png"), sabotage=s.description)
-    results.record("ecmp-skewed-weight", result, plots=(plot,))
+        result = run_case(case("ecmp"), lab, results, name="ecmp-skewed-weight", sabotage=s.description)
+    after = run_case(case("ecmp"), lab)  # the undo put the fair weights back
     assert before.passed, before.reason
     assert after.passed, after.reason
     assert not result.passed

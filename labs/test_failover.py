@@ -36,9 +36,9 @@ is kept for `remote`, where it bites every time, not for the restore.)
 from __future__ import annotations
 
 
-from harness.checks.failover import check_failover_case, plot_failover
-from harness.checks.sabotage import bfd_off, carrier_blind, fib_lag, forwarding_blackhole, slow_bfd
 from harness.checks.ecmp import _far_peer, first_gpu_nic
+from harness.checks.registry import case, run_case
+from harness.faults.sabotage import bfd_off, carrier_blind, fib_lag, forwarding_blackhole, slow_bfd
 
 
 def _ends(lab):
@@ -53,23 +53,17 @@ def _ends(lab):
     return leaf, uplink.name, spine, to_far
 
 
-def _record(results, name, result, sabotage=None):
-    plot = plot_failover(result, results.path(f"{name}.png"), sabotage=sabotage)
-    results.record(name, result, plots=(plot,))
-
-
-def _positive(lab, results, case, element):
-    result = check_failover_case(lab, case, element=element)
-    _record(results, f"failover-{case}", result)
+def _positive(lab, results, kind, element):
+    result = run_case(case(f"failover-{kind}"), lab, results, element=element)
     assert result.qps_on_element >= result.min_on_element  # the failure hit traffic: the figures mean something
     assert result.lost_elsewhere == 0
     assert result.passed is True, result.reason
     return result
 
 
-def _negative(lab, results, name, case, element, sabotage, **options):
-    result = check_failover_case(lab, case, element=element, **options)
-    _record(results, name, result, sabotage.description)
+def _negative(lab, results, name, kind, element, sabotage, **options):
+    result = run_case(case(f"failover-{kind}"), lab, results, name=name, sabotage=sabotage.description,
+                      element=element, **options)
     assert result.passed is False, result.reason
     return result
 
@@ -115,17 +109,17 @@ def test_spine_down(lab, results):
 
 def test_restore_is_budgeted(lab, results):
     _, _, spine, to_far = _ends(lab)
-    good = check_failover_case(lab, "remote", element=(spine, to_far))
-    _record(results, "failover-restore", good)
+    good = run_case(case("failover-remote"), lab, results, name="failover-restore", element=(spine, to_far))
     assert good.passed is True and good.worst_restore_ms <= good.restore_objective_ms, good.reason
     # While the link is down, the spine loses the forwarding state of that port and does not
     # reprogram it when the link returns; its control plane comes back and advertises anyway.
     broken = []
     try:
-        bad = check_failover_case(lab, "remote", element=(spine, to_far),
-                                  while_failed=lambda: broken.append(forwarding_blackhole(lab, spine, to_far)))
+        bad = run_case(case("failover-remote"), lab, results, name="failover-restore-blackhole",
+                       sabotage=f"forwarding out of {spine}:{to_far} black-holed while the link was down",
+                       element=(spine, to_far),
+                       while_failed=lambda: broken.append(forwarding_blackhole(lab, spine, to_far)))
     finally:
         for sabotage in broken:
             sabotage.undo()
-    _record(results, "failover-restore-blackhole", bad, "; ".join(b.description for b in broken))
     assert bad.passed is False and "after the restore" in bad.reason, bad.reason

@@ -30,8 +30,9 @@ import time
 
 import pytest
 
-from harness.checks.fe_tcp import check_fe_ecmp, check_fe_failover, fe_pair
-from harness.checks.sabotage import forwarding_blackhole, l3_hashing
+from harness.checks.fe_tcp import fe_pair
+from harness.checks.registry import case, run_case
+from harness.faults.sabotage import forwarding_blackhole, l3_hashing
 from harness.core.errors import HarnessError
 from harness.lab import set_carriers
 from harness.plumbing.wait import until
@@ -52,24 +53,23 @@ def _source_leaf(lab) -> str:
 
 
 def test_tcp_spreads_over_every_fe_uplink(fe, results):
-    result = check_fe_ecmp(fe)
-    results.record("fe-ecmp", result)
+    result = run_case(case("fe-ecmp"), fe, results)
     assert result.passed, result.reason
     assert all(k > 0 for k in result.per_uplink.values())
 
 
 def test_l3_hashing_on_the_fe_leaf_is_caught(fe, results):
     leaf = _source_leaf(fe)
-    with l3_hashing(fe, [leaf]):
-        result = check_fe_ecmp(fe)
-        results.record("fe-ecmp-l3", result)
+    before = run_case(case("fe-ecmp"), fe)  # positive control in the same run
+    with l3_hashing(fe, [leaf]) as s:
+        result = run_case(case("fe-ecmp"), fe, results, name="fe-ecmp-l3", sabotage=s.description)
+    assert before.passed, before.reason
     assert not result.passed
     assert sorted(result.per_uplink.values())[0] == 0, result.reason
 
 
 def test_tcp_survives_a_failed_fe_uplink(fe, results):
-    result = check_fe_failover(fe)
-    results.record("fe-failover", result)
+    result = run_case(case("fe-failover"), fe, results)
     assert result.passed, result.reason
     assert result.on_failed and result.bytes_received == result.bytes_sent > 0
 
@@ -78,13 +78,15 @@ def test_a_failover_with_no_path_left_is_caught(fe, results):
     leaf = _source_leaf(fe)
     sw = fe.plan.switch(leaf)
     others = [fe.link(leaf, p.peer) for p in sw.fabric_ports[1:]]
+    before = run_case(case("fe-failover"), fe)  # positive control in the same run
     set_carriers(others, up=False)
     try:
-        result = check_fe_failover(fe)
-        results.record("fe-failover-no-path", result)
+        result = run_case(case("fe-failover"), fe, results, name="fe-failover-no-path",
+                          sabotage=f"{leaf}'s other uplinks down before the failure: no path left")
     finally:
         set_carriers(others, up=True)
         until(lambda: not fe.shortfalls(), 90, "the FE to converge again after the uplinks came back")
+    assert before.passed, before.reason
     assert not result.passed
     assert any("stalled" in p for p in result.problems), result.reason
 
@@ -93,7 +95,7 @@ def test_a_restore_that_black_holes_is_caught(fe, results):
     """The failed uplink comes back with its forwarding black-holed (a port whose entries were
     not reprogrammed), its BGP up and advertising: streams hashed back onto it stall past the
     restore budget. The hole closes 1 s after the uplink is back in the route, so the streams
-    can finish; the positive control is test_tcp_survives_a_failed_fe_uplink."""
+    can finish."""
     _, dst = fe_pair(fe.plan)
     prefix = fe.plan.route_prefix(fe.plan.host(dst[0]).nic(dst[1]))
     closers: list[threading.Thread] = []
@@ -116,12 +118,14 @@ def test_a_restore_that_black_holes_is_caught(fe, results):
         closers.append(threading.Thread(target=close_after_the_restore, daemon=True))
         closers[-1].start()
 
+    before = run_case(case("fe-failover"), fe)  # positive control in the same run
     try:
-        result = check_fe_failover(fe, while_failed=black_hole)
-        results.record("fe-failover-restore-blackhole", result)
+        result = run_case(case("fe-failover"), fe, results, name="fe-failover-restore-blackhole",
+                          sabotage="the restored uplink's forwarding black-holed for 1 s", while_failed=black_hole)
     finally:
         for closer in closers:
             closer.join(60)
+    assert before.passed, before.reason
     assert not result.passed
     assert any("after the restore" in p for p in result.problems), result.reason
     assert result.back_ms is not None  # the control plane came back: only the data plane lied

@@ -37,8 +37,8 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from harness.checks.isolation import check_isolation
-from harness.checks.sabotage import leak_route, stray_cable, stray_ends
+from harness.checks.registry import case, run_case
+from harness.faults.sabotage import leak_route, stray_cable, stray_ends
 from harness.core.model import FE_NIC, Plane, Role
 from harness.plumbing.wait import until
 
@@ -78,8 +78,7 @@ def _ends(lab):
 
 
 def test_fe_be_and_mgmt_are_isolated(lab, results):
-    result = check_isolation(lab)
-    results.record("isolation", result)
+    result = run_case(case("isolation"), lab, results)
     assert result.controls_delivered == result.controls > 0, result.reason  # the positive control
     assert result.negatives > 0 and result.routes_scanned > 0 and result.sessions_scanned > 0
     assert {"fe->be", "be->fe", "mgmt->be", "mgmt->fe", "be->mgmt", "fe->mgmt"} <= set(result.probes_per_kind)
@@ -88,7 +87,7 @@ def test_fe_be_and_mgmt_are_isolated(lab, results):
 
 def test_a_stray_fe_be_cable_is_held_by_the_filters_and_still_fails_isolation(lab, results):
     fe_leaf, be_leaf = _ends(lab)
-    with stray_cable(lab, fe_leaf, be_leaf):
+    with stray_cable(lab, fe_leaf, be_leaf) as stray:
         cable = lab.extra_cables[-1]
         fe_port, be_port = cable.a_port, cable.b_port
         # positive control: the stray session is up and each end has the other plane's
@@ -105,8 +104,8 @@ def test_a_stray_fe_be_cable_is_held_by_the_filters_and_still_fails_isolation(la
             other = Plane.FE if sw.plane is Plane.BE else Plane.BE
             assert not _bgp_holds(lab, sw.name, other), sw.name
             assert not _fib_holds(lab, sw.name, other), sw.name
-        result = check_isolation(lab)
-        results.record("isolation-stray-cable-filtered", result)
+        result = run_case(case("isolation"), lab, results, name="isolation-stray-cable-filtered",
+                          sabotage=stray.description)
     assert not result.passed, "a BGP session between the planes must fail isolation"
     assert result.controls_delivered == result.controls
     assert not result.leaks and not result.leaked_routes, result.reason  # no frame and no route crossed
@@ -119,8 +118,8 @@ def test_a_stray_cable_without_filters_leaks_and_the_path_is_named(lab, results)
     fe_leaf, be_leaf = _ends(lab)
     with stray_cable(lab, fe_leaf, be_leaf, peer_group=False) as broken:
         until(lambda: _fib_holds(lab, fe_leaf, Plane.BE), 30, f"BE routes to leak into {fe_leaf}")
-        result = check_isolation(lab)
-        results.record("isolation-stray-cable-unfiltered", result)
+        result = run_case(case("isolation"), lab, results, name="isolation-stray-cable-unfiltered",
+                          sabotage=broken.description)
     assert not result.passed
     assert result.controls_delivered == result.controls  # the fabric still works; it leaks
     assert result.leaks, result.reason
@@ -137,10 +136,10 @@ def test_a_leaked_route_through_a_forwarding_gpu_node_is_caught(lab, results):
     # a GPU node on a routed FE /31 (a tenant member's FE NIC is an L2 port: no route to leak)
     gpu = next(h.name for h in lab.plan.hosts if h.role is Role.GPU
                and any(n.name == FE_NIC and n.tenant is None for n in h.nics))
-    with leak_route(lab, gpu):
-        result = check_isolation(lab)
-        results.record("isolation-leaked-route", result)
+    with leak_route(lab, gpu) as leaked:
+        result = run_case(case("isolation"), lab, results, name="isolation-leaked-route",
+                          sabotage=leaked.description)
     assert not result.passed
     assert any(gpu in leak.path[1:] for leak in result.leaks), result.reason
-    after = check_isolation(lab)
+    after = run_case(case("isolation"), lab)
     assert after.passed, after.reason

@@ -22,16 +22,14 @@ the passing run, and the verdict names the hop.
 """
 from __future__ import annotations
 
-from harness.checks.lossless_wire import check_jumbo, probe_pairs
-from harness.checks.lossless import audit_lab
+from harness.checks.lossless import probe_pairs
+from harness.checks.registry import case, run_case
 
 
 def test_every_hop_is_lossless_and_carries_roce_frames(lab, results):
-    audit = audit_lab(lab)
-    results.record("lossless-audit", audit)
+    audit = run_case(case("lossless-audit"), lab, results)
     assert audit.passed, audit.reason
-    wire = check_jumbo(lab)
-    results.record("lossless-wire", wire)
+    wire = run_case(case("lossless-wire"), lab, results)
     assert wire.passed, wire.reason
     assert all(p.received == p.sent > 0 and p.sizes == (wire.frame_bytes,) for p in wire.paths)
 
@@ -45,14 +43,14 @@ def _last_hop(lab):
 
 def test_a_port_too_small_for_roce_frames_is_named(lab, results):
     switch, port = _last_hop(lab)
-    assert check_jumbo(lab).passed  # the control: the same frames pass before the change
+    assert run_case(case("lossless-wire"), lab).passed  # the control: the same frames pass before the change
+    sabotage = f"{switch}:{port} MTU lowered to 1500 in the kernel"
     lab.ns_exec(switch, ["ip", "link", "set", port, "mtu", "1500"], check=True)
     try:
-        wire = check_jumbo(lab)
-        audit = audit_lab(lab)
+        wire = run_case(case("lossless-wire"), lab, results, name="lossless-wire-small-mtu", sabotage=sabotage)
+        audit = run_case(case("lossless-audit"), lab, results, name="lossless-audit-small-mtu", sabotage=sabotage)
     finally:
         lab.ns_exec(switch, ["ip", "link", "set", port, "mtu", str(lab.plan.switch(switch).mtu)], check=True)
-    results.record("lossless-wire-small-mtu", wire)
     assert not wire.passed
     assert [(t.node, t.mtu) for t in wire.too_small] == [(switch, 1500)], wire.reason
     assert (switch, port, "PORT") in {(f.node, f.port, f.table) for f in audit.findings}
@@ -64,10 +62,10 @@ def test_a_hop_that_rewrites_dscp_is_seen_by_the_receivers(lab, results):
              "  ip dscp 26 ip dscp set cs0\n }\n}\n")
     lab.ns_exec(leaf, ["nft", "-f", "-"], input=rules, check=True)
     try:
-        wire = check_jumbo(lab)
+        wire = run_case(case("lossless-wire"), lab, results, name="lossless-wire-dscp-rewritten",
+                        sabotage=f"{leaf} rewrites DSCP 26 to 0 (nftables)")
     finally:
         lab.ns_exec(leaf, ["nft", "delete", "table", "inet", "fablab_dscp_rewrite"], check=True)
-    results.record("lossless-wire-dscp-rewritten", wire)
     assert not wire.passed
     rewritten = {p.source.split(":")[1] for p in wire.paths if 0 in p.dscps}
     untouched = {p.source.split(":")[1] for p in wire.paths if p.dscps == (26,)}

@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.cabling import check_cabling
-from harness.checks.ecmp import check_ecmp
-from harness.checks.isolation import check_isolation
-from harness.checks.sabotage import join_rails, swap_cables
+from harness.checks.registry import case, run_case
+from harness.faults.sabotage import join_rails, swap_cables
 from harness.plumbing.wait import until
 from harness.pytest_plugin import boot
 from topologies.multi_rail import multi_rail
@@ -43,20 +41,19 @@ def mr_rail_only_lab(pytestconfig):
 
 
 def test_cabled_into_port_groups_and_a_nic_in_the_wrong_group_is_caught(mr_lab, results):
-    assert check_cabling(mr_lab).passed  # the positive control: as planned
+    assert run_case(case("cabling"), mr_lab).passed  # the positive control: as planned
     host = mr_lab.plan.hosts[0]
     nic0, nic1 = host.nic("rail0"), host.nic("rail1")
     assert nic0.peer == nic1.peer  # one leaf, two groups
-    with swap_cables(mr_lab, (host.name, nic0.name), (host.name, nic1.name)):
-        result = check_cabling(mr_lab)
-    results.record("cabling-wrong-port-group", result)
+    with swap_cables(mr_lab, (host.name, nic0.name), (host.name, nic1.name)) as s:
+        result = run_case(case("cabling"), mr_lab, results, name="cabling-wrong-port-group", sabotage=s.description)
     assert not result.passed
     rows = {(f.node, f.port): f for f in result.findings}
     assert set(rows) == {(host.name, "rail0"), (host.name, "rail1"), (nic0.peer, nic0.peer_port),
                          (nic1.peer, nic1.peer_port)}, result.reason
     assert (f"{host.name}:rail0 is rail 0, {nic1.peer}:{nic1.peer_port} is in rail 1's port group"
             in rows[(host.name, "rail0")].notes), rows[(host.name, "rail0")]
-    assert check_cabling(mr_lab).passed
+    assert run_case(case("cabling"), mr_lab).passed
     until(lambda: not mr_lab.shortfalls(), 60, lambda: "; ".join(map(str, mr_lab.shortfalls())))
 
 
@@ -64,8 +61,8 @@ def test_cabled_into_port_groups_and_a_nic_in_the_wrong_group_is_caught(mr_lab, 
 def test_both_rails_of_a_leaf_spread_over_its_shared_uplinks(mr_lab, results, rail):
     src = next(h for h in mr_lab.plan.hosts if h.group == 1)
     dst = next(h for h in mr_lab.plan.hosts if h.group == 2)
-    result = check_ecmp(mr_lab, (src.name, f"rail{rail}"), (dst.name, f"rail{rail}"))
-    results.record(f"ecmp-multi-rail-rail{rail}", result)
+    result = run_case(case("ecmp"), mr_lab, results, name=f"ecmp-multi-rail-rail{rail}",
+                      src=(src.name, f"rail{rail}"), dst=(dst.name, f"rail{rail}"))
     leaf = mr_lab.plan.switch(src.nic(f"rail{rail}").peer)
     assert {p.uplink for p in result.paths} == {p.name for p in leaf.fabric_ports}
     assert len(result.paths) == 4
@@ -73,8 +70,7 @@ def test_both_rails_of_a_leaf_spread_over_its_shared_uplinks(mr_lab, results, ra
 
 
 def test_planes_stay_isolated(mr_lab, results):
-    result = check_isolation(mr_lab)
-    results.record("isolation-multi-rail", result)
+    result = run_case(case("isolation"), mr_lab, results, name="isolation-multi-rail")
     assert result.controls_delivered == result.controls > 0
     assert result.passed, result.reason
 
@@ -83,27 +79,23 @@ def test_a_rail_only_leaf_keeps_its_rails_apart(mr_rail_only_lab, results):
     lab = mr_rail_only_lab
     leaf = lab.plan.switch(lab.plan.host("gpu01").nic("rail0").peer)
     assert leaf.separate_rails and set(leaf.rails) == {0, 1}
-    result = check_isolation(lab)
-    results.record("isolation-rail-only-multi-rail", result)
+    result = run_case(case("isolation"), lab, results, name="isolation-rail-only-multi-rail")
     assert result.probes_per_kind.get("rail0->rail1", 0) > 0
     assert result.controls_delivered == result.controls > 0
     assert result.passed, result.reason
-    with join_rails(lab, leaf.name):
-        broken = check_isolation(lab)
-    results.record("isolation-rail-only-rails-joined", broken)
+    with join_rails(lab, leaf.name) as s:
+        broken = run_case(case("isolation"), lab, results, name="isolation-rail-only-rails-joined",
+                          sabotage=s.description)
     assert not broken.passed
     through = [leak for leak in broken.leaks if leak.kind in ("rail0->rail1", "rail1->rail0")]
     assert through and all(leaf.name in " ".join(leak.path) for leak in through), broken.reason
-    assert check_isolation(lab).passed
+    assert run_case(case("isolation"), lab).passed
 
 
 def test_a_remote_failure_beside_a_parallel_link_is_rerouted_by_the_spine(mr_lab, results):
     """uplinks_per_spine=2: a spine that loses one of its two links to the far leaf still
     reaches it, so the spine moves the QPs to the other link by itself and the source leaf's
     route rightly stays (the case watches the spine's route, not the leaf's)."""
-    from harness.checks.failover import check_failover_case
-
-    result = check_failover_case(mr_lab, "remote")
-    results.record("failover-remote-parallel-links", result)
+    result = run_case(case("failover-remote"), mr_lab, results, name="failover-remote-parallel-links")
     assert "be-s" in result.element, result.element  # a spine's link to the far leaf
     assert result.detected_ms is not None and result.passed, result.reason

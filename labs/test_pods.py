@@ -26,8 +26,8 @@ import json
 import pytest
 
 from harness.checks.ecmp import _far_peer, first_gpu_nic
-from harness.checks.failover import check_failover_case, plot_failover
-from harness.checks.sabotage import carrier_blind
+from harness.checks.registry import case, run_case
+from harness.faults.sabotage import carrier_blind
 from harness.core.model import Role
 from harness.pytest_plugin import boot
 from topologies.pods import pods
@@ -36,10 +36,6 @@ from topologies.pods import pods
 @pytest.fixture(scope="module")
 def pods_lab(pytestconfig):
     yield from boot(pods(), pytestconfig.getoption("runtime"), "pd")
-
-
-def _record(results, name, result, sabotage=None):
-    results.record(name, result, plots=(plot_failover(result, results.path(f"{name}.png"), sabotage=sabotage),))
 
 
 def _cross_pod(lab):
@@ -65,12 +61,11 @@ def test_paths_between_pods_cross_three_tiers_of_asns(pods_lab):
     assert run.returncode == 0, run.stdout
 
 
-@pytest.mark.parametrize("case", ["superspine-link", "superspine"])
-def test_a_superspine_failure_is_repaired_by_the_spines(pods_lab, results, case):
-    result = check_failover_case(pods_lab, case)
-    _record(results, f"failover-{case}", result)
+@pytest.mark.parametrize("name", ["failover-superspine-link", "failover-superspine"])
+def test_a_superspine_failure_is_repaired_by_the_spines(pods_lab, results, name):
+    result = run_case(case(name), pods_lab, results)
     assert result.qps_on_element >= result.min_on_element
-    if case == "superspine-link":  # one link: the QPs elsewhere lose nothing
+    if name == "failover-superspine-link":  # one link: the QPs elsewhere lose nothing
         assert result.lost_elsewhere == 0
     # a whole super-spine takes 4 links of each spine down one after the other: QPs the spine
     # rehashes onto a dying one are held to the objective too (failover_windows.judge)
@@ -82,33 +77,31 @@ def test_a_spine_blind_to_its_superspine_link_fails_the_case(pods_lab, results):
     spine = pods_lab.plan.switch(pods_lab.plan.host(src[0]).nic(src[1]).peer).fabric_ports[0].peer
     up = next(p.name for p in pods_lab.plan.switch(spine).fabric_ports
               if pods_lab.plan.switch(p.peer).role is Role.BE_SUPERSPINE)
-    good = check_failover_case(pods_lab, "superspine-link", element=(spine, up))
+    good = run_case(case("failover-superspine-link"), pods_lab, element=(spine, up))
     assert good.passed is True, good.reason  # the positive control, on the same element
     with carrier_blind(pods_lab, spine, [up]) as blind:
-        bad = check_failover_case(pods_lab, "superspine-link", element=(spine, up))
-    _record(results, "failover-superspine-link-carrier-blind", bad, blind.description)
+        bad = run_case(case("failover-superspine-link"), pods_lab, results, name="failover-superspine-link-carrier-blind",
+                       sabotage=blind.description, element=(spine, up))
     assert bad.passed is False and bad.worst_window_ms > bad.objective_ms, bad.reason
 
 
 def test_qps_between_pods_spread_at_both_stages(pods_lab, results):
-    from harness.checks.ecmp_stages import check_ecmp_stages, plot_ecmp_stages
-
-    result = check_ecmp_stages(pods_lab)
-    results.record("ecmp-superspine", result, plots=(plot_ecmp_stages(result, results.path("ecmp-superspine.png")),))
+    result = run_case(case("ecmp-superspine"), pods_lab, results)
     assert len(result.spines) == 2 and all(len(s.paths) == 8 for s in result.spines)  # 2 super-spines × 4 links
     assert sum(s.qps for s in result.spines) == result.qps  # every QP reached one spine
     assert result.passed, result.reason
 
 
 def test_a_spine_hashing_on_addresses_only_fails_the_second_stage(pods_lab, results):
-    from harness.checks.ecmp_stages import check_ecmp_stages
-    from harness.checks.sabotage import l3_hashing
+    from harness.faults.sabotage import l3_hashing
 
     src, _ = _cross_pod(pods_lab)
     spine = pods_lab.plan.switch(pods_lab.plan.host(src[0]).nic(src[1]).peer).fabric_ports[0].peer
-    with l3_hashing(pods_lab, [spine]):
-        bad = check_ecmp_stages(pods_lab)
-    results.record("ecmp-superspine-l3-hashing", bad)
+    before = run_case(case("ecmp-superspine"), pods_lab)  # the positive control, in the same test
+    with l3_hashing(pods_lab, [spine]) as s:
+        bad = run_case(case("ecmp-superspine"), pods_lab, results, name="ecmp-superspine-l3-hashing",
+                       sabotage=s.description)
+    assert before.passed, before.reason
     assert bad.passed is False
     assert all(p.startswith(f"{spine}:") for p in bad.problems if "carried" in p), bad.reason
     assert bad.leaf.paths[0].within  # the first stage still spreads: only the spine is wrong

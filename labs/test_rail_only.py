@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.isolation import check_isolation
+from harness.checks.registry import case, run_case
 from harness.pytest_plugin import boot
 from topologies.rail_only import rail_only
 
@@ -28,8 +28,7 @@ def rail_lab(pytestconfig):
 
 
 def test_rails_are_separate_and_planes_isolated(rail_lab, results):
-    result = check_isolation(rail_lab)
-    results.record("isolation-rail-only", result)
+    result = run_case(case("isolation"), rail_lab, results, name="isolation-rail-only")
     assert result.probes_per_kind.get("rail0->rail1", 0) > 0  # cross-rail probes were sent
     assert result.controls_delivered == result.controls > 0  # same-rail traffic works
     assert result.passed, result.reason

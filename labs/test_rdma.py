@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.rdma import (check_rdma_gray, check_rdma_path, check_rdma_rails, check_rdma_spread, plot_rdma_gray,
-                                  plot_rdma_spread)
+from harness.checks.registry import case, run_case
 from harness.pytest_plugin import boot
 from topologies.rail_only import rail_only
 
@@ -36,32 +35,21 @@ def rail_lab(pytestconfig):
     yield from boot(rail_only(), pytestconfig.getoption("runtime"), "x")
 
 
-def test_rxe_write_crosses_leaf_spine_leaf(lab, results):
-    result = check_rdma_path(lab)
-    results.record("rdma-path", result)
+def test_rxe_qps_cross_leaf_spine_leaf_on_their_rule_s_ports_and_spread(lab, results):
+    result = run_case(case("rdma-path"), lab, results, qps=64)
     assert result.passed, result.reason
     assert result.transfer.bandwidth is not None and result.transfer.bandwidth.iterations > 0
     assert sum(1 for s in result.spines if s.packets) >= 1 and result.crossed > 0
-
-
-def test_rxe_source_ports_follow_the_rule_and_spread(lab, results):
-    result = check_rdma_spread(lab)
-    plot = plot_rdma_spread(result, results.path("rdma-spread.png"))
-    results.record("rdma-spread", result, plots=(plot,))
-    assert result.passed, result.reason
     assert len({r.formula_sport for r in result.rows}) == len(result.rows) == 64
 
 
 def test_rc_survives_a_gray_uplink_with_data_verified(lab, results):
-    result = check_rdma_gray(lab)
-    plot = plot_rdma_gray(result, results.path("rdma-gray.png"))
-    results.record("rdma-gray", result, plots=(plot,))
+    result = run_case(case("rdma-gray"), lab, results)
     assert result.passed, result.reason
     assert result.transfer.rping.verified and result.transfer.retransmissions > 0
     assert result.stall_ms >= result.detected_ms * 0.5  # the QP really waited for the reroute
 
 
 def test_rail_only_has_no_rdma_path_between_rails(rail_lab, results):
-    result = check_rdma_rails(rail_lab)
-    results.record("rdma-rails", result)
+    result = run_case(case("rdma-rails"), rail_lab, results)
     assert result.passed, result.reason

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks.sabotage import flip_acl_entry, merge_tenants, route_tenant
-from harness.checks.tenants import check_tenants
+from harness.checks.registry import case, run_case
+from harness.faults.sabotage import flip_acl_entry, merge_tenants, route_tenant
 
 
 @pytest.fixture
@@ -43,8 +43,7 @@ def tenanted(lab):
 
 
 def test_tenants_are_isolated_and_the_acl_holds(tenanted, results):
-    result = check_tenants(tenanted)
-    results.record("tenants", result)
+    result = run_case(case("tenants"), tenanted, results)
     assert result.passed, result.reason
     assert result.controls_landed == result.controls > 0
     assert result.evpn_expected > 0 and result.acl_entries > 0
@@ -62,24 +61,24 @@ def _cross_leaf_port(lab):
 
 def test_a_port_in_the_wrong_tenant_is_caught(tenanted, results):
     leaf, port, host, other_vni = _cross_leaf_port(tenanted)
-    with merge_tenants(tenanted, leaf, port, other_vni):
-        result = check_tenants(tenanted)
-        results.record("tenants-wrong-bridge", result)
+    with merge_tenants(tenanted, leaf, port, other_vni) as merged:
+        result = run_case(case("tenants"), tenanted, results, name="tenants-wrong-bridge",
+                          sabotage=merged.description)
     assert not result.passed
     assert any(host in leak for leak in result.leaks), result.reason
-    assert check_tenants(tenanted).passed
+    assert run_case(case("tenants"), tenanted).passed
 
 
 def test_an_acl_entry_the_wrong_way_round_is_caught(tenanted, results):
-    result = check_tenants(tenanted)
+    result = run_case(case("tenants"), tenanted)
     deny = next((leaf, name) for leaf, counts in sorted(result.counters.items()) for name in counts
                 if name.startswith("R") and counts[name] > 0 and _action(tenanted, name) == "deny")
-    with flip_acl_entry(tenanted, *deny):
-        broken = check_tenants(tenanted)
-        results.record("tenants-acl-flipped", broken)
+    with flip_acl_entry(tenanted, *deny) as flipped:
+        broken = run_case(case("tenants"), tenanted, results, name="tenants-acl-flipped",
+                          sabotage=flipped.description)
     assert not broken.passed
     assert any(f"[{deny[1]}]" in w for w in broken.acl_wrong), broken.reason
-    assert check_tenants(tenanted).passed
+    assert run_case(case("tenants"), tenanted).passed
 
 
 def _action(lab, entry: str) -> str:
@@ -90,10 +89,10 @@ def _action(lab, entry: str) -> str:
 def test_a_tenant_routed_into_the_underlay_is_caught(tenanted, results):
     t = tenanted.plan.tenants[0]
     leaf = t.leaves[0]
-    with route_tenant(tenanted, leaf, t.vni):
-        result = check_tenants(tenanted)
-        results.record("tenants-routed", result)
+    with route_tenant(tenanted, leaf, t.vni) as routed:
+        result = run_case(case("tenants"), tenanted, results, name="tenants-routed",
+                          sabotage=routed.description)
     assert not result.passed
     assert any(leak.startswith("tenant->underlay") for leak in result.leaks), result.reason
-    assert check_tenants(tenanted).passed
+    assert run_case(case("tenants"), tenanted).passed
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks.ecmp import check_ecmp, default_pair
-from harness.checks.failover import check_failover_case
+from harness.checks.ecmp import default_pair
+from harness.checks.registry import case, run_case
 from harness.core.model import build
 from harness.core.plan import make_plan
 from harness.lab import Lab
@@ -90,7 +90,7 @@ def test_a_leaf_limited_to_one_path_is_caught_by_ecmp(broken, pytestconfig):
         _cli("down", name)
 
 
-def test_bfd_off_on_one_leaf_is_caught_by_the_gray_failure(broken, booted):
+def test_bfd_off_on_one_leaf_is_caught_by_the_gray_failure(broken, booted, results):
     plan, _, edit = broken
     (src, _), _ = default_pair(plan)
     leaf = plan.host(src).nic("rail0").peer
@@ -98,11 +98,12 @@ def test_bfd_off_on_one_leaf_is_caught_by_the_gray_failure(broken, booted):
     lab = booted(plan, directory, "yc-bfd")
     assert "BFD" in lab.state.not_converged or "bfd" in lab.state.not_converged, lab.state.not_converged
     uplink = plan.switch(leaf).fabric_ports[0].name
-    result = check_failover_case(lab, "gray", element=(leaf, uplink), detect_s=2.5)
+    result = run_case(case("failover-gray"), lab, results, name="failover-gray-configs-without-bfd",
+                      element=(leaf, uplink), detect_s=2.5)
     assert result.passed is False and result.detected_ms is None and "is BFD on" in result.reason
 
 
-def test_a_leaf_that_hides_its_hosts_is_caught_by_ecmp(broken, booted):
+def test_a_leaf_that_hides_its_hosts_is_caught_by_ecmp(broken, booted, results):
     plan, _, edit = broken
     _, (dst, dst_nic) = default_pair(plan)
     far = plan.host(dst).nic(dst_nic).peer
@@ -112,5 +113,5 @@ def test_a_leaf_that_hides_its_hosts_is_caught_by_ecmp(broken, booted):
                                                     and line.split()[-1] in hosts)))
     lab = booted(plan, directory, "yc-hide")
     assert "missing" in lab.state.not_converged or "routes" in lab.state.not_converged, lab.state.not_converged
-    result = check_ecmp(lab)
+    result = run_case(case("ecmp"), lab, results, name="ecmp-configs-hiding-hosts")
     assert result.passed is False and result.lost > 0, result.reason

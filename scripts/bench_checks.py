@@ -5,7 +5,7 @@
                                                   [--weight 2] [--json]
 
 Per uplink count k it boots a minimal fabric (2 GPU nodes with one BE NIC each, in two
-groups, so their leaves join through k spines; a 1 × 1 FE) and runs `check_ecmp` on it:
+groups, so their leaves join through k spines; a 1 × 1 FE) and runs the `ecmp` case on it:
 
 - fair: the leaf hashes on L4 (policy 1) with a new random `fib_multipath_hash_seed` each
   run, so every run is an independent fair hash. Goal: false-fail rate < 1 % (designed 0.1 %).
@@ -28,10 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.checks.ecmp import check_ecmp  # noqa: E402
+from harness.checks.registry import case as check_case, run_case  # noqa: E402
 from harness.checks.ecmp_bound import qps_for  # noqa: E402
-from harness.checks.ecmp_faults import hash_seed, weighted_uplink  # noqa: E402
-from harness.checks.sabotage import l3_hashing  # noqa: E402
+from harness.faults.sabotage import hash_seed, l3_hashing, weighted_uplink  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.core.model import Backend, Cluster, Frontend, GpuNodes  # noqa: E402
 
@@ -63,12 +62,12 @@ def runs_for(lab, k: int, case: str, runs: int, weight: int, rng: random.Random)
         with hash_seed(lab, leaf, seed):
             if case == "l3":
                 with l3_hashing(lab, [leaf]):
-                    r = check_ecmp(lab)
+                    r = run_case(check_case("ecmp"), lab)
             elif case == "skew":
                 with weighted_uplink(lab, leaf, dst_prefix, heavy, weight):
-                    r = check_ecmp(lab)
+                    r = run_case(check_case("ecmp"), lab)
             else:
-                r = check_ecmp(lab)
+                r = run_case(check_case("ecmp"), lab)
         row = {"k": k, "case": case, "run": i, "seed": seed, "passed": r.passed, "seconds": r.seconds,
                "qps": r.qps, "band": [r.low, r.high], "per_path": r.per_path, "split": r.split_qps,
                "lost": r.lost, "reordered": r.reordered, "right_reason": r.passed or right_reason(case, r, heavy)}

@@ -16,6 +16,8 @@ from harness.checks.registry import MODULES, NAMES, load, run_checks, select
 from harness.core.errors import InputError
 from harness.core.model import Plane
 
+from fakelab import FakeLab
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "check_example.py"
 
@@ -31,7 +33,7 @@ def test_every_registered_module_exports_its_check():
     assert [c.name for c in checks] == list(NAMES) == [name for name, _ in MODULES]
     for check in checks:
         assert isinstance(check, Check) and check.claim and check.cases
-        assert all(isinstance(case, Case) and callable(case.run) for case in check.cases)
+        assert all(isinstance(case, Case) and callable(case.measure) and callable(case.judge) for case in check.cases)
     cases = [case.name for check in checks for case in check.cases]
     assert len(cases) == len(set(cases))  # each case has a name of its own in the reports
 
@@ -79,16 +81,12 @@ def test_one_way_to_word_a_verdict():
     assert _Spread(1, {}, seconds=2.5).seconds == 2.5 and _Spread(1, {}).problems == ()
 
 
-@dataclass(frozen=True)
-class _Lab:  # what the example reads: the plan, and each node's kernel MTUs
-    plan: object
-    lowered: tuple[str, str, int] | None = None
-
-    def mtus(self, node: str) -> dict[str, int]:
-        out = {n.name: n.mtu for n in self.plan.host(node).nics}
-        if self.lowered and self.lowered[0] == node:
-            out[self.lowered[1]] = self.lowered[2]
-        return out
+def _Lab(plan, lowered: tuple[str, str, int] | None = None) -> FakeLab:
+    """A lab whose hosts' kernels have the plan's MTUs, one NIC `lowered` (host, nic, MTU)."""
+    mtus = {h.name: {n.name: n.mtu for n in h.nics} for h in plan.hosts}
+    if lowered:
+        mtus[lowered[0]][lowered[1]] = lowered[2]
+    return FakeLab(plan, mtus=mtus)
 
 
 def test_the_example_judges_the_kernel_by_the_plan(ai_plan):
@@ -104,6 +102,64 @@ def test_the_example_judges_the_kernel_by_the_plan(ai_plan):
         f"{host.name}:{nic.name}": 1500}
 
 
+def test_the_example_judge_needs_no_lab_and_its_observation_round_trips(ai_plan):
+    from harness.core.codec import from_plain, to_plain
+
+    (case,) = load(str(EXAMPLE)).cases
+    seen = case.measure(_Lab(ai_plan))
+    again = from_plain(type(seen), to_plain(seen))
+    assert again == seen
+    host = ai_plan.hosts[0]
+    nic = next(n for n in host.nics if n.plane is Plane.BE)
+    table = [  # (what the kernels showed, verdict)
+        (seen.mtus, True),
+        ({**seen.mtus, host.name: {**seen.mtus[host.name], nic.name: 1500}}, False),
+        ({k: v for k, v in seen.mtus.items() if k != host.name}, False),  # a host whose links are gone
+    ]
+    for mtus, passed in table:
+        outcome = case.judge(ai_plan, type(seen)(mtus))
+        assert outcome.passed is passed, outcome.reason
+
+
+def test_run_case_measures_judges_and_records_the_observation(ai_plan, tmp_path):
+    import json
+
+    from harness.checks.registry import run_case
+    from harness.report.results import Results
+
+    (case,) = load(str(EXAMPLE)).cases
+    results = Results(tmp_path, "probe")
+    host = ai_plan.hosts[0]
+    nic = next(n for n in host.nics if n.plane is Plane.BE)
+    outcome = run_case(case, _Lab(ai_plan, (host.name, nic.name, 1500)), results, name="host-mtu-lowered")
+    assert outcome.passed is False and outcome.seconds >= 0
+    recorded = json.loads(results.path("host-mtu-lowered.observation.json").read_text())
+    assert recorded["case"] == "host-mtu" and recorded["passed"] is False and recorded["reason"] == outcome.reason
+    assert recorded["type"].endswith(":HostMtus") and recorded["observation"]["mtus"][host.name][nic.name] == 1500
+    assert results.path("host-mtu-lowered.json").exists()
+    assert recorded["cluster"]["name"] == ai_plan.fabric.cluster.name  # the lab's own declaration, not the run's
+
+
+def test_a_recorded_observation_is_judged_on_the_declaration_it_holds(ai_plan, tmp_path):
+    from harness.checks.registry import run_case
+    from harness.report.recorded import plan_of, read
+    from harness.report.results import Results
+
+    (case,) = load(str(EXAMPLE)).cases
+    results = Results(tmp_path, "probe")  # no provenance: the run names no topology at all
+    run_case(case, _Lab(ai_plan), results)
+    recorded = read(results.path("host-mtu.observation.json"))
+    assert plan_of(recorded).switches == ai_plan.switches
+
+
+def test_a_measure_that_returns_no_observation_is_refused(ai_plan):
+    from harness.checks.registry import run_case
+
+    bad = Case("bad", lambda lab: Outcome(), lambda plan, seen: Outcome())
+    with pytest.raises(TypeError, match="not an Observation"):
+        run_case(bad, _Lab(ai_plan))
+
+
 def test_tally_names_how_many_and_the_first():
     from harness.checks.base import tally
 
@@ -111,3 +167,17 @@ def test_tally_names_how_many_and_the_first():
     assert tally(("a->b", "c->d"), "controls not delivered", 7, then=" (proves nothing)") == (
         "2/7 controls not delivered (proves nothing), e.g. a->b",)
     assert tally(["x"], "routes missing") == ("1 routes missing, e.g. x",)
+
+
+def test_a_case_that_needs_what_the_data_plane_lacks_is_not_applicable(ai_plan):
+    from harness.checks.base import Observation
+    from harness.core.capabilities import Feature
+
+    case = Case("acl-frames", lambda lab: Observation(), lambda plan, seen: _Spread(1, {}),
+                needs=(Feature.ACL_DATA_PATH,))
+    check = Check("acl", "frames filtered", (case,))
+    (lacking,) = run_checks(FakeLab(ai_plan, lacks={Feature.ACL_DATA_PATH: "vslib filters nothing"}), (check,))
+    assert lacking.passed is None and lacking.reason == (
+        "not applicable: the data plane lacks acl-data-path: vslib filters nothing")
+    (able,) = run_checks(FakeLab(ai_plan), (check,))  # the control: a data plane that filters
+    assert able.passed is True

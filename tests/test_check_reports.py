@@ -21,6 +21,8 @@ from harness.checks.base import pyplot
 from harness.report.results import check_document, junit_xml
 from harness.report.html import html_report, write_html
 
+from fakelab import FakeLab
+
 
 @dataclass(frozen=True)
 class _Spread:  # a stand-in for a check's result with figures
@@ -145,9 +147,8 @@ def test_html_renders_in_headless_chromium(tmp_path, ai_plan):
     assert "fe-l1" in dom and "FAIL" in dom
 
 
-@dataclass(frozen=True)
-class _PlanOnly:  # what run_checks reads of a lab to decide that a check does not apply
-    plan: object
+def _PlanOnly(plan) -> FakeLab:  # what run_checks reads of a lab to decide that a check does not apply
+    return FakeLab(plan)
 
 
 def test_checks_that_do_not_apply_are_not_applicable_not_passed():
@@ -183,7 +184,7 @@ def test_a_check_that_cannot_run_has_failed(ai_plan):
     def broken(lab):
         raise HarnessError("gpu01 has no NIC rail9")
 
-    (v,) = run_checks(_PlanOnly(ai_plan), (Check("broken", "raises", (Case("broken", broken),)),))
+    (v,) = run_checks(_PlanOnly(ai_plan), (Check("broken", "raises", (Case("broken", broken, lambda plan, seen: None),)),))
     assert v.passed is False and v.reason == "could not run: gpu01 has no NIC rail9"
 
 

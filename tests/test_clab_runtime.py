@@ -493,9 +493,11 @@ def test_show_acl_rule_is_read_rule_by_rule_with_its_status():
 def test_clab_says_why_its_acl_data_path_is_not_probed_and_reads_show_acl_rule():
     run, calls = fake_exec({"show acl rule": completed(0, SHOW_ACL_RULE)})
     rt = ClabRuntime(run=run)
-    assert "no ACL data path" in rt.acl_data_path("x", "fe-l1")
-    assert rt.acl_rules("x", "fe-l1")["R0_permit"] == "Active"
+    from harness.core.capabilities import Feature, lacks
+
+    assert "no ACL data path" in lacks(rt.name, Feature.ACL_DATA_PATH)
+    assert rt.switch_kind.acl_rules(rt.node_access("x", "fe-l1"))["R0_permit"] == "Active"
     assert calls[-1] == ["docker", "exec", "-i", "fablab-x-fe-l1", "show", "acl", "rule"]
     from harness.runtime.netns import NetnsRuntime
 
-    assert NetnsRuntime().acl_data_path("x", "fe-l1") is None  # the control: nft filters
+    assert lacks(NetnsRuntime().name, Feature.ACL_DATA_PATH) is None  # the control: nft filters

@@ -3,7 +3,7 @@ a hang), names its field with a fix, and brings no follow-on problems."""
 from __future__ import annotations
 
 import json
-import time
+import tracemalloc
 from dataclasses import replace
 
 import pytest
@@ -173,9 +173,16 @@ def test_unknown_acl_protocol_with_ports_is_one_problem():
 
 
 def timed_problems(cluster: Cluster) -> list[Problem]:
-    start = time.monotonic()
-    found = problems(cluster)
-    assert time.monotonic() - start < 1.0
+    """The problems, found without expanding the declaration: a few MB at most, where expanding
+    a billion groups would take all the memory there is (memory, not the clock: a busy machine
+    slows a refusal down, it does not make it allocate)."""
+    tracemalloc.start()
+    try:
+        found = problems(cluster)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2 ** 20, f"{peak / 2 ** 20:.0f} MB to refuse a declaration: it was expanded"
     return found
 
 
@@ -232,10 +239,8 @@ def edge() -> Cluster:
                    addressing=Addressing(be="10.0.0.0/12", fe="10.16.0.0/12", mgmt="172.16.0.0/16"))
 
 
-def test_the_largest_declarations_fablab_plans_plan_in_a_few_seconds():
-    start = time.monotonic()
-    plan = make_plan(build(edge()))
-    assert time.monotonic() - start < 5.0
+def test_the_largest_declarations_fablab_plans_are_planned():
+    plan = make_plan(build(edge()))  # how long it takes: scripts/bench_plan.py
     assert (len(plan.fabric.nodes), len(plan.fabric.links)) == (1021, 16246)
 
 

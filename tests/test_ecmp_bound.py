@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.checks.ecmp import EcmpResult, PathCount, default_pair, distinct_sport_qpns
+from harness.checks.ecmp import EcmpResult, PathCount, default_pair, distinct_sport_qpns, ports_seen
 from harness.checks.ecmp_bound import FALSE_FAIL, MISS, band, bound, qps_for
 from harness.core.errors import HarnessError
 from harness.observe.flowcount import FlowCounters, paths_of
@@ -75,6 +75,15 @@ def test_qpns_have_distinct_source_ports():
 def test_paths_of_names_a_split_flow():
     counted = {("Ethernet4", 50001): 3, ("Ethernet8", 50001): 1, ("Ethernet8", 50002): 4, ("Ethernet4", 50003): 0}
     assert paths_of(counted) == {50001: ("Ethernet4", "Ethernet8"), 50002: ("Ethernet8",)}
+
+
+def test_ports_seen_keeps_each_port_and_names_a_split_flow():
+    counted = {("Ethernet4", 50001): 3, ("Ethernet8", 50001): 1, ("Ethernet8", 50002): 4, ("Ethernet4", 50003): 0}
+    seen = ports_seen("be-g1-r0", ["Ethernet4", "Ethernet8", "Ethernet12"], counted)
+    assert seen.flows == {"Ethernet4": (50001,), "Ethernet8": (50001, 50002), "Ethernet12": ()}
+    assert seen.packets == {"Ethernet4": 3, "Ethernet8": 5, "Ethernet12": 0}
+    assert seen.on() == {50001: ("Ethernet4", "Ethernet8"), 50002: ("Ethernet8",)}
+    assert [seen.count(p) for p in seen.flows] == [1, 2, 0]
 
 
 def test_flow_counters_ruleset_is_one_rule_and_one_set():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from harness.checks.failover import _dropped_elsewhere, _session_drops
+from harness.checks.failover_run import _dropped_elsewhere, _session_drops
 from harness.checks.failover_elements import Element
 from harness.observe.routing import BgpPeer
 

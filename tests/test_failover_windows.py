@@ -1,11 +1,11 @@
 """Loss windows from the sender's timestamps around each gap, and when sender lag makes them
-unmeasurable: the arithmetic of harness.checks.failover, on real result objects."""
+unmeasurable: the arithmetic of harness.checks.failover_windows, on real result objects."""
 from __future__ import annotations
 
 import pytest
 
-from harness.checks.failover import check_failover_case
-from harness.checks.failover_windows import QpLoss, judge, measure
+from harness.checks.failover import measure_failover
+from harness.checks.failover_windows import QpLoss, judge, lane, losses, seen
 from harness.core.errors import HarnessError
 from harness.traffic.flows import RoceFlow
 from harness.traffic.results import FlowReceived, FlowSent, Gap, ReceiveResult, SendResult
@@ -40,7 +40,8 @@ def _run(gaps_by_flow: dict[int, tuple[Gap, ...]], lag_spans=(), on=(1,)):
                              tuple(_received(f, g) for f, g in gaps_by_flow.items()))
     path_of = {f.flow_id: "leaf:E16" if f.flow_id in on else "leaf:E20" for f in flows}
     sports = {f.flow_id: 50000 + f.flow_id for f in flows}
-    return measure(flows, sports, path_of, {"leaf:E16"}, sent, received, FAIL, RESTORE, 50.0, 10.0, 1000.0)
+    qps = seen(flows, sports, path_of, {"leaf:E16"}, sent, received)
+    return losses(qps, sent.lag_spans, FAIL, RESTORE, 50.0, 10.0, 1e6)
 
 
 def test_window_is_send_time_after_minus_before_the_gap():
@@ -115,17 +116,17 @@ def test_lag_far_from_any_transition_does_not_matter():
 
 def test_unknown_case():
     with pytest.raises(HarnessError, match="valid cases are local, remote, gray, spine"):
-        check_failover_case(None, "flaky")
+        measure_failover(None, "flaky")
 
 
 def test_rate_below_one_packet_per_ms():
     with pytest.raises(HarnessError, match="rate_pps 500"):
-        check_failover_case(None, "local", rate_pps=500)
+        measure_failover(None, "local", rate_pps=500)
 
 
 def test_no_qp_on_the_element():
     with pytest.raises(HarnessError, match="k 0"):
-        check_failover_case(None, "local", k=0)
+        measure_failover(None, "local", k=0)
 
 
 def test_qploss_serialises():
@@ -146,51 +147,33 @@ def _case(problems=(), not_measurable=""):
                         timeline={}, seconds=1.0, problems=tuple(problems))
 
 
-def test_one_result_for_every_case():
-    import dataclasses
-    import json
-
-    from harness.checks.failover import FailoverResult
-    from harness.core.model import Objectives
-
+def test_a_case_is_passed_failed_or_not_measurable():
     ok, unsure, bad = _case(), _case(not_measurable="sender lag"), _case(problems=("window 80 ms > 50",))
-    assert FailoverResult((ok, ok), Objectives(), seconds=2.0).passed is True
-    assert FailoverResult((ok, unsure), Objectives(), seconds=2.0).passed is None  # never a pass
-    assert "NOT MEASURABLE" in FailoverResult((ok, unsure), Objectives(), seconds=2.0).reason
-    failed = FailoverResult((ok, unsure, bad), Objectives(), seconds=2.0, problems=("local: window 80 ms > 50",))
-    assert failed.passed is False and "FAILED" in failed.reason
-    na = FailoverResult((), Objectives(), not_applicable="rail-only")
-    assert na.passed is None and na.reason.startswith("not applicable")
-    assert json.loads(json.dumps(dataclasses.asdict(failed), default=str))["objectives"]["hard_ms"] == 50.0
+    assert (ok.passed, unsure.passed, bad.passed) == (True, None, False)  # not measurable is never a pass
+    assert unsure.reason.startswith("NOT MEASURABLE: sender lag") and bad.reason.startswith("FAILED: window 80")
 
 
-def test_plot_every_case(tmp_path):
+def test_plot_a_case(tmp_path):
     from dataclasses import replace
 
-    from harness.checks.failover import FailoverResult
-    from harness.core.model import Objectives
     from harness.checks.failover import plot_failover
 
     timeline = {"bucket_ms": 10.0, "received": [120] * 50 + [60] * 3 + [120] * 50, "failure_ms": 500.0,
                 "restore_ms": 800.0, "offered_pps": 12000.0}
-    cases = (replace(_case(), timeline=timeline), replace(_case(not_measurable="lag"), case="gray", timeline=timeline))
-    one = plot_failover(cases[0], tmp_path / "one.png")
-    both = plot_failover(FailoverResult(cases, Objectives(), seconds=1.0), tmp_path / "both.png")
-    assert one.stat().st_size > 1000 and both.stat().st_size > one.stat().st_size
+    one = plot_failover(replace(_case(), timeline=timeline), tmp_path / "one.png")
+    unsure = plot_failover(replace(_case(not_measurable="lag"), case="gray", timeline=timeline), tmp_path / "u.png")
+    assert one.stat().st_size > 1000 and unsure.stat().st_size > 1000
 
 
-def test_unknown_mode_of_the_older_call():
-    from harness.checks.failover import check_failover
-
-    with pytest.raises(HarnessError, match="valid modes are hard, gray"):
-        check_failover(None, mode="soft")
-
-
-def test_unknown_case_in_the_list():
-    from harness.checks.failover import check_failover
-
-    with pytest.raises(HarnessError, match=r"failover cases \['flaky'\]"):
-        check_failover(None, cases=("local", "flaky"))
+def test_a_lane_is_what_arrived_of_what_was_sent_by_send_time():
+    # 1000 pps from 0 to 99 ms, packet s sent at s ms; 31..59 lost (window 30..60 ms); 10 ms buckets
+    flows = [_flow(1)]
+    sent = SendResult(flows=(FlowSent(1, 0x301, 50001, 100, 99, T0, T0 + 99 * MS),), start_ns=T0, end_ns=T0 + 100 * MS)
+    received = ReceiveResult("roce", 4791, T0, T0 + 100 * MS, 10 * MS, "quiet",
+                             (_received(1, (_gap(30, 60),), max_seq=99),))
+    (q,) = seen(flows, {1: 50001}, {1: "leaf:E16"}, {"leaf:E16"}, sent, received, origin_ns=T0)
+    assert q.gaps[0].tx_before_ns == 30 * MS and q.on_element
+    assert lane(q, 1e6, 10 * MS, 11) == [10.0, 10.0, 10.0, 1.0, 0.0, 0.0, 10.0, 10.0, 10.0, 10.0, 0.0]
 
 
 def test_when_several_links_of_one_group_fail_a_rehashed_qp_is_held_to_the_objective():

@@ -1,11 +1,12 @@
-"""check_incast refuses bad arguments before it touches a lab (one test per error)."""
+"""The incast measurement refuses bad arguments before it touches a lab (one test per error)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
 
-from harness.checks.collectives import _wire_bytes, check_incast
+from harness.checks.collectives import measure_incast
+from harness.checks.collectives.incast import _wire_bytes
 from harness.core.errors import HarnessError
 from harness.core.model import build
 from harness.core.plan import make_plan
@@ -19,17 +20,17 @@ def _planned():
 
 def test_capacity_must_be_positive():
     with pytest.raises(HarnessError, match="capacity 0"):
-        check_incast(None, capacity=0)
+        measure_incast(None, capacity=0)
 
 
 def test_too_few_packets():
     with pytest.raises(HarnessError, match="packets 10"):
-        check_incast(None, packets=10)
+        measure_incast(None, packets=10)
 
 
 def test_fan_in_beyond_the_rail():
     with pytest.raises(HarnessError, match=r"fan_ins \[8\]: rail 0 has 7 possible senders"):
-        check_incast(_planned(), fan_ins=(1, 8))
+        measure_incast(_planned(), fan_ins=(1, 8))
 
 
 def test_wire_size_of_a_write_only_packet():

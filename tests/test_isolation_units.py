@@ -10,7 +10,7 @@ import pytest
 
 from harness.checks.isolation import MGMT_PORT, cross_plane_sessions, plan_probes, route_leaks
 from harness.core.model import Plane, Role, build
-from harness.observe.routing import BgpPeer, Route
+from harness.observe.routing import BgpPeer
 from harness.core.plan import make_plan
 from harness.traffic.probe import NONCE_BYTES, _read, frame, parse, payload
 from topologies import BUILTINS
@@ -92,8 +92,9 @@ def test_a_listener_counts_only_the_current_nonce():
     assert [(g.probe, g.node) for g in got] == [(1, "gpu02")]
 
 
-def _route(prefix: str, *devs: str) -> tuple[IPv4Network, Route]:
-    return IPv4Network(prefix), Route(IPv4Network(prefix), tuple(devs), "static")
+def _route(prefix: str, *devs: str) -> tuple[str, tuple[str, ...]]:
+    """A FIB entry as the isolation check's observation holds it: prefix -> the next hops' ports."""
+    return str(IPv4Network(prefix)), tuple(devs)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 # The interface: the registry (`harness.runtime`), the protocol (`base`) and the lab's state on disk.
 ALLOWED = {"harness.runtime", "harness.runtime.base", "harness.runtime.state"}
@@ -55,7 +57,8 @@ def test_the_scan_sees_an_offending_import(tmp_path):
 # ---------------------------------------------------------------------- LabView: what a check may use
 
 # The layers `Lab` may stand on: the pure core, the runtimes behind it and the observers.
-LAB_MAY_IMPORT = ("harness.core.errors", "harness.core.model", "harness.core.plan", "harness.core.switchconfigs",
+LAB_MAY_IMPORT = ("harness.core.capabilities", "harness.core.errors", "harness.core.model", "harness.core.observed",
+                  "harness.core.plan", "harness.core.switchconfigs",
                   "harness.plumbing.labview", "harness.runtime", "harness.observe")
 # Where a lab is seen through LabView only: neither its state on disk nor its runtime.
 VIEWERS = ("harness/checks", "harness/observe", "harness/traffic", "harness/rdma", "docs/examples")
@@ -147,3 +150,21 @@ def test_the_internals_scan_sees_lab_state(tmp_path):
     f = tmp_path / "x.py"
     f.write_text("def check(lab):\n    return lab.state.runtime == 'clab' or self.lab.runtime\n")
     assert len(lab_internals_used(f)) == 2
+
+
+def test_the_unit_tests_fake_lab_is_a_labview_with_the_same_signatures(ai_plan):
+    import inspect
+
+    from fakelab import FakeLab, NotScripted
+    from harness.plumbing.labview import LabView
+
+    fake = FakeLab(ai_plan, mtus={"gpu01": {"eth1": 9000}})
+    assert isinstance(fake, LabView)
+    members = [name for name, v in vars(LabView).items() if not name.startswith("_") and callable(v)]
+    for name in members:
+        want, have = inspect.signature(getattr(LabView, name)), inspect.signature(getattr(FakeLab, name))
+        assert [(p.name, p.default, p.kind) for p in want.parameters.values()] == \
+            [(p.name, p.default, p.kind) for p in have.parameters.values()], name
+    assert fake.mtus("gpu01") == {"eth1": 9000}
+    with pytest.raises(NotScripted, match=r"FakeLab.mtus\('gpu02',\)"):  # the control: what was not scripted
+        fake.mtus("gpu02")

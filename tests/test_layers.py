@@ -1,20 +1,22 @@
 """The layers of harness/ look only down, and no module imports itself round a circle.
 
-Every import counts, the ones inside functions too (a late import is still a dependency),
-except those under `if TYPE_CHECKING:`, which never run: they name types for annotations.
+Every import counts, the ones inside functions too (a late import is still a dependency), and
+those under `if TYPE_CHECKING:` as well: a type named from a floor above is a dependency on it
+all the same (the value types of what a lab shows live in core/observed.py for that reason).
 The layers, lowest first (docs/architecture.md):
 
 0 core/      declarations, validation, plan, addressing, tenancy, ACL, HwSKU tables: no I/O
 1 plumbing/  waiting, signals, namespaces, scheduling priority; LabView, the typed protocol
-             of a running lab (it names types only under TYPE_CHECKING, so any layer may use it)
+             of a running lab (it names only core's types, so any layer may use it)
 2 render/    artifacts from a plan; catalog.py, finding a declaration
 3 observe/   what a running lab shows (FIBs, sessions, counters); traffic/, the generators
 4 runtime/   netns and containerlab
 5 lab.py     the door to a running lab
 6 rdma/      the microVM lane
-7 checks/    one plug-in per check
-8 report/    results, JUnit, HTML, provenance
-9 cli/       the fablab command; pytest_plugin.py
+7 checks/    one plug-in per check: measure, then judge
+8 faults/    what breaks a lab on purpose, and undoes it; each names the check that catches it
+9 report/    results, JUnit, HTML, provenance; recorded observations judged again
+10 cli/      the fablab command; pytest_plugin.py
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (  # a package or a module each; the longe
     ("harness.lab",),
     ("harness.rdma",),
     ("harness.checks",),
+    ("harness.faults",),
     ("harness.report",),
     ("harness.cli", "harness.pytest_plugin"),
 )
@@ -60,10 +63,7 @@ def imports_of(path: Path, here: str | None = None) -> set[str]:
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     found: set[str] = set()
     tree = ast.parse(path.read_text(), filename=str(path))
-    typing_only = {id(n) for block in ast.walk(tree) if _is_type_checking(block) for n in ast.walk(block)}
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -75,12 +75,6 @@ def imports_of(path: Path, here: str | None = None) -> set[str]:
                 candidate = f"{base}.{alias.name}"
                 found.add(candidate if _is_module(candidate) else base)
     return {m for m in found if m.split(".")[0] in ("harness", "topologies")}
-
-
-def _is_type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and (
-        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING"))
 
 
 def _is_module(name: str) -> bool:
@@ -149,13 +143,29 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_scan_sees_late_imports_and_cycles(tmp_path):
-    # Positive controls: a function-level import is found, and a circle of two is one.
+    # Positive controls: a function-level import and a TYPE_CHECKING one are found, and a
+    # circle of two is one.
     f = tmp_path / "probe.py"
     f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness.lab import Lab\n"
                  "def f():\n    from harness.checks import registry\n")
-    assert imports_of(f, "harness.probe") == {"harness.checks.registry"}
+    assert imports_of(f, "harness.probe") == {"harness.checks.registry", "harness.lab"}
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
     assert layer_of("harness.checks.ecmp") > layer_of("harness.lab") > layer_of("harness.runtime.netns")
+
+
+def test_checks_and_plumbing_never_import_the_lab_or_a_runtime():
+    """They see a running lab through LabView only (DESIGN: "the Lab is the only door")."""
+    door = [f"{m} imports {d}" for m, deps in graph().items() for d in sorted(deps)
+            if m.startswith(("harness.checks", "harness.plumbing"))
+            and (d == "harness.lab" or d.startswith("harness.runtime"))]
+    assert door == []
+
+
+def test_no_function_over_100_lines():
+    long = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+            for p in sorted(HARNESS.rglob("*.py")) for n in ast.walk(ast.parse(p.read_text()))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno >= 100]
+    assert long == []
 
 
 def test_no_module_over_450_lines():

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.checks.faults import BY_NAME
+from harness.faults import BY_NAME
 from harness.cli.learn import LESSONS, lessons
 from topologies import BUILTINS
 

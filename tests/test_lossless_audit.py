@@ -303,7 +303,7 @@ def test_a_roce_mtu_the_backend_mtu_cannot_carry():
 
 @pytest.mark.parametrize("topology", ["ai-cluster", "rail-only", "xlarge"])
 def test_the_wire_check_reaches_every_leaf_of_every_rail(topology):
-    from harness.checks.lossless_wire import probe_pairs
+    from harness.checks.lossless.wire import probe_pairs
 
     plan = make_plan(build(BUILTINS[topology]()))
     pairs = probe_pairs(plan)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checks import ecmp, failover_result
+from harness.checks import failover_result
+from harness.checks.ecmp import plot as ecmp_plot
 from harness.checks.ecmp import EcmpResult, PathCount
 from harness.checks.failover_result import FailoverCase
 
@@ -43,7 +44,7 @@ def kept(monkeypatch):
         return path
 
     monkeypatch.setattr(failover_result, "save", keep)
-    monkeypatch.setattr(ecmp, "save", keep)
+    monkeypatch.setattr(ecmp_plot, "save", keep)
     return seen
 
 
@@ -75,12 +76,28 @@ def test_a_negative_controls_plot_names_what_was_broken(kept, tmp_path):
     _whole(kept["fig"])
 
 
+def test_a_failover_plot_of_a_recorded_failure_reds_the_lanes_on_the_element(kept, tmp_path):
+    from pathlib import Path
+
+    from harness.report.recorded import judge, read
+
+    recorded = read(Path(__file__).parent / "observations" / "failover-local" / "carrier-blind.json")
+    failover_result.plot_failover(judge(recorded), tmp_path / "f.png", sabotage="carrier loss ignored")
+    lane_ax = kept["fig"].axes[1]
+    labels = [t.get_text() for t in lane_ax.get_yticklabels()]
+    assert len(labels) == 12 and labels[0] == "0x304 on 1007 ms" and labels[-1].endswith(" off")
+    rows = lane_ax.get_images()[0].get_array()
+    assert (rows[0] == 0).sum() >= 90  # the worst QP on the element: over 900 ms of 10 ms buckets lost whole
+    assert (rows[-1] < 0.9).sum() <= 2  # one elsewhere: none short, but its first and last, partly sent
+    _whole(kept["fig"])
+
+
 def test_an_ecmp_plot_labels_each_uplink_against_the_band(kept, tmp_path):
     paths = (PathCount("Ethernet0", 380, 1520, 190.0, 156, 224), PathCount("Ethernet8", 0, 0, 190.0, 156, 224))
     result = EcmpResult("gpu01:rail0", "gpu05:rail0 (10.0.1.9)", "be-g1-r0", 380, 4, paths, 190.0, 156, 224, 0.001,
                         2, 0.999, 0, 0, 2.0, 0.0, 0, 0, 0, {"Ethernet0": 1, "Ethernet8": 1}, seconds=3.0,
                         problems=("be-g1-r0:Ethernet0 carried 380 QPs",))
-    ecmp.plot_ecmp(result, tmp_path / "e.png", sabotage="L3-only ECMP hashing on be-g1-r0")
+    ecmp_plot.plot_ecmp(result, tmp_path / "e.png", sabotage="L3-only ECMP hashing on be-g1-r0")
     ax = kept["fig"].axes[0]
     assert {t.get_text() for t in ax.texts} >= {"380", "0"}  # each bar's count
     assert any("fair band 156..224" in t.get_text() for t in ax.get_legend().get_texts())

@@ -11,13 +11,16 @@ import pytest
 from harness.observe.route_watch import route_change_ms
 from harness.observe.routing import Route
 
+from fakelab import FakeLab
+
 PREFIX = IPv4Network("10.0.2.0/31")
 
 
-class ScriptedLab:
+class ScriptedLab(FakeLab):
     """route(node, prefix) answers from a script of (seconds after start, interfaces or None)."""
 
     def __init__(self, script: list[tuple[float, tuple[str, ...] | None]]) -> None:
+        super().__init__(None)
         self.start = time.monotonic()
         self.script = script
         self.asked: list[tuple[str, IPv4Network]] = []

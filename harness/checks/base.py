@@ -1,9 +1,13 @@
 """What a check is, and what every check's result shares (DESIGN: "a check is a plug-in").
 
 A check is one module under harness/checks/ exporting `CHECK`: its name, the claim it proves,
-when it applies to a plan, and its cases, each a run on a lab that returns an `Outcome` and,
-where it has one, a plot of that outcome. The registry (harness.checks.registry) names the
-modules; reports (harness.report.results, harness.report.html) read only `Outcome` and `Verdict`.
+when it applies to a plan, and its cases. A case is two halves, as netlab's show_X/valid_X and
+ANTA's tests are: `measure(lab) -> Observation`, what was seen on a running lab (a frozen,
+typed record that harness.core.codec writes and reads back), and a pure `judge(plan,
+observation) -> Outcome`, the verdict and its figures. So a verdict is tested on recorded
+observations with no lab (tests/observations/), and a lab only measures. The registry
+(harness.checks.registry) names the modules and runs a case (measure, judge, plot, record);
+reports (harness.report.results, harness.report.html) read only `Outcome` and `Verdict`.
 
 This module stays light: it imports neither the checks nor what they need (scipy and
 matplotlib load when a check runs or plots, never with the CLI).
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
+from harness.core.capabilities import Feature
 from harness.core.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -32,6 +37,17 @@ class Table(NamedTuple):
 
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observation:
+    """What a case saw on a running lab, and nothing it concluded: frozen, typed, plain data
+    (str, numbers, tuples, dicts, enums, nested dataclasses), so harness.core.codec writes it
+    and reads it back, and a judge reads it again with no lab. `seconds` is
+    keyword-only, so a subclass's own fields keep their places. A case that cannot measure
+    on a lab as it stands raises NotMeasurable instead."""
+
+    seconds: float = 0.0  # wall clock of the measurement
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,19 +135,34 @@ class Verdict:
     result: Outcome | None = dataclasses.field(default=None, compare=False)  # for JSON and HTML
 
 
-Run = Callable[[object], Outcome]  # lab -> outcome
-Plot = Callable[[Outcome, Path], "Path | None"]  # (outcome, png path) -> the png written, or None
+Measure = Callable[..., Observation]  # (lab, **options) -> what was seen
+Judge = Callable[["Plan", Observation], Outcome]  # (plan, observation) -> verdict: pure, no I/O
+Plot = Callable[..., "Path | None"]  # (outcome, png path[, sabotage=]) -> the png written, or None
 
 
 @dataclass(frozen=True)
 class Case:
-    """One run of a check, with a name of its own in reports (failover-local, failover-gray).
-    applies(plan): None when the case applies, else why not (on top of its check's)."""
+    """One run of a check, with a name of its own in reports (failover-local, failover-gray):
+    what to measure on a lab, and the pure judge of what was measured. applies(plan): None
+    when the case applies, else why not (on top of its check's); `needs`: the data-plane
+    features it cannot measure without, read from the lab's runtime's row of the capability
+    table, never from prose."""
 
     name: str
-    run: Run
+    measure: Measure
+    judge: Judge
     plot: Plot | None = None
     applies: Callable[[Plan], str | None] | None = None
+    needs: tuple[Feature, ...] = ()  # what the lab's data plane must do (harness.core.capabilities), else n/a
+
+    def verdict(self, plan: Plan, observation: Observation) -> Outcome:
+        """The judge's outcome, held to the contract: an Outcome, timed as its measurement."""
+        outcome = self.judge(plan, observation)
+        if not isinstance(outcome, Outcome):
+            raise TypeError(f"check case {self.name}: its judge returned a {type(outcome).__name__}, not an Outcome")
+        if not outcome.seconds and observation.seconds:
+            outcome = dataclasses.replace(outcome, seconds=observation.seconds)
+        return outcome
 
 
 def tally(found: tuple | list, what: str, of: int | None = None, *, then: str = "") -> tuple[str, ...]:

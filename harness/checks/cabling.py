@@ -15,15 +15,16 @@ fault made from outside fablab is recorded nowhere. Findings, in the terms of ca
 - not bridged: a mgmt cable whose OOB end is not in the OOB switch's bridge;
 each with notes when it joins two planes (FE–BE, data–mgmt), puts a GPU NIC of rail r on a
 leaf that does not carry rail r, or (on a leaf of several rails) in another rail's port group. This is the first check a pre-deployment engineer runs.
+The kernel's view (measure_cabling) and the audit (judge_cabling, pure) are apart, so that the
+audit is tested on views recorded on real labs (tests/observations/cabling/).
 """
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.checks.base import Case, Check, Outcome, Table
+from harness.checks.base import Case, Check, Observation, Outcome, Table
 from harness.plumbing.labview import LabView
 from harness.core.model import Plane, Role
 from harness.core.plan import Plan
@@ -49,6 +50,15 @@ class KernelPort:
     carrier: bool = True
     bridge: str | None = None  # the bridge this port is a member of, e.g. the OOB switch's
     bridge_up: bool = True
+
+
+@dataclass(frozen=True)
+class CablingSeen(Observation):
+    """Every veth end in the namespaces the runtime lets the audit read, as the kernel has it."""
+
+    ports: tuple[KernelPort, ...]
+    planes: tuple[Plane, ...]  # the planes whose cables this runtime's kernel can show (clab: no mgmt)
+    scope: str  # the same, in words
 
 
 @dataclass(frozen=True)
@@ -330,21 +340,24 @@ def _nsid(ipr, fd: int) -> int:
     return _NOT_ASSIGNED if nsid is None else nsid
 
 
-# --------------------------------------------------------------------------- the check
+# --------------------------------------------------------------------------- the case
 
 
-def check_cabling(lab: LabView) -> CablingResult:
-    t0 = time.monotonic()
-    plan: Plan = lab.plan
+def measure_cabling(lab: LabView) -> CablingSeen:
     scope = lab.cabling_scope()  # what this runtime's kernel can show (clab: no mgmt cables)
-    planes = scope.planes
     ports = kernel_ports(lab, list(scope.nodes), scope.skip_interfaces)
+    return CablingSeen(tuple(ports), tuple(scope.planes), scope.text)
+
+
+def judge_cabling(plan: Plan, seen: CablingSeen) -> CablingResult:
+    ports, planes = list(seen.ports), seen.planes
     findings = audit(plan, ports, planes)
     pairs = {frozenset(((p.node, p.port), p.peer or ("", p.outside))) for p in ports}
     return CablingResult(
         planned=sum(1 for c in plan.cables if c.plane in planes), observed=len(pairs),
-        matched=matched_cables(plan, ports, findings, planes), findings=tuple(findings), scope=scope.text,
-        seconds=round(time.monotonic() - t0, 2), problems=tuple(str(f) for f in findings))
+        matched=matched_cables(plan, ports, findings, planes), findings=tuple(findings), scope=seen.scope,
+        seconds=seen.seconds, problems=tuple(str(f) for f in findings))
 
 
-CHECK = Check("cabling", "every cable in the kernel against the plan (cabling.csv)", (Case("cabling", check_cabling),))
+CHECK = Check("cabling", "every cable in the kernel against the plan (cabling.csv)",
+              (Case("cabling", measure_cabling, judge_cabling),))

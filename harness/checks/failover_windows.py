@@ -1,13 +1,48 @@
 """Loss windows of one failover case, from what the sender sent and the receiver saw.
 
-Pure accounting, no lab: `measure` turns each QP's sequence gaps (send timestamps either
-side) and the sender's lag into a QpLoss; `judge` holds them against the objectives. Kept
-apart from harness.checks.failover, which runs the experiment, so both read in one sitting
-and the arithmetic is tested on its own (tests/test_failover_windows.py).
+Pure accounting, no lab. On the lab's side, `seen` keeps of each QP what the receiver and
+the sender saw (its sequence gaps with the send times either side, its first and last
+packets): a QpSeen, part of the case's observation. On the judge's side, `losses` turns
+those, the sender's lag spans and the objectives into a QpLoss per QP, and `judge` holds
+them against the objectives. Kept apart from harness.checks.failover, which runs the
+experiment, so the arithmetic is tested on its own (tests/test_failover_windows.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+LagSpan = tuple[int, int]  # (due, sent) times of packets that left more than one slot late, ns
+
+
+@dataclass(frozen=True)
+class GapSeen:
+    """`missing` sequence numbers never arrived between two that did; the sender's timestamps
+    of those two (ns from the observation's origin): the loss window on the sender's clock."""
+
+    missing: int
+    tx_before_ns: int
+    tx_after_ns: int
+
+    @property
+    def window_ns(self) -> int:
+        return self.tx_after_ns - self.tx_before_ns
+
+
+@dataclass(frozen=True)
+class QpSeen:
+    """One QP as the sender and the receiver saw it (times in ns from the observation's origin)."""
+
+    flow_id: int
+    qp: int
+    sport: int
+    path: str  # where the counters saw it before the failure, e.g. "be-g1-r0:Ethernet16"
+    on_element: bool  # that place is one the failed element carries
+    gaps: tuple[GapSeen, ...]
+    last_seq: int  # the last sequence number sent
+    max_seq: int  # the highest one received (-1: none)
+    first_sent_ns: int
+    last_sent_ns: int
+    last_received_ns: int  # receipt of the last packet that arrived (first_sent_ns: none did)
 
 
 @dataclass(frozen=True)
@@ -33,51 +68,65 @@ class QpLoss:
         return max(self.edge_lag_ms, self.hidden_lag_ms, self.restore_hidden_lag_ms)
 
 
-def measure(flows, sports: dict[int, int], path_of: dict[int, str], on_points: set[str], sent, received,
-            fail_ns: int, restore_ns: int, objective_ms: float, restore_objective_ms: float,
-            rate_pps: float) -> tuple[list[QpLoss], int]:
-    """Each QP's loss while failed and after the restore, from the receiver's gaps (send
-    timestamps either side) and the sender's account, and the sender's lag where it matters:
-    across each gap, and, for QPs on the element, right after the failure and the restore
-    (where a stalled sender could hide a loss). Also packets lost before the failure."""
-    slot_ns = 1e9 / rate_pps
+def seen(flows, sports: dict[int, int], path_of: dict[int, str], on_points: set[str], sent, received,
+         origin_ns: int = 0) -> tuple[QpSeen, ...]:
+    """Each flow as sent (harness.traffic.results.SendResult) and received (ReceiveResult),
+    its times counted from origin_ns."""
     sent_by = {f.flow_id: f for f in sent.flows}
     got_by = {f.flow_id: f for f in received.flows}
-    per_qp: list[QpLoss] = []
-    lost_before = 0
+    out = []
     for flow in flows:
         fid = flow.flow_id
         s, got = sent_by[fid], got_by.get(fid)
-        on_element = path_of[fid] in on_points
-        gaps = got.gaps if got else ()
-        fail_gaps = [g for g in gaps if g.tx_after_ns > fail_ns and g.tx_before_ns < restore_ns]
-        back_gaps = [g for g in gaps if g.tx_before_ns >= restore_ns]
-        lost_before += sum(g.missing for g in gaps if g.tx_after_ns <= fail_ns)
+        gaps = tuple(GapSeen(g.missing, g.tx_before_ns - origin_ns, g.tx_after_ns - origin_ns)
+                     for g in (got.gaps if got else ()))
+        out.append(QpSeen(fid, flow.src_qp, sports[fid], path_of[fid], path_of[fid] in on_points, gaps, s.last_seq,
+                          got.max_seq if got else -1, s.first_ns - origin_ns, s.last_ns - origin_ns,
+                          (got.last_ns if got else s.first_ns) - origin_ns))
+    return tuple(out)
+
+
+def _lagged(spans: tuple[LagSpan, ...], start: float, end: float) -> int:
+    """Worst lateness within [start, end] beyond one slot (SendResult.lagged_during)."""
+    return max((b - a for a, b in spans if a <= end and b >= start), default=0)
+
+
+def losses(qps: tuple[QpSeen, ...], lag_spans: tuple[LagSpan, ...], fail_ns: int, restore_ns: int,
+           objective_ms: float, restore_objective_ms: float, slot_ns: float) -> tuple[list[QpLoss], int]:
+    """Each QP's loss while failed and after the restore, from its gaps, and the sender's lag
+    where it matters: across each gap, and, for QPs on the element, right after the failure
+    and the restore (where a stalled sender could hide a loss as long as the objective).
+    Also packets lost before the failure."""
+    per_qp: list[QpLoss] = []
+    lost_before = 0
+    for q in qps:
+        fail_gaps = [g for g in q.gaps if g.tx_after_ns > fail_ns and g.tx_before_ns < restore_ns]
+        back_gaps = [g for g in q.gaps if g.tx_before_ns >= restore_ns]
+        lost_before += sum(g.missing for g in q.gaps if g.tx_after_ns <= fail_ns)
         window = sum(g.window_ns for g in fail_gaps)
         back = sum(g.window_ns for g in back_gaps)
         lost = sum(g.missing for g in fail_gaps)
         back_lost = sum(g.missing for g in back_gaps)
-        if got is None or got.max_seq < s.last_seq:  # the tail never arrived: lost until the end
-            last_rx = got.last_ns if got else s.first_ns
-            tail = s.last_seq - (got.max_seq if got else -1)
-            if last_rx < restore_ns:
-                window += s.last_ns - last_rx
+        if q.max_seq < q.last_seq:  # the tail never arrived: lost until the end
+            tail = q.last_seq - q.max_seq
+            if q.last_received_ns < restore_ns:
+                window += q.last_sent_ns - q.last_received_ns
                 lost += tail
             else:
-                back += s.last_ns - last_rx
+                back += q.last_sent_ns - q.last_received_ns
                 back_lost += tail
         edges = [e for g in fail_gaps + back_gaps
                  for e in ((g.tx_before_ns, g.tx_before_ns + slot_ns), (g.tx_after_ns - slot_ns, g.tx_after_ns))]
-        edge_lag = max((sent.lagged_during(int(a), int(b)) for a, b in edges), default=0)
+        edge_lag = max((_lagged(lag_spans, a, b) for a, b in edges), default=0)
         inside = [(g.tx_before_ns, g.tx_after_ns) for g in fail_gaps + back_gaps]
 
         def hidden(t0: float, t1: float) -> int:
-            return max((b - a for a, b in sent.lag_spans
+            return max((b - a for a, b in lag_spans
                         if a <= t1 and b >= t0 and not any(g0 <= a and b <= g1 for g0, g1 in inside)), default=0)
 
-        hid = hidden(fail_ns - slot_ns, fail_ns + objective_ms * 1e6) if on_element else 0
+        hid = hidden(fail_ns - slot_ns, fail_ns + objective_ms * 1e6) if q.on_element else 0
         hid_back = hidden(restore_ns - slot_ns, restore_ns + restore_objective_ms * 1e6)
-        per_qp.append(QpLoss(fid, flow.src_qp, sports[fid], path_of[fid], on_element, lost, round(window / 1e6, 2),
+        per_qp.append(QpLoss(q.flow_id, q.qp, q.sport, q.path, q.on_element, lost, round(window / 1e6, 2),
                              back_lost, round(back / 1e6, 2), round(edge_lag / 1e6, 2), round(hid / 1e6, 2),
                              round(hid_back / 1e6, 2)))
     return per_qp, lost_before
@@ -118,3 +167,22 @@ def judge(per_qp: list[QpLoss], objective_ms: float, restore_objective_ms: float
         problems.append("QPs not on the failed element lost packets: "
                         + ", ".join(f"0x{q.qp:x} on {q.path} lost {q.lost}" for q in lost_elsewhere))
     return problems, unsure
+
+
+def lane(q: QpSeen, slot_ns: float, bucket_ns: float, buckets: int) -> list[float]:
+    """Packets of one QP sent in each bucket that arrived, by send time: what its gaps and
+    its lost tail leave of a steady one per slot (a plot's lane)."""
+    lost = [(g.tx_before_ns + slot_ns, g.tx_after_ns) for g in q.gaps]
+    if q.max_seq < q.last_seq:
+        lost.append((q.last_received_ns + slot_ns, q.last_sent_ns + slot_ns))
+    out = []
+    for i in range(buckets):
+        b0, b1 = i * bucket_ns, (i + 1) * bucket_ns
+        sent = _overlap(q.first_sent_ns, q.last_sent_ns + slot_ns, b0, b1)
+        gone = sum(_overlap(a, b, b0, b1) for a, b in lost)
+        out.append(round(max(0.0, sent - gone) / slot_ns, 1))
+    return out
+
+
+def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))

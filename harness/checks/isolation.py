@@ -22,29 +22,25 @@ Evidence gathered in one run:
 A probe is delivered when the IP stack of a node other than the sender hands it, with its
 nonce, to the check's UDP listener (harness/traffic/probe.py). A leak is reported with the
 node and port where it arrived and the path it took, walked through the kernel FIBs.
-Which probes, from where to where: harness/checks/isolation_probes.py.
+Which probes, from where to where: harness/checks/isolation_probes.py; what is seen on the lab
+(deliveries, FIBs, sessions, the paths of strays): harness/checks/isolation_measure.py; the
+verdict, from the plan and that observation only: judge_isolation, here.
 """
 from __future__ import annotations
 
-import time
-from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
 from harness.checks.base import Case, Check, Outcome, Table, tally
+from harness.checks.isolation_measure import COPIES, IsolationSeen, measure_isolation
 from harness.checks.isolation_probes import MGMT_PORT, plan_probes
-from harness.plumbing.labview import LabView
 from harness.core.model import Plane
-from harness.observe.paths import Fib, owner_of, trace
-from harness.observe.routing import Route
 from harness.core.plan import Plan, SwitchPlan
-from harness.traffic.probe import Arrival, Probe, ProbeSession
+from harness.traffic.probe import NONCE_BYTES, Probe
 
-__all__ = ["MGMT_PORT", "CHECK", "IsolationResult", "Leak", "check_isolation", "cross_plane_sessions", "plan_probes",
-           "route_leaks"]
-
-COPIES = 2  # each probe is sent twice: one lost frame must not hide a delivery
+__all__ = ["MGMT_PORT", "CHECK", "IsolationResult", "IsolationSeen", "Leak",
+           "cross_plane_sessions", "judge_isolation", "measure_isolation", "plan_probes", "route_leaks"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +76,7 @@ class IsolationResult(Outcome):
     sessions_scanned: int
     probe_seconds: float
     scan_seconds: float
+    mismatch: str | None = None  # why the observation is not of this plan's probes, None where it is
 
     held, broken = "isolated", "NOT isolated"
 
@@ -93,7 +90,8 @@ class IsolationResult(Outcome):
                 f"delivered, no route or session across planes; {figures}")
 
     def named(self) -> tuple[str, ...]:
-        return (tally(self.leaks, "cross-plane probes delivered")
+        return (((self.mismatch,) if self.mismatch else ())
+                + tally(self.leaks, "cross-plane probes delivered")
                 + tally(self.leaked_routes, "nodes route across planes")
                 + tally(self.cross_plane_sessions, "BGP sessions across planes")
                 + tally(self.failed_controls, "controls not delivered", self.controls,
@@ -114,10 +112,10 @@ def _ranges(plan: Plan) -> dict[Plane, IPv4Network]:
     return {Plane.BE: IPv4Network(a.be), Plane.FE: IPv4Network(a.fe), Plane.MGMT: plan.mgmt_network}
 
 
-def route_leaks(plan: Plan, fibs: dict[str, dict[IPv4Network, Route]]) -> list[str]:
-    """Routes out of a port of one plane into another plane's range, in every FIB given:
-    a host's NIC by its plane (a rail-only BE NIC also by its rail), a switch's `eth0` as
-    mgmt and every other port as the switch's plane."""
+def route_leaks(plan: Plan, fibs: dict[str, dict[str, tuple[str, ...]]]) -> list[str]:
+    """Routes out of a port of one plane into another plane's range, in every FIB given
+    (node -> prefix -> the ports of its next hops): a host's NIC by its plane (a rail-only BE
+    NIC also by its rail), a switch's `eth0` as mgmt and every other port as the switch's plane."""
     ranges = _ranges(plan)
     rail_only = plan.fabric.cluster.backend.kind == "rail-only"
     switches = {s.name: s for s in plan.switches}
@@ -125,20 +123,20 @@ def route_leaks(plan: Plan, fibs: dict[str, dict[IPv4Network, Route]]) -> list[s
     for node, fib in fibs.items():
         label = switches[node].plane.value.upper() if node in switches else "host"
         forbidden: dict[str, list[tuple[str, IPv4Network, int, int]]] = {}
-        bad: dict[str, list[tuple[IPv4Network, Route]]] = defaultdict(list)
-        for prefix, route in sorted(fib.items()):
+        bad: dict[str, list[tuple[IPv4Network, tuple[str, ...]]]] = defaultdict(list)
+        for prefix, devs in sorted((IPv4Network(p), devs) for p, devs in fib.items()):
             lo, hi = int(prefix.network_address), int(prefix.broadcast_address)
-            for dev in route.interfaces:
+            for dev in devs:
                 if dev not in forbidden:  # ipaddress's overlaps() is slow: compare integers, per port once
                     forbidden[dev] = [(name, net, int(net.network_address), int(net.broadcast_address))
                                       for name, net in _forbidden(plan, switches, ranges, rail_only, node, dev)]
                 for name, net, a, z in forbidden[dev]:
                     if lo <= z and a <= hi:
-                        bad[f"{name} {net}"].append((prefix, route))
+                        bad[f"{name} {net}"].append((prefix, devs))
         for what, leaked in bad.items():
-            prefix, route = leaked[0]
+            prefix, devs = leaked[0]
             found.append(f"{node} ({label}) has a route to {len(leaked)} prefixes of {what}, "
-                         f"e.g. {prefix} via {', '.join(route.interfaces)}")
+                         f"e.g. {prefix} via {', '.join(devs)}")
     return found
 
 
@@ -164,8 +162,8 @@ def _forbidden(plan: Plan, switches: dict[str, SwitchPlan], ranges: dict[Plane, 
 
 
 def cross_plane_sessions(plan: Plan, peers: dict[str, tuple]) -> list[str]:
-    """Established BGP sessions whose peer AS belongs to another plane (or to no node of the plan:
-    a switch, or a dual-homed host, whose plane is the FE)."""
+    """Established BGP sessions (each with .peer, .remote_as, .established) whose peer AS belongs
+    to another plane (or to no node of the plan: a switch, or a dual-homed host, whose plane is the FE)."""
     owners: dict[int, list[tuple[str, Plane]]] = defaultdict(list)
     for s in plan.switches:
         owners[s.asn].append((s.name, s.plane))
@@ -188,114 +186,49 @@ def cross_plane_sessions(plan: Plan, peers: dict[str, tuple]) -> list[str]:
     return found
 
 
-# --------------------------------------------------------------------------- the check
+# --------------------------------------------------------------------------- the verdict
 
 
-def check_isolation(lab: LabView, timeout: float = 5.0, resend: int = 2) -> IsolationResult:
-    t0 = time.monotonic()
-    plan: Plan = lab.plan
-    probes = plan_probes(plan)
+def _no_nonce() -> bytes:
+    return bytes(NONCE_BYTES)  # the judge rebuilds the probes to know them, never to send them
+
+
+def judge_isolation(plan: Plan, seen: IsolationSeen) -> IsolationResult:
+    probes = plan_probes(plan, _no_nonce)
     by_id = {p.id: p for p in probes}
-    nonces = {p.id: p.nonce for p in probes}
     controls = [p for p in probes if p.expect_delivery]
-    send_ports: dict[str, set[str]] = defaultdict(set)
-    mac_ports: dict[str, set[str]] = defaultdict(set)
-    for p in probes:
-        send_ports[p.src_node].add(p.src_port)
-        mac_ports[p.next_hop_node].add(p.next_hop_port)
-    listen = [h.name for h in plan.hosts] + [s.name for s in plan.switches]
-
-    arrivals: list[Arrival] = []
-    frames = 0
-    resent = 0
-    with ProbeSession(lab.in_namespace, listen, send_ports, mac_ports) as session:
-        control_ids = {p.id for p in controls}
-
-        def delivered(got: list[Arrival]) -> set[int]:
-            return {a.probe for a in got if a.node == by_id[a.probe].dst_node}
-
-        def done(got: list[Arrival]) -> bool:
-            return control_ids <= delivered(arrivals) | delivered(got)
-
-        batch = probes
-        for attempt in range(1 + resend):
-            for i, p in enumerate(batch):
-                session.send(p, COPIES)
-                if i % 256 == 255:  # keep the listeners' queues short
-                    arrivals += session.drain(nonces)
-            frames += COPIES * len(batch)
-            arrivals += session.collect(nonces, done, time.monotonic() + timeout)
-            batch = [p for p in controls if p.id not in delivered(arrivals)]
-            if not batch or attempt == resend:
-                break
-            resent += len(batch)  # a control lost once (a neighbour still resolving) gets another go
-    probe_seconds = time.monotonic() - t0
-
-    t1 = time.monotonic()
-    fibs, peers = _scan(lab, plan)
-    leaked_routes = route_leaks(plan, fibs)
-    sessions = cross_plane_sessions(plan, peers)
-    scan_seconds = time.monotonic() - t1
-
-    delivered_controls = {a.probe for a in arrivals if a.node == by_id[a.probe].dst_node} & {p.id for p in controls}
-    failed = tuple(str(p) for p in controls if p.id not in delivered_controls)
-    leaks = _leaks(lab, by_id, arrivals)
-    kinds: dict[str, int] = {}
-    for p in probes:
-        kinds[p.kind] = kinds.get(p.kind, 0) + 1
-    negatives = len(probes) - len(controls)
-    seconds = round(time.monotonic() - t0, 2)
-    problems = tuple(str(k) for k in leaks) + tuple(leaked_routes) + tuple(sessions) + tuple(
-        f"control not delivered: {f}" for f in failed)
+    at_destination = {h.probe for h in seen.heard if h.probe in by_id and h.node == by_id[h.probe].dst_node}
+    delivered = at_destination & {p.id for p in controls}
+    failed = tuple(str(p) for p in controls if p.id not in delivered)
+    leaks = _leaks(by_id, seen)
+    leaked_routes = route_leaks(plan, seen.fibs)
+    sessions = cross_plane_sessions(plan, seen.sessions)
+    mismatch = None if seen.probes == len(probes) else (
+        f"{seen.probes} probes were sent, this plan makes {len(probes)}: the observation is of another "
+        "version of the check's probes (record it again)")
+    problems = (((mismatch,) if mismatch else ()) + tuple(str(k) for k in leaks) + tuple(leaked_routes)
+                + tuple(sessions) + tuple(f"control not delivered: {f}" for f in failed))
     return IsolationResult(
-        seconds=seconds, problems=problems, probes=len(probes), negatives=negatives,
-        controls=len(controls), controls_delivered=len(delivered_controls), probes_per_kind=kinds,
-        frames_sent=frames, controls_resent=resent, leaks=tuple(leaks), leaked_routes=tuple(leaked_routes),
-        cross_plane_sessions=tuple(sessions), failed_controls=failed, nodes_scanned=len(fibs),
-        routes_scanned=sum(len(f) for f in fibs.values()), sessions_scanned=sum(len(s) for s in peers.values()),
-        probe_seconds=round(probe_seconds, 2), scan_seconds=round(scan_seconds, 2))
+        seconds=seen.seconds, problems=problems, probes=len(probes), negatives=len(probes) - len(controls),
+        controls=len(controls), controls_delivered=len(delivered),
+        probes_per_kind=dict(Counter(p.kind for p in probes)), frames_sent=seen.frames_sent, controls_resent=seen.controls_resent, leaks=tuple(leaks),
+        leaked_routes=tuple(leaked_routes), cross_plane_sessions=tuple(sessions), failed_controls=failed,
+        nodes_scanned=len(seen.fibs), routes_scanned=sum(len(f) for f in seen.fibs.values()),
+        sessions_scanned=sum(len(s) for s in seen.sessions.values()), probe_seconds=seen.probe_seconds,
+        scan_seconds=seen.scan_seconds, mismatch=mismatch)
 
 
-def _scan(lab: LabView, plan: Plan) -> tuple[dict[str, dict[IPv4Network, Route]], dict[str, tuple]]:
-    nodes = [h.name for h in plan.hosts] + [s.name for s in plan.switches]
-    # each read is a process or a vtysh round trip: a few at once
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        fibs = dict(zip(nodes, pool.map(lab.routes, nodes)))
-        speakers = [s.name for s in plan.switches] + [h.name for h in plan.hosts if h.routed]
-        peers = dict(zip(speakers, pool.map(lab.bgp_peers, speakers)))
-    return fibs, peers
-
-
-def _leaks(lab: LabView, by_id: dict[int, Probe], arrivals: list[Arrival]) -> list[Leak]:
-    where: dict[int, list[Arrival]] = defaultdict(list)
-    for a in arrivals:
-        p = by_id[a.probe]
-        if not p.expect_delivery and a.node != p.src_node:
-            where[a.probe].append(a)
-    if not where:
-        return []
-    leaks = []
-    with Fib(lab) as fib:
-        for pid, got in sorted(where.items()):
-            p = by_id[pid]
-            arrived = tuple(sorted({f"{a.node}:{fib.interfaces(a.node).get(a.ifindex, a.ifindex)}" for a in got}))
-            leaks.append(Leak(p.kind, p.source, f"{p.next_hop_node}:{p.next_hop_port}", f"{p.dst_node} ({p.dst_addr})",
-                              arrived, len(got), _path(fib, p)))
-    return leaks
-
-
-def _path(fib: Fib, p: Probe) -> tuple[str, ...]:
-    if p.next_hop_port != MGMT_PORT:
-        return trace(fib, p.src_node, p.src_port, p.dst_addr)
-    # into a switch's management port across the OOB bridge, then on through its FIB
-    head = (p.source, f"{p.next_hop_node}:{MGMT_PORT}")
-    if owner_of(fib.lab.plan, p.dst_addr) == p.next_hop_node:
-        return head + (p.next_hop_node,)
-    oif = fib.oif(p.next_hop_node, p.dst_addr)
-    if oif is None:
-        return head + ("(no route)",)
-    return head + trace(fib, p.next_hop_node, oif, p.dst_addr)
+def _leaks(by_id: dict[int, Probe], seen: IsolationSeen) -> list[Leak]:
+    """Every probe not meant to arrive that a node other than its sender heard."""
+    where: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for h in seen.heard:
+        p = by_id.get(h.probe)
+        if p is not None and not p.expect_delivery and h.node != p.src_node:
+            where[h.probe].append((f"{h.node}:{h.port}", h.copies))
+    return [Leak(p.kind, p.source, f"{p.next_hop_node}:{p.next_hop_port}", f"{p.dst_node} ({p.dst_addr})",
+                 tuple(sorted({at for at, _ in got})), sum(n for _, n in got), seen.paths.get(pid, ()))
+            for pid, got in sorted(where.items()) for p in [by_id[pid]]]
 
 
 CHECK = Check("isolation", "no packet or route between FE, BE and mgmt, with same-plane controls",
-              (Case("isolation", check_isolation),))
+              (Case("isolation", measure_isolation, judge_isolation),))

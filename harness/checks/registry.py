@@ -8,6 +8,7 @@ the reason, never as passed.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import sys
@@ -15,12 +16,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.checks.base import Case, Check, NotMeasurable, Outcome, Verdict, has_spine_tier
+from harness.checks.base import Case, Check, NotMeasurable, Observation, Outcome, Verdict, has_spine_tier
 from harness.core.errors import HarnessError, InputError
+from harness.core.model import cluster_to_dict
 from harness.plumbing.labview import LabView
 
-__all__ = ["MODULES", "NAMES", "Case", "Check", "UnknownCheck", "Verdict", "has_spine_tier", "load", "run_checks",
-           "select"]
+__all__ = ["MODULES", "NAMES", "Case", "Check", "UnknownCheck", "Verdict", "case", "has_spine_tier", "load",
+           "run_case", "run_checks", "select"]
 
 MODULES: tuple[tuple[str, str], ...] = (  # (check name, module exporting its CHECK), in the order they run
     ("cabling", "harness.checks.cabling"),
@@ -32,6 +34,7 @@ MODULES: tuple[tuple[str, str], ...] = (  # (check name, module exporting its CH
     ("ecmp-superspine", "harness.checks.ecmp_stages"),
     ("failover", "harness.checks.failover"),
     ("collectives", "harness.checks.collectives"),
+    ("rdma", "harness.checks.rdma"),
 )
 NAMES = tuple(name for name, _ in MODULES)
 
@@ -79,6 +82,54 @@ def select(only: str | None) -> tuple[Check, ...]:
     return tuple(_loaded(name, module) for name, module in MODULES if name in asked)
 
 
+def case(name: str) -> Case:
+    """A registered check's case by its name in reports (ecmp, failover-gray, fe-ecmp). The
+    modules load in order and the search stops at the one that has it."""
+    known: list[str] = []
+    for check_name, module in MODULES:
+        for c in _loaded(check_name, module).cases:
+            if c.name == name:
+                return c
+            known.append(c.name)
+    raise UnknownCheck(f"no check case {name!r}; the cases are {', '.join(known)}")
+
+
+def run_case(case: Case, lab: LabView, results=None, *, name: str | None = None, sabotage: str | None = None,
+             progress: Callable[[str, str], None] = lambda phase, detail: None, **options: object) -> Outcome:
+    """The one way a case runs, for `fablab check`, validate and `pytest labs/`: measure on the
+    lab (with the measurement's `options`, e.g. flows=), judge on the lab's plan, then, where
+    `results` (harness.report.results.Results) is given, plot and record the outcome and the
+    observation under `name` (the case's by default; a negative control's own, e.g.
+    ecmp-l3-hashing, with the `sabotage` that broke the lab on purpose named on its plot).
+    NotMeasurable and HarnessError from the measurement pass through."""
+    t0 = time.monotonic()
+    observation = case.measure(lab, **options)
+    if not isinstance(observation, Observation):
+        raise TypeError(f"check case {case.name}: its measure returned a {type(observation).__name__}, "
+                        "not an Observation")
+    if not observation.seconds:  # a measure need not time itself
+        observation = dataclasses.replace(observation, seconds=round(time.monotonic() - t0, 2))
+    outcome = case.verdict(lab.plan, observation)
+    if results is not None:
+        label = name or case.name
+        plots = _plot(case, outcome, results.path(f"{label}.png"), sabotage, progress)
+        results.record(label, outcome, plots=plots, observation=observation, case=case.name,
+                       cluster=cluster_to_dict(lab.plan.fabric.cluster))
+    return outcome
+
+
+def _plot(case: Case, outcome: Outcome, path: Path, sabotage: str | None,
+          progress: Callable[[str, str], None]) -> tuple[Path, ...]:
+    if case.plot is None:
+        return ()
+    try:
+        plot = case.plot(outcome, path, sabotage=sabotage) if sabotage else case.plot(outcome, path)
+    except Exception as e:  # a figure is not the verdict: keep the verdict, say why no plot
+        progress(case.name, f"no plot: {type(e).__name__}: {e}")
+        return ()
+    return (Path(plot),) if plot is not None else ()
+
+
 def run_checks(lab: LabView, checks: tuple[Check, ...] | None = None, results=None,
                progress: Callable[[str, str], None] = lambda phase, detail: None) -> list[Verdict]:
     """Run the checks (all of them for None) on a running lab; `results` (harness.report.results.Results)
@@ -96,7 +147,8 @@ def _run_check(check: Check, lab: LabView, results, progress: Callable[[str, str
     verdicts: list[Verdict] = []
     why_check_not = check.applies(lab.plan)
     for case in check.cases:
-        why_not = why_check_not or (case.applies(lab.plan) if case.applies is not None else None)
+        why_not = why_check_not or (case.applies(lab.plan) if case.applies is not None else None) \
+            or next((f"the data plane lacks {f}: {why}" for f in case.needs if (why := lab.lacks(f))), None)
         if why_not:
             verdicts.append(Verdict(case.name, None, f"not applicable: {why_not}", 0.0))
             progress(case.name, f"not applicable: {why_not}")
@@ -111,23 +163,13 @@ def _run_check(check: Check, lab: LabView, results, progress: Callable[[str, str
 def _run(case: Case, lab: LabView, results, progress: Callable[[str, str], None]) -> Verdict:
     t0 = time.monotonic()
     try:
-        outcome = case.run(lab)
+        outcome = run_case(case, lab, results, progress=progress)
     except NotMeasurable as e:  # e.g. the fabric never converged: said, neither passed nor failed
         return Verdict(case.name, None, f"not measurable: {e}", round(time.monotonic() - t0, 2))
     except HarnessError as e:  # a check that cannot run has not passed
         return Verdict(case.name, False, f"could not run: {e}", round(time.monotonic() - t0, 2), (str(e),))
     seconds = round(time.monotonic() - t0, 2)
-    if not isinstance(outcome, Outcome):
-        raise TypeError(f"check case {case.name} returned a {type(outcome).__name__}, not an Outcome")
-    plots: tuple[Path, ...] = ()
-    if results is not None and case.plot is not None:
-        try:
-            plot = case.plot(outcome, results.path(f"{case.name}.png"))
-            plots = (Path(plot),) if plot is not None else ()
-        except Exception as e:  # a figure is not the verdict: keep the verdict, say why no plot
-            progress(case.name, f"no plot: {type(e).__name__}: {e}")
-    if results is not None:
-        results.record(case.name, outcome, plots=plots)
+    plots = results.entries.get(case.name, {}).get("plots", ()) if results is not None else ()
     return Verdict(case.name, outcome.passed, outcome.reason, seconds, tuple(str(p) for p in outcome.problems),
                    tuple(str(p) for p in plots), outcome)
 

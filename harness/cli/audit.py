@@ -23,7 +23,8 @@ from harness.render.lossless import contract_of
 
 
 def _result(target: str, against: str | None):
-    from harness.checks.lossless import audit, audit_lab, load_dir  # a check module: loaded when it runs
+    # a check module: loaded when it runs; one judge for a directory and a lab, on what was read from either
+    from harness.checks.lossless import configs_of_dir, judge_audit, measure_audit
 
     plan = make_plan(load_fabric(against)) if against else None
     if Path(target).is_dir():
@@ -31,10 +32,10 @@ def _result(target: str, against: str | None):
             raise InputError(f"{target} is a render directory: name the declaration its configs must meet, e.g. "
                              f"`fablab audit --against ai-cluster {target}` (a built-in name or a .py file). "
                              "The lossless.json beside the configs travels with them, so it cannot judge them")
-        contract = contract_of(plan)
-        return audit(contract, load_dir(Path(target), contract))
+        return judge_audit(plan, configs_of_dir(Path(target), contract_of(plan)))
     if target in Lab.names():
-        return audit_lab(Lab.attach(target), plan)
+        lab = Lab.attach(target)
+        return judge_audit(plan or lab.plan, measure_audit(lab, plan))
     raise InputError(f"{target!r} is neither a render directory nor a running lab "
                      f"(running: {', '.join(Lab.names()) or 'none'}; `fablab render TOPOLOGY -o DIR` makes a directory)")
 

@@ -15,6 +15,7 @@ from harness.catalog import load_fabric
 from harness.core.budgets import CONVERGE_BASE_S, CONVERGE_PER_SWITCH_S
 from harness.cli.console import err, out
 from harness.core.errors import HarnessError, InputError, TopologyError
+from harness.core.kinds import LabPhase, RuntimeName
 from harness.lab import Lab
 from harness.core.model import check_lab_name
 from harness.core.plan import make_plan
@@ -84,7 +85,7 @@ def _frr_accepts(configs, args: argparse.Namespace) -> None:
     try:
         check_configs(configs, args.configs)
     except PrerequisiteError as e:
-        if args.runtime == "netns":
+        if args.runtime == RuntimeName.NETNS:
             raise
         err.print(f"note: {escape(str(e))}; on clab each switch's FRR checks its frr.conf as init.sh loads it",
                   soft_wrap=True)
@@ -120,7 +121,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     if args.lab:
-        from harness.checks.faults import shown
+        from harness.faults.store import shown
 
         lab = Lab.attach(args.lab)
         looks = lab.observe()
@@ -211,8 +212,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/red] {escape(str(e))}; boot one with `fablab up TOPOLOGY --name {escape(args.lab)}`",
                   soft_wrap=True)
         return 2
-    if lab.state.phase != "up" or lab.stale:
-        why = "is still booting" if lab.state.phase == "booting" and not lab.stale else \
+    if lab.state.phase is not LabPhase.UP or lab.stale:
+        why = "is still booting" if lab.state.phase is LabPhase.BOOTING and not lab.stale else \
             "was left behind by a process that is gone (`fablab clean` removes it)"
         err.print(f"[red]error:[/red] lab {escape(args.lab)} {why}: nothing to check", soft_wrap=True)
         return 2

@@ -64,39 +64,42 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
 
 def cmd_faults(args: argparse.Namespace) -> int:
-    from harness.checks.faults import FAULTS
+    from harness.faults import FAULTS, check_of
 
     if args.json:
-        print(json.dumps([f.row() for f in FAULTS], indent=2))
+        print(json.dumps([{**f.row(), "check": check_of(f.caught_by)} for f in FAULTS], indent=2))
         return 0
-    t = Table(title="faults (fablab break LAB FAULT [--on ELEMENT]; fablab fix LAB [FAULT | --all])")
+    t = Table(title="faults (fablab break LAB FAULT [--on TARGET]; fablab fix LAB [FAULT | --all])")
     for col in ("teaches", "fault", "what it does", "caught by", "--on"):
         t.add_column(col)
     last = None
     for f in FAULTS:  # listed grouped by what they teach
-        t.add_row(f.teaches if f.teaches != last else "", f.name, f.what, f"check --only {f.caught_by}", f.on)
+        t.add_row(f.teaches if f.teaches != last else "", f.name, f.what,
+                  f"check --only {check_of(f.caught_by)} ({f.caught_by})", f.on)
         last = f.teaches
     out.print(t)
     return 0
 
 
 def cmd_break(args: argparse.Namespace) -> int:
-    from harness.checks.faults import break_, fault
+    from harness.faults import check_of, fault
+    from harness.faults.store import break_
 
-    fault(args.fault)  # an unknown name before the lab is looked at
+    f = fault(args.fault)  # an unknown name, or an --on that does not parse, before the lab is looked at
+    target = f.target(args.on) if args.on is not None else None
     lab = Lab.attach(args.lab)
-    entry = break_(lab, args.fault, args.on)
+    entry = break_(lab, args.fault, target)
     if args.json:
         print(json.dumps(entry, indent=2))
     else:
         out.print(f"{lab.name}: {escape(entry['description'])}", soft_wrap=True)
-        out.print(f"find it: fablab check {lab.name} --only {fault(args.fault).caught_by}; "
+        out.print(f"find it: fablab check {lab.name} --only {check_of(f.caught_by)} (case {f.caught_by}); "
                   f"undo: fablab fix {lab.name} {args.fault}", soft_wrap=True)
     return 0
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
-    from harness.checks.faults import fix, in_place
+    from harness.faults.store import fix, in_place
 
     if args.fault is None and not args.all:
         from harness.core.errors import InputError
@@ -115,33 +118,34 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
 
 def cmd_mystery(args: argparse.Namespace) -> int:
-    from harness.checks import mystery
+    from harness.core.codec import to_plain
+    from harness.faults import mystery
 
     lab = Lab.attach(args.lab)
     if args.reveal:
-        doc = mystery.reveal(lab)
+        m = mystery.reveal(lab)
         if args.json:
-            print(json.dumps(doc, indent=2))
+            print(json.dumps(to_plain(m), indent=2))
         else:
-            out.print(f"{lab.name}: the mystery (seed {doc['seed']}) was "
-                      + (f"{doc['fault']} on {escape(doc['on'])}: {escape(doc['description'])}" if doc["fault"]
+            out.print(f"{lab.name}: the mystery (seed {m.seed}) was "
+                      + (f"{m.fault} on {escape(m.on or '')}: {escape(m.description)}" if m.fault
                          else "none: nothing was wrong") + f"; fablab fix {lab.name} --all ends it", soft_wrap=True)
         return 0
     if args.hint:
         out.print(f"{lab.name}: {escape(mystery.hint(lab))}", soft_wrap=True)
         return 0
-    doc = mystery.start(lab, args.seed)
+    m = mystery.start(lab, args.seed)
     if args.json:
-        print(json.dumps({"lab": lab.name, "seed": doc["seed"]}))
+        print(json.dumps({"lab": lab.name, "seed": m.seed}))
     else:
-        out.print(f"{lab.name}: a mystery is in place (seed {doc['seed']}): one fault, or none. Find it with "
+        out.print(f"{lab.name}: a mystery is in place (seed {m.seed}): one fault, or none. Find it with "
                   f"fablab check {lab.name}, fablab vtysh, fablab shell; fablab mystery {lab.name} --hint for a hint, "
                   "--reveal for the answer", soft_wrap=True)
     return 0
 
 
 def cmd_spread(args: argparse.Namespace) -> int:
-    from harness.checks.ecmp import check_ecmp
+    from harness.checks.registry import case, run_case
     from harness.core.errors import InputError
 
     try:
@@ -153,7 +157,7 @@ def cmd_spread(args: argparse.Namespace) -> int:
     lab = Lab.attach(args.lab)
     rows = []
     for n in counts:
-        r = check_ecmp(lab, flows=n, measure_only=True)
+        r = run_case(case("ecmp"), lab, flows=n, measure_only=True)
         busiest = max(p.qps for p in r.paths)
         rows.append({"qps": n, "leaf": r.leaf, "per_uplink": r.per_path, "busiest_share": round(busiest / n, 3),
                      "fair_share": round(1 / len(r.paths), 3), "max_over_mean": r.max_over_mean,
@@ -194,7 +198,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("break", help="put a fault into a running lab (fablab faults lists them); fablab fix undoes it")
     s.add_argument("lab")
     s.add_argument("fault")
-    s.add_argument("--on", metavar="ELEMENT", help="where (each fault has a default; its form is in fablab faults)")
+    s.add_argument("--on", metavar="TARGET", help="where (each fault has a default; its form is in fablab faults)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_break)
 

@@ -20,7 +20,7 @@ class _Page:
         self._made, self._html = 0.0, b""
 
     def html(self) -> bytes:
-        from harness.checks.faults import shown
+        from harness.faults.store import shown
         from harness.report.live import page, snapshot
 
         with self._lock:

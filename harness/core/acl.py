@@ -7,36 +7,18 @@ departs from them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 from typing import TYPE_CHECKING
 
 from harness.core.model import ACL_PROTOCOLS, Acl, AclRule
-from harness.core.tenancy import PortRange, parse_ports
+from harness.core.planned import AclEntry
+from harness.core.tenancy import parse_ports
 
 if TYPE_CHECKING:
     from harness.core.planned import HostPlan, TenantPlan
 
 TABLE = "FE_EDGE"  # SONiC's ACL table name, and the nftables table's suffix
 DEFAULT_RULE = "DEFAULT"
-
-
-@dataclass(frozen=True)
-class AclEntry:
-    name: str  # R<rule>_<k>: the declared rule's index and which of its expansions
-    rule: int | None  # index in Cluster.acl.rules; None for the default
-    action: str  # permit | deny
-    src: IPv4Network | None
-    dst: IPv4Network | None
-    protocol: int | None
-    dst_ports: PortRange | None
-    src_ports: PortRange | None
-
-    def matches(self, src: IPv4Address, dst: IPv4Address, protocol: int, sport: int = 0, dport: int = 0) -> bool:
-        return ((self.src is None or src in self.src) and (self.dst is None or dst in self.dst)
-                and (self.protocol is None or protocol == self.protocol)
-                and (self.dst_ports is None or dport in self.dst_ports)
-                and (self.src_ports is None or sport in self.src_ports))
 
 
 def endpoint(spec: str, tenants: tuple[TenantPlan, ...], hosts: tuple[HostPlan, ...]) -> list[IPv4Network] | None:

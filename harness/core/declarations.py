@@ -63,7 +63,8 @@ SPEEDS_GBPS = (1, 10, 25, 40, 50, 100, 200, 400, 800, 1600)
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 # A lab name: a cluster name of at most 24 characters, the runtimes' limit (run directory
 # /run/fablab/<lab>, namespaces fl_<lab>_<node>, FRR's -N pathspace, containers fablab-<lab>-<node>).
-_LAB_NAME = re.compile(r"[a-z][a-z0-9-]{0,23}")
+LAB_NAME_MAX = 24
+_LAB_NAME = re.compile(rf"[a-z][a-z0-9-]{{0,{LAB_NAME_MAX - 1}}}")
 
 
 def check_lab_name(name: object, field: str = "name") -> list[Problem]:
@@ -71,7 +72,7 @@ def check_lab_name(name: object, field: str = "name") -> list[Problem]:
     if isinstance(name, str) and _LAB_NAME.fullmatch(name):
         return []
     return [Problem(field, f"{name!r} is not a usable lab name",
-                    "lower-case letters, digits and '-', starting with a letter, at most 24, e.g. lab1")]
+                    f"lower-case letters, digits and '-', starting with a letter, at most {LAB_NAME_MAX}, e.g. lab1")]
 
 
 _SWITCH_MGMT_PORT = "eth0"  # SONiC's management port name

@@ -72,33 +72,116 @@ def _blocks(network: IPv4Network, size: int, count: int, field: str) -> list[IPv
 def make_plan(fabric: Fabric) -> Plan:
     """Number every port and address every interface. Same fabric, same plan."""
     c = fabric.cluster
-    be_net = IPv4Network(c.addressing.be)
-    fe_net = IPv4Network(c.addressing.fe)
+    n = _number(fabric)
+    switches = _switch_plans(fabric, n)
+    hosts = _host_plans(fabric, n)
+    cables = tuple(
+        CableRow(lk.a, n.end_port(lk, False), lk.b, n.end_port(lk, True), lk.plane, lk.rail, lk.speed,
+                 media_of(lk, fabric))
+        for lk in fabric.links)
+    tenants = _tenant_plans(fabric, hosts, n.tenant_mtu)
+    return Plan(fabric, tuple(switches), tuple(hosts), _oob_ports(n), cables, n.mgmt_net,
+                n.rail_blocks, n.fe_blocks[1], _bom(fabric, cables), tenants,
+                acl=compile_acl(c.acl, tenants, tuple(hosts)),
+                originates=_originates(switches, c.routing.summarize_hosts),
+                tenant_mtus=_tenant_mtus(switches, tenants),
+                host_block=n.fe_blocks[2] if c.frontend.dual_homed else None,
+                host_routes=_host_routes(switches, n.host_lo))
+
+
+@dataclass(frozen=True)
+class _Numbering:
+    """What make_plan decides before it writes a switch or a host: address blocks, each
+    switch's ports in order with its HwSKU rows, every link's addresses, ASNs and MTUs."""
+
+    be_net: IPv4Network
+    fe_net: IPv4Network
+    mgmt_net: IPv4Network
+    be_blocks: list[IPv4Network]
+    fe_blocks: list[IPv4Network]
+    ports_of: dict[str, list[tuple[Link, bool]]]  # node -> (link, the node is its upper end), port order
+    skus: dict
+    rows_of: dict
+    breakouts: dict
+    link_addr: dict[tuple[str, str], tuple[IPv4Interface, IPv4Interface]]  # (host, port) -> (leaf side, host side)
+    in_tenants: dict[tuple[str, str], tuple[_Membership, ...]]
+    host_lo: dict[str, IPv4Interface]  # a dual-homed host's own /32
+    mgmt_addr: dict[str, IPv4Interface]
+    oob_names: dict[tuple[int, bool], str]
+    asn_of: dict[str, int]
+    host_asn: dict[str, int]
+    loopbacks: dict
+    mtu_of: dict[Plane, int]
+    tenant_mtu: int  # a tenant frame crosses the FE inside VXLAN
+
+    @property
+    def rail_blocks(self) -> tuple[IPv4Network, ...]:
+        return tuple(self.be_blocks[1:])
+
+    def end_port(self, lk: Link, is_b: bool) -> str:
+        fixed = lk.b_port if is_b else lk.a_port
+        if fixed is not None:
+            return fixed
+        row = self.rows_of.get((id(lk), is_b))
+        return row.name if row is not None else self.oob_names[(id(lk), is_b)]
+
+
+def _number(fabric: Fabric) -> _Numbering:
+    c = fabric.cluster
+    be_net, fe_net = IPv4Network(c.addressing.be), IPv4Network(c.addressing.fe)
     mgmt_net = IPv4Network(c.addressing.mgmt)
-    rails = c.backend.rails
     gpu_nodes = fabric.nodes_with(Role.GPU)
     fe_host_links = [lk for lk in fabric.links_in(Plane.FE) if not fabric.node(lk.a).is_switch]
-
-    be_blocks = _blocks(be_net, _block_size(len(gpu_nodes)), 1 + rails, "addressing.be")
+    be_blocks = _blocks(be_net, _block_size(len(gpu_nodes)), 1 + c.backend.rails, "addressing.be")
     dual = c.frontend.dual_homed
     fe_blocks = _blocks(fe_net, _block_size(len(fe_host_links)), 3 if dual else 2, "addressing.fe")
-    rail_blocks = tuple(be_blocks[1:])
-    fe_block = fe_blocks[1]
+    problems = _room_problems(fabric, mgmt_net, be_blocks[0], fe_blocks[0])
+    ports_of = _ports_in_order(fabric)
+    skus, rows_of, breakouts, sku_problems = assign_rows(fabric, ports_of)
+    problems += sku_problems
+    if problems:
+        raise TopologyError(problems, source=fabric.name)
+    in_tenants = _tenancy(fabric)
+    link_addr = _link_addresses(fabric, gpu_nodes, fe_host_links, be_blocks[1:], fe_blocks[1], in_tenants)
+    host_lo = {}
+    if dual:  # by its order among the FE hosts, in block 2 of the FE range
+        fe_hosts = list(dict.fromkeys(lk.a for lk in fe_host_links))
+        host_lo = {h: IPv4Interface(f"{fe_blocks[2].network_address + 1 + k}/32") for k, h in enumerate(fe_hosts)}
+    mgmt_addr = {n.name: IPv4Interface(f"{mgmt_net.network_address + k + 2}/{mgmt_net.prefixlen}")
+                 for k, n in enumerate(fabric.nodes)}
+    asn_of = _asns(fabric)
+    host_asn = {h: HOST_ASN + k for k, h in enumerate(host_lo, 1)}
+    clash = next((n for n, a in asn_of.items() if a in host_asn.values()), None)
+    if clash is not None:
+        raise TopologyError([Problem("addressing.fe_asn", f"{clash}'s ASN {asn_of[clash]} is a dual-homed host's "
+                                     f"(hosts take {HOST_ASN + 1} up)", "give the switches 2-byte ASNs")],
+                            source=fabric.name)
+    return _Numbering(be_net, fe_net, mgmt_net, be_blocks, fe_blocks, ports_of, skus, rows_of, breakouts, link_addr,
+                      in_tenants, host_lo, mgmt_addr, _number_oob(fabric, ports_of), asn_of, host_asn,
+                      _loopbacks(fabric, be_blocks[0], fe_blocks[0]),
+                      {Plane.BE: c.backend.mtu, Plane.FE: c.frontend.mtu, Plane.MGMT: 1500},
+                      c.frontend.mtu - VXLAN_OVERHEAD)
 
+
+def _room_problems(fabric: Fabric, mgmt_net: IPv4Network, be_lo: IPv4Network, fe_lo: IPv4Network) -> list[Problem]:
+    """Address ranges too small for the nodes, or the loopbacks, they must hold."""
     problems: list[Problem] = []
     mgmt_hosts = mgmt_net.num_addresses - 2
     if len(fabric.nodes) - 1 + 1 > mgmt_hosts:  # +1: the clab bridge takes the first address
         problems.append(Problem("addressing.mgmt", f"{mgmt_net} has {mgmt_hosts} host addresses, "
                                                    f"{len(fabric.nodes)} are needed", "use a larger range"))
     routed = [n for n in fabric.switches if n.role.is_routed]
-    for plane, block in ((Plane.BE, be_blocks[0]), (Plane.FE, fe_blocks[0])):
+    for plane, block in ((Plane.BE, be_lo), (Plane.FE, fe_lo)):
         k = sum(1 for n in routed if n.role.plane is plane)
         if k > block.num_addresses - 2:
             problems.append(Problem(f"addressing.{plane.value}", f"{k} switches do not fit the loopback block {block}",
                                     "use a larger range"))
+    return problems
 
-    # Switch ports: downlinks (links where the switch is the upper end) first, then uplinks,
-    # each in declaration order, so host-facing ports take the HwSKU's first rows.
+
+def _ports_in_order(fabric: Fabric) -> dict[str, list[tuple[Link, bool]]]:
+    """Switch ports: downlinks (links where the switch is the upper end) first, then uplinks,
+    each in declaration order, so host-facing ports take the HwSKU's first rows."""
     ports_of: dict[str, list[tuple[Link, bool]]] = defaultdict(list)
     for lk in fabric.links:
         ports_of[lk.b].append((lk, True))
@@ -108,80 +191,60 @@ def make_plan(fabric: Fabric) -> Plan:
     for node in fabric.nodes_with(Role.BE_LEAF):
         if len(node.rails) > 1:  # port groups: a leaf's host ports rail by rail (a stable sort)
             ports_of[node.name].sort(key=lambda e: (not e[1], e[0].rail if e[1] and e[0].rail is not None else 99))
+    return ports_of
 
-    skus, rows_of, breakouts, sku_problems = assign_rows(fabric, ports_of)
-    problems += sku_problems
-    if problems:
-        raise TopologyError(problems, source=fabric.name)
 
-    # Host-link addresses: (host, host port) -> (leaf side, host side)
+def _link_addresses(fabric: Fabric, gpu_nodes, fe_host_links: list[Link], rail_blocks: list[IPv4Network],
+                    fe_block: IPv4Network, in_tenants) -> dict[tuple[str, str], tuple[IPv4Interface, IPv4Interface]]:
+    """(host, host port) -> (leaf side, host side): a /31 per GPU NIC in its rail's block, and
+    per routed FE host link in the FE block (an L2 tenant member has none)."""
     gpu_index = {n.name: i for i, n in enumerate(gpu_nodes)}
     link_addr: dict[tuple[str, str], tuple[IPv4Interface, IPv4Interface]] = {}
     for lk in fabric.links_in(Plane.BE):
         if lk.a in gpu_index and lk.rail is not None and not lk.declared:
             base = rail_blocks[lk.rail].network_address + 2 * gpu_index[lk.a]
             link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
-    in_tenants = _tenancy(fabric)
     for i, lk in enumerate(fe_host_links):
         if (lk.a, lk.a_port) in in_tenants or lk.a_port == STORAGE_NIC:
             continue  # an L2 tenant member (a storage NIC always is); the other hosts keep their /31s
         base = fe_block.network_address + 2 * i
         link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
+    return link_addr
 
-    # A dual-homed host's own /32 (block 2 of the FE range), by its order among the FE hosts
-    host_lo = {}
-    if dual:
-        fe_hosts = list(dict.fromkeys(lk.a for lk in fe_host_links))
-        host_lo = {h: IPv4Interface(f"{fe_blocks[2].network_address + 1 + k}/32") for k, h in enumerate(fe_hosts)}
 
-    mgmt_addr = {n.name: IPv4Interface(f"{mgmt_net.network_address + k + 2}/{mgmt_net.prefixlen}")
-                 for k, n in enumerate(fabric.nodes)}
-
-    oob_names = _number_oob(fabric, ports_of)
-
-    def end_port(lk: Link, is_b: bool) -> str:
-        fixed = lk.b_port if is_b else lk.a_port
-        if fixed is not None:
-            return fixed
-        row = rows_of.get((id(lk), is_b))
-        return row.name if row is not None else oob_names[(id(lk), is_b)]
-
-    mtu_of = {Plane.BE: c.backend.mtu, Plane.FE: c.frontend.mtu, Plane.MGMT: 1500}
-    tenant_mtu = c.frontend.mtu - VXLAN_OVERHEAD  # a tenant frame crosses the FE inside VXLAN
-    asn_of = _asns(fabric)
-    host_asn = {h: HOST_ASN + k for k, h in enumerate(host_lo, 1)}
-    clash = next((n for n, a in asn_of.items() if a in host_asn.values()), None)
-    if clash is not None:
-        raise TopologyError([Problem("addressing.fe_asn", f"{clash}'s ASN {asn_of[clash]} is a dual-homed host's "
-                                     f"(hosts take {HOST_ASN + 1} up)", "give the switches 2-byte ASNs")],
-                            source=fabric.name)
-    loopbacks = _loopbacks(fabric, be_blocks[0], fe_blocks[0])
-
+def _switch_plans(fabric: Fabric, n: _Numbering) -> list[SwitchPlan]:
+    c = fabric.cluster
+    routed = [node for node in fabric.switches if node.role.is_routed]
     switches: list[SwitchPlan] = []
-    for node in sorted(routed, key=lambda n: SWITCH_ROLES_ORDER.index(n.role)):
+    for node in sorted(routed, key=lambda node: SWITCH_ROLES_ORDER.index(node.role)):
         ports = []
-        ends = [(rows_of[(id(lk), is_b)], lk, is_b) for lk, is_b in ports_of[node.name]]
+        ends = [(n.rows_of[(id(lk), is_b)], lk, is_b) for lk, is_b in n.ports_of[node.name]]
         for row, lk, is_b in sorted(ends, key=lambda e: e[0].position):
             peer = lk.a if is_b else lk.b
-            addr = link_addr.get((lk.a, lk.a_port)) if is_b else None
-            vlans = tuple(m.vlan for m in in_tenants.get((lk.a, lk.a_port), ())) if is_b else ()
+            addr = n.link_addr.get((lk.a, lk.a_port)) if is_b else None
+            vlans = tuple(m.vlan for m in n.in_tenants.get((lk.a, lk.a_port), ())) if is_b else ()
             ports.append(Port(
                 name=row.name, clab=row.clab, index=row.position, peer=peer,
-                peer_port=end_port(lk, not is_b), plane=lk.plane, speed=lk.speed, mtu=mtu_of[lk.plane],
+                peer_port=n.end_port(lk, not is_b), plane=lk.plane, speed=lk.speed, mtu=n.mtu_of[lk.plane],
                 address=addr[0] if addr else None, rail=lk.rail, row=row, vlans=vlans,
-                peer_asn=host_asn.get(lk.a) if is_b and lk.plane is Plane.FE and addr else None))
+                peer_asn=n.host_asn.get(lk.a) if is_b and lk.plane is Plane.FE and addr else None))
         plane = node.role.plane
         cfg = c.backend if plane is Plane.BE else c.frontend
         switches.append(SwitchPlan(
-            name=node.name, role=node.role, plane=plane, asn=asn_of[node.name],
-            loopback=loopbacks[node.name], mgmt=mgmt_addr[node.name], ports=tuple(ports), hwsku=skus[node.name],
-            breakout=breakouts[node.name],
+            name=node.name, role=node.role, plane=plane, asn=n.asn_of[node.name],
+            loopback=n.loopbacks[node.name], mgmt=n.mgmt_addr[node.name], ports=tuple(ports),
+            hwsku=n.skus[node.name], breakout=n.breakouts[node.name],
             mtu=cfg.mtu, lossless=plane is Plane.BE, hash_policy=ECMP_HASHES[cfg.ecmp_hash],
-            plane_range=be_net if plane is Plane.BE else fe_net,
+            plane_range=n.be_net if plane is Plane.BE else n.fe_net,
             oversubscription=oversubscription(fabric, node.name) if node.role in OVERSUBSCRIBED else None,
-            group=node.group, pod=node.pod, rails=node.rails, separate_rails=c.backend.kind == "rail-only" and len(node.rails) > 1,
-            vnis=tuple(sorted({m.vni for p in ports for m in in_tenants.get((p.peer, p.peer_port), ()) if p.vlans}))))
+            group=node.group, pod=node.pod, rails=node.rails,
+            separate_rails=c.backend.kind == "rail-only" and len(node.rails) > 1,
+            vnis=tuple(sorted({m.vni for p in ports for m in n.in_tenants.get((p.peer, p.peer_port), ())
+                               if p.vlans}))))
+    return switches
 
+
+def _host_plans(fabric: Fabric, n: _Numbering) -> list[HostPlan]:
     hosts: list[HostPlan] = []
     for node in fabric.hosts:
         nics = []
@@ -189,43 +252,35 @@ def make_plan(fabric: Fabric) -> Plan:
             if lk.a != node.name or lk.a_port is None:
                 continue
             if lk.plane is Plane.MGMT:
-                nics.append(Nic(lk.a_port, Plane.MGMT, mgmt_addr[node.name], None, (), 1500,
-                                lk.b, end_port(lk, True)))
+                nics.append(Nic(lk.a_port, Plane.MGMT, n.mgmt_addr[node.name], None, (), 1500,
+                                lk.b, n.end_port(lk, True)))
                 continue
-            if (node.name, lk.a_port) in in_tenants:
-                nics += _tenant_nics(in_tenants[(node.name, lk.a_port)], lk, end_port(lk, True), tenant_mtu)
+            if (node.name, lk.a_port) in n.in_tenants:
+                nics += _tenant_nics(n.in_tenants[(node.name, lk.a_port)], lk, n.end_port(lk, True), n.tenant_mtu)
                 continue
-            pair = link_addr.get((lk.a, lk.a_port))
+            pair = n.link_addr.get((lk.a, lk.a_port))
             if pair is None:
                 continue  # a declared extra cable on a host: cabled, not addressed
             leaf_side, host_side = pair
             if lk.plane is Plane.BE:
-                routes = (rail_blocks[lk.rail],)
+                routes = (n.rail_blocks[lk.rail],)
             else:  # a routed host's routes come from BGP: a default over both its leaves
-                routes = () if node.name in host_lo else (fe_net,)
-            nics.append(Nic(lk.a_port, lk.plane, host_side, leaf_side.ip, routes, mtu_of[lk.plane],
-                            lk.b, end_port(lk, True), rail=lk.rail))
+                routes = () if node.name in n.host_lo else (n.fe_net,)
+            nics.append(Nic(lk.a_port, lk.plane, host_side, leaf_side.ip, routes, n.mtu_of[lk.plane],
+                            lk.b, n.end_port(lk, True), rail=lk.rail))
         hosts.append(HostPlan(node.name, node.role, tuple(nics), group=node.group, pod=node.pod,
-                              loopback=host_lo.get(node.name), asn=host_asn.get(node.name)))
+                              loopback=n.host_lo.get(node.name), asn=n.host_asn.get(node.name)))
+    return hosts
 
+
+def _oob_ports(n: _Numbering) -> tuple[Port, ...]:
     oob_ports = []
-    for lk, is_b in sorted(ports_of.get("oob1", []), key=lambda e: _port_index(end_port(*e))):
-        index = _port_index(end_port(lk, is_b))
-        oob_ports.append(Port(name=end_port(lk, True), clab=clab_port_name(index), index=index, peer=lk.a,
-                              peer_port=end_port(lk, False), plane=Plane.MGMT, speed=lk.speed, mtu=1500,
+    for lk, is_b in sorted(n.ports_of.get("oob1", []), key=lambda e: _port_index(n.end_port(*e))):
+        index = _port_index(n.end_port(lk, is_b))
+        oob_ports.append(Port(name=n.end_port(lk, True), clab=clab_port_name(index), index=index, peer=lk.a,
+                              peer_port=n.end_port(lk, False), plane=Plane.MGMT, speed=lk.speed, mtu=1500,
                               address=None))
-
-    cables = tuple(
-        CableRow(lk.a, end_port(lk, False), lk.b, end_port(lk, True), lk.plane, lk.rail, lk.speed,
-                 media_of(lk, fabric))
-        for lk in fabric.links)
-    tenants = _tenant_plans(fabric, hosts, tenant_mtu)
-    return Plan(fabric, tuple(switches), tuple(hosts), tuple(oob_ports), cables, mgmt_net,
-                rail_blocks, fe_block, _bom(fabric, cables), tenants,
-                acl=compile_acl(c.acl, tenants, tuple(hosts)),
-                originates=_originates(switches, c.routing.summarize_hosts),
-                tenant_mtus=_tenant_mtus(switches, tenants),
-                host_block=fe_blocks[2] if dual else None, host_routes=_host_routes(switches, host_lo))
+    return tuple(oob_ports)
 
 
 def _host_routes(switches: list[SwitchPlan], host_lo: dict[str, IPv4Interface]) -> dict[str, tuple[IPv4Network, ...]]:

@@ -8,16 +8,33 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
-from typing import TYPE_CHECKING
 
 from harness.core.declarations import STORAGE_NIC, Fabric, Plane, Role
 from harness.core.hwsku import PortRow
-
-if TYPE_CHECKING:
-    from harness.core.acl import AclEntry
+from harness.core.tenancy import PortRange
 
 
 SWITCH_ROLES_ORDER = (Role.BE_SUPERSPINE, Role.BE_SPINE, Role.BE_LEAF, Role.FE_SPINE, Role.FE_LEAF)
+
+
+@dataclass(frozen=True)
+class AclEntry:
+    """One entry of the compiled FE edge ACL (harness.core.acl), first match wins."""
+
+    name: str  # R<rule>_<k>: the declared rule's index and which of its expansions
+    rule: int | None  # index in Cluster.acl.rules; None for the default
+    action: str  # permit | deny
+    src: IPv4Network | None
+    dst: IPv4Network | None
+    protocol: int | None
+    dst_ports: PortRange | None
+    src_ports: PortRange | None
+
+    def matches(self, src: IPv4Address, dst: IPv4Address, protocol: int, sport: int = 0, dport: int = 0) -> bool:
+        return ((self.src is None or src in self.src) and (self.dst is None or dst in self.dst)
+                and (self.protocol is None or protocol == self.protocol)
+                and (self.dst_ports is None or dport in self.dst_ports)
+                and (self.src_ports is None or sport in self.src_ports))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-from harness.observe.routing import BfdPeer, BgpPeer
+from harness.core.observed import BfdPeer, BgpPeer, Shortfall
 from harness.core.plan import Plan
 
 
@@ -25,37 +25,6 @@ class Expectation:
     bfd: int  # BFD sessions that must be up (0 when BFD is off)
     routes: tuple[tuple[IPv4Network, int], ...]  # prefix, ECMP width
     keys: tuple[str, ...] = ()  # each route's prefix as text, in the same order (FIBs are read as text)
-
-
-@dataclass(frozen=True)
-class Shortfall:
-    switch: str
-    sessions_up: int
-    sessions_expected: int
-    bfd_up: int
-    bfd_expected: int
-    missing_routes: tuple[str, ...]  # "10.0.2.0/31 (0/2 paths)"
-    stuck: tuple[str, ...] = ()  # "Ethernet8: BGP Idle (no peer address learned)", one per session not up
-    drops: int = 0  # BGP sessions of this switch that went down since its bgpd started
-
-    @property
-    def ok(self) -> bool:
-        return (self.sessions_up >= self.sessions_expected and self.bfd_up >= self.bfd_expected
-                and not self.missing_routes)
-
-    def __str__(self) -> str:
-        parts = []
-        if self.sessions_up < self.sessions_expected:
-            parts.append(f"{self.sessions_up}/{self.sessions_expected} BGP sessions")
-        if self.bfd_up < self.bfd_expected:
-            parts.append(f"{self.bfd_up}/{self.bfd_expected} BFD sessions up")
-        if self.missing_routes:
-            more = f" (+{len(self.missing_routes) - 3} more)" if len(self.missing_routes) > 3 else ""
-            parts.append("routes " + ", ".join(self.missing_routes[:3]) + more)
-        if self.stuck:
-            more = f" (+{len(self.stuck) - 4} more)" if len(self.stuck) > 4 else ""
-            parts.append("stuck: " + ", ".join(self.stuck[:4]) + more)
-        return f"{self.switch}: " + "; ".join(parts)
 
 
 _WHY = {"Idle": "no peer address learned", "Active": "no TCP connection to the peer",

@@ -1,21 +1,9 @@
 """Interface counters from the kernel, over netlink."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyroute2 import IPRoute
 
-
-@dataclass(frozen=True)
-class Counters:
-    interface: str
-    rx_packets: int
-    tx_packets: int
-    rx_bytes: int
-    tx_bytes: int
-    rx_dropped: int
-    tx_dropped: int
-    carrier: bool
+from harness.core.observed import Counters
 
 
 def interface_counters(ipr: IPRoute, ifname: str | None = None) -> dict[str, Counters]:

@@ -2,49 +2,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-
-@dataclass(frozen=True)
-class BgpPeer:
-    node: str
-    peer: str  # the interface name for unnumbered sessions
-    state: str
-    remote_as: int
-    prefixes_received: int
-    uptime_ms: int
-    drops: int = 0  # times the session went down since bgpd started
-
-    @property
-    def established(self) -> bool:
-        return self.state == "Established"
-
-
-@dataclass(frozen=True)
-class BfdPeer:
-    node: str
-    interface: str
-    peer: str
-    status: str
-    detect_multiplier: int
-    receive_interval_ms: int
-    transmit_interval_ms: int
-
-    @property
-    def up(self) -> bool:
-        return self.status == "up"
-
-
-@dataclass(frozen=True)
-class Route:
-    prefix: IPv4Network
-    interfaces: tuple[str, ...]  # one per next hop, sorted
-    protocol: str
-
-    @property
-    def width(self) -> int:
-        return len(self.interfaces)
+from harness.core.observed import BfdPeer, BgpPeer, Route
 
 
 def bgp_peers(node: str, summary: dict) -> tuple[BgpPeer, ...]:

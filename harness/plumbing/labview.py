@@ -5,7 +5,8 @@ LabView`, not a `Lab`: they read the plan, act on a node's namespace (netlink, s
 tool), ask FRR and the kernel, and fail or heal a cable, on whatever runtime; they never see
 the lab's state on disk or the runtime behind it (DESIGN.md: "The Lab is the only door").
 `Lab` satisfies it (tests/test_lab_door.py); a unit test's stand-in needs only what its check
-reads. Nothing here is imported at run time but `typing`, so any layer may import it.
+reads. Nothing here is imported at run time but `typing`, and it names only core's types (under
+TYPE_CHECKING), so any layer may import it and no import runs up from it.
 """
 from __future__ import annotations
 
@@ -18,14 +19,35 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 if TYPE_CHECKING:
     from pyroute2 import IPRoute
 
-    from harness.lab import LinkHandle
-    from harness.observe.convergence import Shortfall
-    from harness.observe.counters import Counters
-    from harness.observe.routing import BfdPeer, BgpPeer, Route
+    from harness.core.capabilities import Feature
+    from harness.core.observed import BfdPeer, BgpPeer, CablingScope, Counters, Route, Shortfall
     from harness.core.plan import CableRow, Plan
-    from harness.runtime.base import CablingScope
 
 T = TypeVar("T")
+
+
+@runtime_checkable
+class LinkHandle(Protocol):
+    """One cable of a running lab, as `LabView.link` gives it: carrier loss (down/up) and gray
+    failure (gray/heal). `harness.lab.LinkHandle` is the one the runtimes act through."""
+
+    @property
+    def cable(self) -> CableRow: ...
+
+    @property
+    def ends(self) -> tuple[tuple[str, str], tuple[str, str]]: ...
+
+    def down(self) -> None:
+        """Carrier loss at the upper end (spine side): the leaf below sees its carrier drop."""
+        ...
+
+    def up(self) -> None: ...
+
+    def gray(self) -> None:
+        """Both ends drop every frame they receive; carriers stay up, only BFD can tell."""
+        ...
+
+    def heal(self) -> None: ...
 
 
 @runtime_checkable
@@ -44,7 +66,7 @@ class LabView(Protocol):
         """The lab's own directory, for files a run keeps (the RDMA lane's VM workdirs)."""
         ...
 
-    extra_cables: list[CableRow]  # cabled at runtime by fablab itself (harness.checks.sabotage)
+    extra_cables: list[CableRow]  # cabled at runtime by fablab itself (the cabling faults, harness.faults.cabling)
 
     # -- a node's network namespace, from the host
     def check_node(self, node: str) -> None: ...
@@ -90,6 +112,10 @@ class LabView(Protocol):
 
     def acl_data_path(self, switch: str) -> str | None:
         """None where the switch's data plane filters by its edge ACL; else why not."""
+        ...
+
+    def lacks(self, feature: Feature) -> str | None:
+        """None where the lab's data plane does `feature` (harness.core.capabilities); else why not."""
         ...
 
     def acl_rules(self, switch: str) -> dict[str, str]: ...

@@ -126,10 +126,6 @@ class RdmaResult:
     def retry_exceeded(self) -> int:
         return sum(c.get("retry_exceeded_err", 0) for c in self.counters.values())
 
-    @property
-    def rocev2_packets_sent(self) -> int:
-        return self.counters.get("src", {}).get("sent_pkts", 0)
-
     def summary(self) -> str:
         s = self.spec
         head = f"{s.test} {s.src_node}:{s.src_nic} ({self.src_address}) -> {s.dst_node}:{s.dst_nic} ({self.dst_address})"
@@ -294,9 +290,3 @@ def _result(spec: RdmaSpec, src: Endpoint, dst: Endpoint, workdir: Path, seconds
 def _last_lines(text: str, n: int = 4) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return " / ".join(lines[-n:]) or "(no output)"
-
-
-def raise_unless_ok(result: RdmaResult) -> RdmaResult:
-    if not result.ok:
-        raise LabError(result.summary())
-    return result

@@ -73,10 +73,6 @@ def clab_nodes(plan: Plan) -> list[str]:
     return [sw.name for sw in plan.switches] + [h.name for h in plan.hosts]
 
 
-def tunnel_names(plan: Plan, names: dict[str, str]) -> list[str]:
-    return [TUNNEL.format(node=names[node], iface=i) for node, found in interfaces(plan).items() for i in found]
-
-
 def yaml_text(text: str, indent: int) -> str:
     """A string as a YAML scalar: a literal block where that keeps it byte for byte, else a
     JSON string (JSON's double-quoted strings are YAML's too)."""

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.checks.base import Outcome, Verdict
+from harness.checks.base import Observation, Outcome, Verdict
 from harness.core.codec import to_plain
 from harness.report.provenance import Provenance
 
@@ -32,6 +32,19 @@ from harness.report.provenance import Provenance
 def to_data(obj: object) -> object:
     """A check's result as JSON-ready data (harness.core.codec), with its verdict (passed, reason)."""
     return to_plain(obj, extras=("passed", "reason"))
+
+
+def observation_data(case: str, observation: Observation, outcome: Outcome, provenance: dict | None,
+                     cluster: dict | None = None) -> dict:
+    """A measurement as a file: the case, the observation's class and fields, the verdict its
+    judge gave then (which a judge must give again), the declaration of the lab it was measured
+    on (a lab may boot a topology of its own, not the run's), and the run's provenance."""
+    cls = type(observation)
+    data = {"case": case, "type": f"{cls.__module__}:{cls.__qualname__}", "observation": to_plain(observation),
+            "passed": outcome.passed, "reason": outcome.reason}
+    if cluster is not None:
+        data["cluster"] = cluster
+    return {**data, "provenance": provenance}
 
 
 def write_atomic(path: Path, text: str) -> Path:
@@ -103,7 +116,14 @@ class Results:
     def _provenance(self) -> dict | None:
         return None if self.provenance is None else self.provenance.as_dict()
 
-    def record(self, name: str, result: Outcome, plots: tuple[Path, ...] = ()) -> Path:
+    def record(self, name: str, result: Outcome, plots: tuple[Path, ...] = (), observation: Observation | None = None,
+               case: str | None = None, cluster: dict | None = None) -> Path:
+        """<name>.json, the outcome; and where the case's `observation` is given,
+        <name>.observation.json, what was measured, which `harness.checks.recorded` reads back
+        and judges again with no lab (tests/observations/ holds such files)."""
+        if observation is not None:
+            write_atomic(self.directory / f"{name}.observation.json", json.dumps(
+                observation_data(case or name, observation, result, self._provenance(), cluster), indent=2))
         data = to_data(result)
         if not isinstance(data, dict) or "provenance" in data:
             data = {"result": data}

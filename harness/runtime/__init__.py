@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.core.errors import InputError
+from harness.core.kinds import RuntimeName
 from harness.runtime.base import Runtime
 
 
@@ -19,11 +20,11 @@ def _clab() -> Runtime:
     return ClabRuntime()
 
 
-RUNTIMES: dict[str, Callable[[], Runtime]] = {"netns": _netns, "clab": _clab}
+RUNTIMES: dict[RuntimeName, Callable[[], Runtime]] = {RuntimeName.NETNS: _netns, RuntimeName.CLAB: _clab}
 
 
-def get_runtime(name: str) -> Runtime:
+def get_runtime(name: str | RuntimeName) -> Runtime:
     try:
-        return RUNTIMES[name]()
-    except KeyError:
+        return RUNTIMES[RuntimeName(name)]()
+    except ValueError:
         raise InputError(f"unknown runtime {name!r}; valid runtimes: {', '.join(RUNTIMES)}") from None

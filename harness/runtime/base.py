@@ -21,12 +21,14 @@ from pyroute2 import IPRoute
 
 from harness.plumbing import namespaces, wait
 from harness.core.errors import LabError
-from harness.core.model import Plane
+from harness.core.kinds import RuntimeName
+from harness.core.observed import CablingScope
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
 from harness.observe.routing import (FIBMATCH_ARGV, ROUTE_ARGV, WIDTH_ARGV, Route, bfd_peers, bgp_peers,
                                      kernel_routes, route_widths)
 from harness.core.plan import Plan
-from harness.runtime.state import LabState
+from harness.runtime.kinds import NodeAccess, SwitchKind
+from harness.runtime.state import LabState, run_dir
 
 if TYPE_CHECKING:
     from harness.core.switchconfigs import SwitchConfigs
@@ -51,19 +53,9 @@ class TeardownReport:
     seconds: float
 
 
-@dataclass(frozen=True)
-class CablingScope:
-    """What the cabling audit can see on a runtime: the planes whose cables it compares, the
-    nodes whose namespaces it reads, interfaces it leaves out, and that scope in words."""
-
-    planes: tuple[Plane, ...]
-    nodes: tuple[str, ...]
-    skip_interfaces: frozenset[str]
-    text: str
-
-
 class Runtime(Protocol):
-    name: str
+    name: RuntimeName
+    switch_kind: SwitchKind  # how its switches' config and ACL are read (harness.runtime.kinds)
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
            timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
@@ -115,16 +107,8 @@ class Runtime(Protocol):
 
     def set_gray(self, lab: str, node: str, port: str, on: bool) -> None: ...
 
-    def acl_counters(self, lab: str, node: str) -> dict[str, int]:
-        """Packets each FE edge ACL entry matched on a leaf, by entry name."""
-        ...
-
-    def running_config_db(self, lab: str, node: str) -> dict:
-        """A switch's CONFIG_DB as it runs now (SONiC's tables), with the kernel's port MTUs."""
-        ...
-
-    def set_config_db(self, lab: str, node: str, table: str, key: str, field: str, value: str | None) -> str | None:
-        """Set (None: remove) one field of the switch's running CONFIG_DB; the value it had."""
+    def node_access(self, lab: str, node: str) -> NodeAccess:
+        """What the switch kind needs of a node: its tools, its files, its kernel's MTUs."""
         ...
 
     def vtysh_argv(self, lab: str, node: str, tty: bool) -> list[str]:
@@ -133,15 +117,6 @@ class Runtime(Protocol):
 
     def shell_argv(self, lab: str, node: str, tty: bool) -> list[str]:
         """The command line of a shell in the node (interactive where `tty`)."""
-        ...
-
-    def acl_data_path(self, lab: str, node: str) -> str | None:
-        """None where the switch's data plane filters by its edge ACL; else why it does not (the
-        tenants check then proves the ACL as configuration only, and says so)."""
-        ...
-
-    def acl_rules(self, lab: str, node: str) -> dict[str, str]:
-        """Every FE edge ACL rule the switch has loaded, by entry name -> its status."""
         ...
 
     # -- how the runtime cables the plan (the cabling audit)
@@ -168,6 +143,7 @@ class NamespaceAccess:
     """What both runtimes do the same way: act on a node's network namespace from the host."""
 
     name = "?"
+    _run = staticmethod(subprocess.run)  # how a node's tool is run (the clab runtime's is given)
 
     def namespace(self, lab: str, node: str) -> str:
         raise NotImplementedError
@@ -178,21 +154,17 @@ class NamespaceAccess:
     def plan_of(self, lab: str, plan: Plan) -> Plan:
         return plan
 
-    def acl_counters(self, lab: str, node: str) -> dict[str, int]:
-        raise NotImplementedError
-
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
         raise NotImplementedError
 
     def shell_argv(self, lab: str, node: str, tty: bool) -> list[str]:
         return self.exec_argv(lab, node, shell_command(lab, node))
 
-    def acl_data_path(self, lab: str, node: str) -> str | None:
-        return None  # the kernel filters (nft, the netns runtime's ACL)
+    def node_access(self, lab: str, node: str) -> NodeAccess:
+        def run(argv: list[str]) -> subprocess.CompletedProcess:
+            return self._run(self.exec_argv(lab, node, argv), capture_output=True, text=True, timeout=60)
 
-    def acl_rules(self, lab: str, node: str) -> dict[str, str]:
-        """An entry with a counter is a rule in force (nft has no other state)."""
-        return {name: "Active" for name in self.acl_counters(lab, node)}
+        return NodeAccess(lab, node, run, run_dir(lab) / node, lambda: self.kernel_mtus(lab, node))
 
     def ns_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
         return namespaces.exec_argv(self.namespace(lab, node), argv)

@@ -14,7 +14,6 @@ elsewhere `up` stops at the prerequisite check with a message naming what is mis
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from harness.plumbing import interrupt, namespaces, wait
 from harness.core.errors import InputError, LabError
+from harness.core.kinds import LabPhase, NodeKind, RuntimeName
 from harness.core.model import Plane, Role, build, cluster_to_dict
 from harness.core.plan import Plan, make_plan
 from harness.render import artifacts, write_artifacts
@@ -39,6 +39,7 @@ from harness.runtime.base import (CablingScope, shell_command, NamespaceAccess, 
 from harness.runtime.clab_cli import (Container, InitStatus, deploy_argv, destroy_argv, init_steps, inspect_argv,
                                       parse_init_status, parse_inspect)
 from harness.runtime.frr import json_documents
+from harness.runtime.kinds import SWITCH_KINDS
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, LabState, check_lab_name, is_stale, lab_of_namespace, labs, load, run_dir,
                                    save)
@@ -48,10 +49,6 @@ PREFIX = "fablab"
 INIT_STATUS = "/tmp/fablab-init.status"
 INIT_LOG = "/tmp/fablab-init.log"
 MGMT_IFACE = "eth0"  # every container's interface on containerlab's management network
-# SONiC-VS's SAI (vslib) accepts ACL tables and rules and never applies them to a frame
-# (only the VPP flavour has an ACL data path): ../shared/SONIC-VS-FACTS.md, docs/runtimes.md.
-ACL_NO_DATA_PATH = ("docker-sonic-vs has no ACL data path (vslib accepts ACL_RULE and filters nothing; only the "
-                    "VPP flavour does): the ACL is proven as configuration, every rule loaded (show acl rule)")
 NAMESPACES_S = 60.0  # containers are running once deploy returns; their /run/netns links follow at once
 
 
@@ -92,7 +89,8 @@ def poll_all(items: Iterable[str], probe: Callable[[str], bool], timeout: float,
 # ---------------------------------------------------------------------- the runtime
 
 class ClabRuntime(NamespaceAccess):
-    name = "clab"
+    name = RuntimeName.CLAB
+    switch_kind = SWITCH_KINDS[NodeKind.SONIC_VS]
 
     def __init__(self, run: Run = subprocess.run, which: Callable[[str], str | None] = shutil.which,
                  spawn: Spawn = subprocess.Popen) -> None:
@@ -190,7 +188,7 @@ class ClabRuntime(NamespaceAccess):
                 self.down(lab)
             raise
         timings["total"] = sum(timings.values())
-        state = state.with_(phase="up", timings={k: round(v, 3) for k, v in timings.items()},
+        state = state.with_(phase=LabPhase.UP, timings={k: round(v, 3) for k, v in timings.items()},
                             converged=session_counts(looks))
         save(state)
         return state
@@ -293,55 +291,6 @@ class ClabRuntime(NamespaceAccess):
         self._plans.pop(lab, None)
         return TeardownReport(lab, 0, removed, time.monotonic() - t)
 
-    def acl_counters(self, lab: str, node: str) -> dict[str, int]:
-        """The edge ACL's counters as SONiC counts them (`aclshow -a`). Not run here."""
-        from harness.runtime.tenants import aclshow_counters
-
-        run = self._run(self.exec_argv(lab, node, ["aclshow", "-a"]), capture_output=True, text=True, timeout=60)
-        if run.returncode != 0:
-            raise LabError(f"{node}: aclshow -a failed: {(run.stderr or run.stdout).strip()[-400:]}")
-        return aclshow_counters(run.stdout)
-
-    def set_config_db(self, lab: str, node: str, table: str, key: str, field: str, value: str | None) -> str | None:
-        """One field of CONFIG_DB in the switch's redis (sonic-db-cli). Not run here."""
-        def db(*args: str) -> str:
-            run = self._run(self.exec_argv(lab, node, ["sonic-db-cli", "CONFIG_DB", *args]), capture_output=True,
-                            text=True, timeout=30)
-            if run.returncode != 0:
-                raise LabError(f"{node}: sonic-db-cli CONFIG_DB {' '.join(args)} failed: {run.stderr.strip()[-300:]}")
-            return run.stdout.strip()
-
-        old = db("HGET", f"{table}|{key}", field) or None
-        db(*(("HDEL", f"{table}|{key}", field) if value is None else ("HSET", f"{table}|{key}", field, value)))
-        return old
-
-    def acl_data_path(self, lab: str, node: str) -> str | None:
-        return ACL_NO_DATA_PATH
-
-    def acl_rules(self, lab: str, node: str) -> dict[str, str]:
-        """The edge ACL's rules as SONiC has them loaded (`show acl rule`). Not run here."""
-        from harness.runtime.tenants import show_acl_rules
-
-        run = self._run(self.exec_argv(lab, node, ["show", "acl", "rule"]), capture_output=True, text=True,
-                        timeout=60)
-        if run.returncode != 0:
-            raise LabError(f"{node}: show acl rule failed: {(run.stderr or run.stdout).strip()[-400:]}")
-        return show_acl_rules(run.stdout)
-
-    def running_config_db(self, lab: str, node: str) -> dict:
-        """CONFIG_DB as the switch's container holds it now (sonic-cfggen reads redis). Not run
-        here: no SONiC image on this machine."""
-        run = self._run(self.exec_argv(lab, node, ["sonic-cfggen", "-d", "--print-data"]), capture_output=True,
-                        text=True, timeout=60)
-        if run.returncode != 0:
-            raise LabError(f"{node}: reading CONFIG_DB (sonic-cfggen -d --print-data) failed: "
-                                f"{(run.stderr or run.stdout).strip()[-400:]}")
-        try:
-            db = json.loads(run.stdout)
-        except ValueError as e:
-            raise LabError(f"{node}: CONFIG_DB dump is not JSON ({e})") from e
-        return db
-
     def leftovers(self, everything: bool = False) -> list[str]:
         """clab labs only: the netns runtime's labs are never this runtime's to remove."""
         found = [lab for lab in labs() if _clab_state(lab)]
@@ -436,7 +385,7 @@ def clab_view(plan: Plan, network: IPv4Network | None) -> Plan:
 
 def _clab_state(lab: str) -> bool:
     try:
-        return load(lab).runtime == "clab"
+        return load(lab).runtime is RuntimeName.CLAB
     except Exception:
         return False
 

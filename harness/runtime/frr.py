@@ -138,14 +138,6 @@ class FrrNode:
         wait.until(lambda: all(p.exists() for p in paths), timeout, "FRR's sockets", interval=0.02,
                    error=not_started)
 
-    def load_config(self, timeout: float = 20.0) -> None:
-        """Wait until every daemon answers on its vty socket, then apply frr.conf (`vtysh -b`)."""
-        self.wait_for([f"{d}.vty" for d in DAEMONS], timeout)
-        run = subprocess.run(["vtysh", "--vty_socket", str(self.directory), "--config_dir", str(self.directory), "-b"],
-                             capture_output=True, text=True, timeout=timeout)
-        if run.returncode != 0:
-            raise LabError(f"loading frr.conf in {self.ns} failed: {(run.stdout + run.stderr).strip()[-800:]}")
-
     def vtysh(self, *commands: str, timeout: float = 10.0) -> str:
         argv = ["vtysh", "--vty_socket", str(self.directory)]
         for c in commands:

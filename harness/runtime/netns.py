@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Collection
@@ -19,13 +18,15 @@ from pyroute2 import IPRoute
 from harness.plumbing import interrupt, meminfo, namespaces
 from harness.core.budgets import resolve_timeout
 from harness.core.errors import PrerequisiteError, LabError
+from harness.core.kinds import LabPhase, NodeKind, RuntimeName
 from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
 from harness.core.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
-from harness.runtime import bfd_offload, configdb, frr_parts, neighbours, processes, tenants
+from harness.runtime import bfd_offload, frr_parts, neighbours, processes, tenants
+from harness.runtime.kinds import SWITCH_KINDS
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
@@ -51,7 +52,8 @@ def check_prerequisites() -> None:
 
 
 class NetnsRuntime(NamespaceAccess):
-    name = "netns"
+    name = RuntimeName.NETNS
+    switch_kind = SWITCH_KINDS[NodeKind.FRR_NETNS]
 
     def __init__(self) -> None:
         self._vty: dict[tuple[str, str, str], VtyClient] = {}
@@ -126,7 +128,7 @@ class NetnsRuntime(NamespaceAccess):
             raise
         timings["total"] = sum(timings.values())
         timings["memory_mb"] = max(0.0, mem_before - meminfo.available_mb())
-        state = state.with_(phase="up", timings={k: round(v, 3) for k, v in timings.items()},
+        state = state.with_(phase=LabPhase.UP, timings={k: round(v, 3) for k, v in timings.items()},
                             converged=session_counts(looks))
         save(state)
         return state
@@ -332,26 +334,8 @@ class NetnsRuntime(NamespaceAccess):
     def exec_argv(self, lab: str, node: str, argv: list[str]) -> list[str]:
         return namespaces.exec_argv(namespace(lab, node), argv)
 
-    def acl_counters(self, lab: str, node: str) -> dict[str, int]:
-        argv = ["nft", "-j", "list", "table", "bridge", tenants.NFT_TABLE]
-        run = subprocess.run(namespaces.exec_argv(namespace(lab, node), argv),
-                             capture_output=True, text=True, timeout=30)
-        if run.returncode != 0:
-            raise LabError(f"{node}: reading the edge ACL's counters failed: {run.stderr.strip()}")
-        return tenants.nft_counters(run.stdout)
-
     def vtysh_argv(self, lab: str, node: str, tty: bool) -> list[str]:
         return ["vtysh", "--vty_socket", str(frr_node(lab, node).directory)]
-
-    def set_config_db(self, lab: str, node: str, table: str, key: str, field: str, value: str | None) -> str | None:
-        return configdb.set_field(run_dir(lab) / node / "config_db.json", table, key, field, value)
-
-    def running_config_db(self, lab: str, node: str) -> dict:
-        """No SONiC runs in a netns lab: its CONFIG_DB is the config_db.json the switch was
-        booted with, kept in the lab's run directory (a hand edit there is what an audit sees),
-        with each port's MTU as the kernel has it now (`ip link set ... mtu` by hand counts)."""
-        return configdb.with_mtus(configdb.read_booted(run_dir(lab) / node / "config_db.json", lab),
-                                  self.kernel_mtus(lab, node))
 
     def namespace(self, lab: str, node: str) -> str:
         return namespace(lab, node)

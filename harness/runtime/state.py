@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from harness.core.errors import HarnessError, InputError, UnknownLab
+from harness.core.kinds import LabPhase, RuntimeName
 from harness.core.model import Cluster, cluster_from_dict
 from harness.core.model import check_lab_name as model_check_lab_name
 
@@ -51,12 +52,12 @@ class Daemon:
 @dataclass(frozen=True)
 class LabState:
     lab: str
-    runtime: str
+    runtime: RuntimeName
     topology: str
     cluster: dict
     namespaces: tuple[str, ...]
     daemons: tuple[Daemon, ...] = ()
-    phase: str = "booting"  # booting | up | failed
+    phase: LabPhase = LabPhase.BOOTING
     runner_pid: int = 0  # the process that booted the lab
     owner_pid: int = 0  # the process the lab lives and dies with; 0: detached (`fablab up`)
     runner_start: int = 0  # start times (processes.start_time), so a reused pid is not taken for them
@@ -67,6 +68,10 @@ class LabState:
     converged: dict = field(default_factory=dict)  # what the boot's last look at every switch saw
     configs: str = ""  # where the switch configs came from when not fablab's render (`up --configs`)
     not_converged: str = ""  # with configs of one's own: what was still missing when the boot stopped waiting
+
+    def __post_init__(self) -> None:  # a state file holds the words; the state holds the kinds
+        object.__setattr__(self, "runtime", RuntimeName(self.runtime))
+        object.__setattr__(self, "phase", LabPhase(self.phase))
 
     @property
     def run_dir(self) -> Path:
@@ -103,16 +108,19 @@ def load(lab: str) -> LabState:
                          f"{lab}` boots one)") from None
     except (OSError, ValueError) as e:
         raise HarnessError(f"state of lab {lab!r} is unreadable ({e}); `fablab clean` removes it") from e
-    data["namespaces"] = tuple(data["namespaces"])
-    data["daemons"] = tuple(Daemon(**d) for d in data.get("daemons", ()))
-    return LabState(**data)
+    try:
+        data["namespaces"] = tuple(data["namespaces"])
+        data["daemons"] = tuple(Daemon(**d) for d in data.get("daemons", ()))
+        return LabState(**data)
+    except (KeyError, TypeError, ValueError) as e:
+        raise HarnessError(f"state of lab {lab!r} is unreadable ({e}); `fablab clean` removes it") from e
 
 
 def is_stale(state: LabState) -> bool:
     """Left behind: its owner (or, mid-boot, its runner) is gone."""
     from harness.runtime.processes import same_process
 
-    if state.phase != "up" and not same_process(state.runner_pid, state.runner_start):
+    if state.phase is not LabPhase.UP and not same_process(state.runner_pid, state.runner_start):
         return True
     return bool(state.owner_pid) and not same_process(state.owner_pid, state.owner_start)
 

@@ -18,8 +18,8 @@ import subprocess
 
 import pytest
 
-from harness.checks.isolation import check_isolation
-from harness.checks.tenants import check_tenants
+from harness.checks.registry import case, run_case
+from harness.core.capabilities import Feature, lacks
 from harness.lab import Lab
 from harness.render import artifacts
 from harness.render.sonic import config_db_json
@@ -53,10 +53,10 @@ class ClabAclFace:
         return getattr(self._lab, name)
 
     def acl_data_path(self, switch: str) -> str | None:
-        return self._clab.acl_data_path(self._lab.name, switch)
+        return lacks(self._clab.name, Feature.ACL_DATA_PATH)
 
     def acl_rules(self, switch: str) -> dict[str, str]:
-        return self._clab.acl_rules(self._lab.name, switch)
+        return self._clab.switch_kind.acl_rules(self._clab.node_access(self._lab.name, switch))
 
     def _docker_exec(self, argv, **kwargs):
         assert argv[:3] == ["docker", "exec", "-i"] and argv[4:] == ["show", "acl", "rule"], argv
@@ -78,13 +78,13 @@ def test_on_sonic_vs_the_acl_is_proven_as_configuration(tenanted):
     frame, says why, and proves every rule loaded on every VTEP leaf instead (the tenants'
     segments and EVPN still with frames). Its control: a rule missing on one leaf fails it."""
     face = ClabAclFace(tenanted)
-    result = check_tenants(face)
+    result = run_case(case("tenants"), face)
     assert result.passed, result.reason
     assert "no ACL data path" in result.acl_not_probed and "ACL data path not applicable" in result.reason
     assert result.acl_entries == 0 and result.acl_rules > 0 and result.controls_landed == result.controls > 0
     leaf = next(s.name for s in tenanted.plan.switches if s.vnis)
     rule = tenanted.plan.acl[0].name
-    broken = check_tenants(ClabAclFace(tenanted, drop=(leaf, rule)))
+    broken = run_case(case("tenants"), ClabAclFace(tenanted, drop=(leaf, rule)))
     assert not broken.passed and broken.acl_rules_missing == (f"{leaf}: rule {rule} is not loaded",), broken.reason
 
 
@@ -100,14 +100,14 @@ def test_init_sh_keeps_eth0_apart_as_the_netns_runtime_does(tenanted):
     switch = next(s for s in tenanted.plan.switches if s.rails)  # a BE leaf
     tenanted.ns_exec(switch.name, ["nft", "delete", "table", "inet", MGMT_TABLE], check=True)
     try:
-        open_ = check_isolation(tenanted)  # the control: nothing keeps eth0 apart
+        open_ = run_case(case("isolation"), tenanted)  # the control: nothing keeps eth0 apart
         assert not open_.passed and any(switch.name in str(leak) for leak in open_.leaks), open_.reason
         tenanted.ns_exec(switch.name, ["bash", "-c", separate_mgmt(tenanted, switch.name)], check=True)
-        held = check_isolation(tenanted)
+        held = run_case(case("isolation"), tenanted)
         assert held.passed, held.reason
         assert held.controls_delivered == held.controls > 0
     finally:
         for cmd in ("iptables", "ip6tables"):
             tenanted.ns_exec(switch.name, ["bash", "-c", f"{cmd} -w -F && {cmd} -w -X"])
         tenanted.ns_exec(switch.name, ["nft", "-f", "-"], input=switch_rules(switch), check=True)
-    assert check_isolation(tenanted).passed
+    assert run_case(case("isolation"), tenanted).passed

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from harness.checks.lossless import audit_lab
+from harness.checks.registry import case, run_case
 from harness.cli.main import main
 from harness.lab import Lab
 from harness.runtime.state import run_dir
@@ -24,6 +24,11 @@ def lab():
     with Lab.up(BUILTINS["ai-cluster"](), name=name, timeout=90) as running:
         yield running
     assert leftovers_of(name) == []
+
+
+def audit_lab(lab):
+    """The lossless-audit case on the lab as it runs now, as `fablab check` runs it."""
+    return run_case(case("lossless-audit"), lab)
 
 
 def test_a_fresh_lab_is_lossless_on_every_hop(lab):

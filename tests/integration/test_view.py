@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks.faults import in_place
 from harness.cli.main import main
+from harness.faults import Cable
+from harness.faults.store import in_place
 from harness.lab import Lab
 from topologies import BUILTINS
 
@@ -74,8 +75,9 @@ def test_a_gray_link_shows_as_failed_and_fix_brings_it_back(lab, view, browser, 
     assert "every cable is up" in page and 'class="link failed"' not in page  # the control
     assert main(["break", lab.name, "gray-link"]) == 0
     (entry,) = in_place(lab)
-    a, b = entry["on"].split(",")
-    cable = next(c for c in lab.plan.cables if {c.a_node, c.b_node} == {a, b})
+    on = Cable.parse(entry["on"])  # the cable's two ends, as the store wrote them
+    ends = {(on.a.node, on.a.port), (on.b.node, on.b.port)}
+    cable = next(c for c in lab.plan.cables if {(c.a_node, c.a_port), (c.b_node, c.b_port)} == ends)
     key = f"{cable.a_node}:{cable.a_port} {cable.b_node}:{cable.b_port}"
     try:
         page = until_page(browser, view, profile, lambda p: f'class="link failed" data-link="{key}"' in p)

@@ -107,9 +107,6 @@ class Behaviour(Lists):
 
     # ------------------------------------------------------------------ instances
 
-    def instances(self) -> list[Instance]:
-        return [self._instance(i) for i in self.cfg.bgp.values()]
-
     def _flags(self, inst: BgpInstance) -> dict[str, tuple[bool, int | None]]:
         cached = self._flag_cache.get(id(inst))
         if cached is not None:
@@ -126,7 +123,7 @@ class Behaviour(Lists):
                 flags[name] = (not neg, st.line)
         return flags
 
-    def _instance(self, inst: BgpInstance) -> Instance:
+    def instance(self, inst: BgpInstance) -> Instance:
         flags = self._flags(inst)
         settings: dict[str, str] = {}
         router_id = None
@@ -154,9 +151,6 @@ class Behaviour(Lists):
                 settings[st.text] = "on"
         return Instance(inst.asn, inst.vrf, router_id, tuple(sorted(settings.items())), inst.line)
 
-    def instance_lines(self, inst: BgpInstance, key: str) -> tuple[int, ...]:
-        return tuple(st.line for st in inst.statements if key.split()[0] in st.text)
-
     # ------------------------------------------------------------------ sessions
 
     def _merged(self, inst: BgpInstance, peer: PeerConf) -> tuple[dict[str, Statement], list[int]]:
@@ -166,7 +160,7 @@ class Behaviour(Lists):
         lines = list(peer.lines) + (list(group.lines) if group else [])
         return settings, lines
 
-    def _af_settings(self, inst: BgpInstance, peer: PeerConf, family: tuple[str, str]) -> dict[str, Statement]:
+    def af_settings(self, inst: BgpInstance, peer: PeerConf, family: tuple[str, str]) -> dict[str, Statement]:
         af = inst.afs.get(family)
         if af is None:
             return {}
@@ -193,7 +187,7 @@ class Behaviour(Lists):
         max_prefix = []
         extras = []
         for family in sorted(set(inst.afs) | {("ipv4", "unicast")}):
-            af = self._af_settings(inst, peer, family)
+            af = self.af_settings(inst, peer, family)
             name = " ".join(family)
             act = af.get("activate")
             active = (act.words[0] != "no") if act is not None else (family == ("ipv4", "unicast") and default_v4)
@@ -226,7 +220,7 @@ class Behaviour(Lists):
                 continue  # an unnumbered neighbour has it anyway (RFC 5549 is how it carries IPv4)
             if key == "v6only" and peer.interface:
                 continue  # an unnumbered fabric port has only its link-local address to try
-            if key == "advertisement-interval" and st.words[3:] == ["0"] and self._is_ebgp(inst, peer):
+            if key == "advertisement-interval" and st.words[3:] == ["0"] and self.is_ebgp(inst, peer):
                 continue  # eBGP's default
             extras.append(" ".join(st.words[2:]))
         return Session(peer.name, inst.vrf, peer.interface, remote, "shutdown" in settings,
@@ -260,7 +254,7 @@ class Behaviour(Lists):
                prefix: Prefix) -> Decision:
         """Would this session carry `prefix` in `direction` (in | out)?"""
         peer = inst.peers[peer_name]
-        af = self._af_settings(inst, peer, family)
+        af = self.af_settings(inst, peer, family)
         lines: list[int] = []
         sets: tuple[str, ...] = ()
         has_policy = False
@@ -284,11 +278,11 @@ class Behaviour(Lists):
             sets += d.sets
         flags = self._flags(inst)
         rfc8212 = flags.get("ebgp-requires-policy", (self.profile["ebgp-requires-policy"], None))[0]
-        if not has_policy and rfc8212 and self._is_ebgp(inst, peer):
+        if not has_policy and rfc8212 and self.is_ebgp(inst, peer):
             return Decision(False, tuple(lines))
         return Decision(True, tuple(lines), sets)
 
-    def _is_ebgp(self, inst: BgpInstance, peer: PeerConf) -> bool:
+    def is_ebgp(self, inst: BgpInstance, peer: PeerConf) -> bool:
         group = inst.peers.get(peer.group) if peer.group else None
         remote = peer.remote_as or (group.remote_as if group else None)
         return remote != "internal" and remote != inst.asn

@@ -133,17 +133,14 @@ class _Judge:
     def state(self, side: Behaviour, inst: BgpInstance, s: Session) -> str:
         return session_state(self.sw, side.cfg.interface_vrfs, inst.asn, s)
 
-    def carried(self, side: Behaviour, inst: BgpInstance, s: Session, direction: str) -> tuple[frozenset[Prefix], dict]:
-        return self._carried(side, inst, s, direction)[1:]  # type: ignore[return-value]
-
     def _carried(self, side: Behaviour, inst: BgpInstance, s: Session, direction: str) -> tuple:
         """(what decides it, what it carries, each probe's decision), evaluated once per policy."""
         if "ipv4 unicast" not in s.families:
             return None, frozenset(), {}
-        af = side._af_settings(inst, inst.peers[s.name], V4)
+        af = side.af_settings(inst, inst.peers[s.name], V4)
         # what decides: the lists and maps this direction names, and whether RFC 8212 applies
         used = tuple(sorted((k, v.words[3]) for k, v in af.items() if k.endswith(f" {direction}") and len(v.words) > 3))
-        key = (id(side), inst.vrf, direction, used, side._is_ebgp(inst, inst.peers[s.name]))
+        key = (id(side), inst.vrf, direction, used, side.is_ebgp(inst, inst.peers[s.name]))
         decisions: dict[Prefix, Decision] = {}
         if key not in self._cache:
             allowed = set()
@@ -179,7 +176,7 @@ class _Judge:
         subject = "BGP" if x.vrf == "default" else f"BGP in VRF {x.vrf}"
         if x.asn != y.asn:
             self.diff(subject, "local AS", f"AS {x.asn}", f"AS {y.asn}", (y.line,))
-        ix, iy = self.a._instance(x), self.b._instance(y)
+        ix, iy = self.a.instance(x), self.b.instance(y)
         rid = str(self.sw.router_id)
         if (ix.router_id or rid) != (iy.router_id or rid):
             self.diff(subject, "router-id", ix.router_id or rid, iy.router_id or f"{rid} (from zebra)",

@@ -1,0 +1,242 @@
+"""An incast into a congested, lossy port: N senders -> one receiver on a rail, the receiver's
+leaf port shaped (tbf) below what they offer, as a port is when N GPUs send to one at line
+rate. `measure_incast` runs each fan-in and keeps, per sender, what it sent, what arrived
+and when; `judge_incast` turns that into loss, completion time and queueing delay per fan-in,
+and says whether the measurement is sound (a clean path within capacity, a congested port
+beyond it). Every port of this emulation is lossy: what it drops a real RoCEv2 NIC resends
+go-back-N; PFC would pause the senders instead (SONiC-VS and the kernel do not act on PFC).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from harness.checks.base import Observation, Outcome
+from harness.checks.collectives.delivery import rail_members
+from harness.core.errors import HarnessError
+from harness.core.plan import Plan
+from harness.plumbing.labview import LabView
+from harness.traffic.flows import ReceiveSpec
+from harness.traffic.patterns import Endpoint, FlowOptions, incast, receive_specs, send_specs
+from harness.traffic.roce import BTH_LEN, ICRC_LEN, IP_LEN, RETH_LEN, UDP_LEN
+from harness.traffic.runner import start_receiver, start_senders
+
+_ETH_LEN = 14
+
+
+@dataclass(frozen=True)
+class SenderSeen:
+    sender: str  # node:nic
+    sent: int
+    received: int  # distinct packets
+    last_arrival_ns: int | None  # from the common start to its last packet's arrival (None: none arrived)
+    latency_avg_ns: int  # one-way: receive time minus the sender's timestamp (one clock)
+    latency_max_ns: int
+    gaps: int  # PSN gaps the responder saw: each one a go-back-N retransmission in real RoCEv2
+
+
+@dataclass(frozen=True)
+class FanInSeen:
+    senders: int
+    per_sender: tuple[SenderSeen, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class IncastSeen(Observation):
+    receiver: str  # node:nic
+    port: str  # the shaped leaf port, "leaf:port"
+    shaper: str  # the tc command applied
+    shaped_bps: int  # the port's rate
+    rate_pps: float  # each sender's
+    packets: int  # each sender's
+    packet_bytes: int  # on the wire, with the Ethernet header
+    base_delay_ns: int  # one-way delay with one slow sender, under the same shaper
+    fan_ins: tuple[FanInSeen, ...]
+
+
+@dataclass(frozen=True)
+class SenderFigures:
+    sender: str  # node:nic
+    sent: int
+    received: int
+    loss_pct: float
+    completion_ms: float  # from the common start to its last packet's arrival
+    queue_avg_ms: float  # one-way delay above the unloaded path's (send/receive timestamps, one clock)
+    queue_max_ms: float
+    gaps: int  # PSN gaps the responder saw: each one a go-back-N retransmission in real RoCEv2
+
+
+@dataclass(frozen=True)
+class FanIn:
+    senders: int
+    offered_mbit: float
+    shaped_mbit: float
+    sent: int
+    received: int
+    loss_pct: float
+    delivered_mbit: float  # what arrived, over the time from the common start to the last arrival
+    completion_ms: float  # the slowest sender's: a collective waits for it
+    ideal_ms: float  # all bytes at the shaped rate (a lossless, paused port's best)
+    queue_avg_ms: float
+    queue_max_ms: float
+    gaps: int
+    jain: float  # fairness of delivered packets across senders
+    per_sender: tuple[SenderFigures, ...]
+
+
+@dataclass(frozen=True)
+class IncastResult(Outcome):
+    receiver: str
+    port: str  # the shaped leaf port, "leaf:port"
+    shaper: str  # the tc command applied
+    shaped_mbit: float
+    per_sender_mbit: float
+    packet_bytes: int  # on the wire, with the Ethernet header
+    base_delay_ms: float  # one-way delay with one sender, below the shaped rate
+    fan_ins: tuple[FanIn, ...]
+    pfc_enforced: bool  # False: the emulation drops instead of pausing
+
+    held = "measured"
+
+    def sentence(self) -> str:
+        figures = "; ".join(f"{f.senders}→1 {f.offered_mbit:.0f}/{f.shaped_mbit:.0f} Mbit/s: loss {f.loss_pct:.1f} %, "
+                            f"done {f.completion_ms:.0f} ms (ideal {f.ideal_ms:.0f}), queue {f.queue_avg_ms:.1f}/"
+                            f"{f.queue_max_ms:.1f} ms avg/max" for f in self.fan_ins)
+        return f"incast into {self.port} shaped to {self.shaped_mbit:g} Mbit/s: " + figures
+
+
+def default_fan_ins(lab: LabView, rail: int = 0) -> tuple[int, ...]:
+    """1 (within capacity), 2 and 4 (beyond it), and every other GPU of the rail at once."""
+    senders = len(rail_members(lab, rail)) - 1
+    return tuple(sorted({n for n in (1, 2, 4, senders) if 1 <= n <= senders}))
+
+
+def _wire_bytes(payload_len: int) -> int:
+    return _ETH_LEN + IP_LEN + UDP_LEN + BTH_LEN + RETH_LEN + payload_len + ICRC_LEN
+
+
+def measure_incast(lab: LabView, fan_ins: tuple[int, ...] | None = None, rail: int = 0, rate_pps: float = 2000.0,
+                   payload_len: int = 1024, capacity: float = 1.5, packets: int = 2000,
+                   queue_ms: float = 20.0) -> IncastSeen:
+    """N senders -> one receiver on a rail, the receiver's leaf port shaped (tbf) to `capacity`
+    senders' worth of traffic, with a queue of `queue_ms` at that rate. Each sender offers
+    rate_pps of payload_len-byte RDMA WRITEs for `packets` packets, all starting together."""
+    if capacity <= 0 or rate_pps <= 0 or packets < 100:
+        raise HarnessError(f"incast: capacity {capacity:g} and rate_pps {rate_pps:g} must be > 0, "
+                           f"packets {packets} >= 100")
+    members = rail_members(lab, rail)
+    if len(members) < 2:
+        raise HarnessError(f"rail {rail} has {len(members)} GPU NIC(s): an incast needs a receiver and a sender")
+    fan_ins = default_fan_ins(lab, rail) if fan_ins is None else fan_ins
+    receiver, senders = members[0], members[1:]
+    bad = [n for n in fan_ins if not 1 <= n <= len(senders)]
+    if bad:
+        raise HarnessError(f"fan_ins {bad}: rail {rail} has {len(senders)} possible senders (1..{len(senders)})")
+    nic = lab.plan.host(receiver.node).nic(receiver.nic)
+    leaf, port = nic.peer, nic.peer_port
+    wire = _wire_bytes(payload_len)
+    shaped_bit = int(capacity * rate_pps * wire * 8)
+    limit = max(int(shaped_bit / 8 * queue_ms / 1000), 2 * wire)
+    burst = max(2 * wire, int(shaped_bit / 8 / 1000))  # about 1 ms of tokens
+    tc = ["tc", "qdisc", "replace", "dev", port, "root", "tbf", "rate", f"{shaped_bit}bit",
+          "burst", str(burst), "limit", str(limit)]
+    seen: list[FanInSeen] = []
+    lab.ns_exec(leaf, tc, check=True)
+    try:
+        # The unloaded path's one-way delay, measured under the same shaper with one slow sender.
+        base_delay = _base_delay(lab, receiver, senders[0], payload_len)
+        for n in fan_ins:
+            seen.append(_fan_in(lab, receiver, senders[:n], rate_pps, payload_len, packets))
+    finally:
+        lab.ns_exec(leaf, ["tc", "qdisc", "del", "dev", port, "root"])  # undo, whatever happened
+    return IncastSeen(receiver=f"{receiver.node}:{receiver.nic}", port=f"{leaf}:{port}", shaper=" ".join(tc),
+                      shaped_bps=shaped_bit, rate_pps=float(rate_pps), packets=packets, packet_bytes=wire,
+                      base_delay_ns=base_delay, fan_ins=tuple(seen))
+
+
+def _run_incast(lab: LabView, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
+                packets: int, first_qp: int) -> tuple[dict, object, int]:
+    planned = incast(senders, receiver, FlowOptions(qps_per_pair=1, first_qp=first_qp, payload_len=payload_len))
+    (spec,) = receive_specs(planned, ReceiveSpec(duration_s=60, quiet_s=1.0), packets_per_flow=packets).values()
+    # The senders' process starts and primes every path, then all send from the same instant.
+    start_ns = time.time_ns() + int((1.5 + 0.02 * len(senders)) * 1e9)
+    sends = {ep: replace(send, start_at_ns=start_ns)
+             for ep, send in send_specs(planned, packets=packets, rate_pps=rate_pps).items()}
+    with start_receiver(lab.namespace(receiver.node), spec) as rx:
+        with start_senders([(lab.namespace(ep.node), send) for ep, send in sends.items()]) as group:
+            sent = dict(zip(sends, group.result(120).results))
+        got = rx.result(60)
+    return sent, got, start_ns
+
+
+def _base_delay(lab: LabView, receiver: Endpoint, sender: Endpoint, payload_len: int) -> int:
+    _, got, _ = _run_incast(lab, receiver, [sender], 200.0, payload_len, 100, 0x1800)
+    return min((f.latency_min_ns for f in got.flows), default=0)
+
+
+def _fan_in(lab: LabView, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
+            packets: int) -> FanInSeen:
+    sent, got, start_ns = _run_incast(lab, receiver, senders, rate_pps, payload_len, packets, 0x2000)
+    by_flow = {f.flow_id: f for f in got.flows}
+    per = []
+    for ep, result in sent.items():
+        for fs in result.flows:
+            f = by_flow.get(fs.flow_id)
+            per.append(SenderSeen(f"{ep.node}:{ep.nic}", fs.packets, f.unique if f else 0,
+                                  f.last_ns - start_ns if f else None, f.latency_avg_ns if f else 0,
+                                  f.latency_max_ns if f else 0, f.psn_gaps if f else 0))
+    return FanInSeen(len(senders), tuple(per))
+
+
+def judge_incast(plan: Plan, seen: IncastSeen) -> IncastResult:
+    """Each fan-in's figures, and whether the measurement is sound: a fan-in within capacity
+    loses nothing (the path is clean), and one well beyond it does lose (the port really is
+    congested; otherwise this proves nothing). The figures are the lesson, not a verdict on
+    the fabric: every port here is lossy."""
+    fan_ins = tuple(_figures(seen, f) for f in seen.fan_ins)
+    problems: list[str] = []
+    for f in fan_ins:
+        if f.received == 0:
+            # A shaped port drops some, never all: the measurement failed, not the fabric.
+            problems.append(f"{f.senders}→1: the receiver saw none of {f.sent} packets: not measured")
+            continue
+        if f.offered_mbit <= f.shaped_mbit and f.loss_pct > 0:
+            problems.append(f"{f.senders}→1 offered {f.offered_mbit:.1f} Mbit/s, within the port's "
+                            f"{f.shaped_mbit:.1f}, yet lost {f.loss_pct:.1f} %: the path is not clean")
+        if f.offered_mbit > 1.2 * f.shaped_mbit and f.loss_pct == 0:
+            problems.append(f"{f.senders}→1 offered {f.offered_mbit:.1f} Mbit/s into {f.shaped_mbit:.1f} and lost "
+                            f"nothing: the port was not congested (is the shaper on {seen.port}?)")
+    return IncastResult(
+        receiver=seen.receiver, port=seen.port, shaper=seen.shaper, shaped_mbit=round(seen.shaped_bps / 1e6, 3),
+        per_sender_mbit=round(seen.rate_pps * seen.packet_bytes * 8 / 1e6, 3), packet_bytes=seen.packet_bytes,
+        base_delay_ms=round(seen.base_delay_ns / 1e6, 3), fan_ins=fan_ins, pfc_enforced=False,
+        seconds=seen.seconds, problems=tuple(problems))
+
+
+def _figures(seen: IncastSeen, fan: FanInSeen) -> FanIn:
+    base_ms, packets, wire = seen.base_delay_ns / 1e6, seen.packets, seen.packet_bytes
+    per = tuple(SenderFigures(
+        sender=s.sender, sent=s.sent, received=s.received,
+        loss_pct=round(100 * (packets - s.received) / packets, 2),  # of the planned packets
+        completion_ms=round(s.last_arrival_ns / 1e6, 1) if s.last_arrival_ns is not None else 0.0,
+        queue_avg_ms=round(max(0.0, s.latency_avg_ns / 1e6 - base_ms), 3) if s.last_arrival_ns is not None else 0.0,
+        queue_max_ms=round(max(0.0, s.latency_max_ns / 1e6 - base_ms), 3) if s.last_arrival_ns is not None else 0.0,
+        gaps=s.gaps) for s in fan.per_sender)
+    total_sent = sum(p.sent for p in per)
+    total_got = sum(p.received for p in per)
+    planned_total = packets * len(per)
+    last = max((s.last_arrival_ns for s in fan.per_sender if s.last_arrival_ns is not None), default=0)
+    span_s = max(last / 1e9, 1e-9)
+    counts = [p.received for p in per]
+    return FanIn(
+        senders=fan.senders, offered_mbit=round(fan.senders * seen.rate_pps * wire * 8 / 1e6, 3),
+        shaped_mbit=round(seen.shaped_bps / 1e6, 3), sent=total_sent, received=total_got,
+        loss_pct=round(100 * (planned_total - total_got) / planned_total, 2) if planned_total else 0.0,
+        delivered_mbit=round(total_got * wire * 8 / span_s / 1e6, 3),
+        completion_ms=max((p.completion_ms for p in per), default=0.0),
+        ideal_ms=round(max(total_sent * wire * 8 / seen.shaped_bps, packets / seen.rate_pps) * 1000, 1),
+        queue_avg_ms=round(sum(p.queue_avg_ms * p.received for p in per) / total_got, 3) if total_got else 0.0,
+        queue_max_ms=max((p.queue_max_ms for p in per), default=0.0),
+        gaps=sum(p.gaps for p in per),
+        jain=round(sum(counts) ** 2 / (len(counts) * sum(c * c for c in counts)), 3) if any(counts) else 0.0,
+        per_sender=per)

@@ -1,0 +1,147 @@
+"""What a frontend failover under TCP streams showed (FeFailoverSeen), and its verdict.
+
+The budgets come from the plan's objectives, never from the lab: one cable is two failures,
+so no stream may stall past TCP's minimum RTO plus the slower of `hard_ms` (the data's end
+sees its carrier drop) and `remote_ms` (the ACKs' end hears of it from a withdrawal); after
+the restore, past the RTO plus `restore_ms`. A stall belongs to the event just before it
+began: the failure, or the restore (its last read can precede the restore by a packet's
+spacing, hence a margin).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.checks.base import Observation, Outcome
+from harness.core.plan import Plan
+
+TCP_RTO_MIN_MS = 200.0  # Linux's TCP_RTO_MIN: the soonest a lost segment is sent again without a probe
+ATTRIBUTION_MS = 50.0  # a stall that began this long before the restore is the restore's
+ELEMENTS = ("uplink", "host-uplink", "leaf")
+
+
+@dataclass(frozen=True)
+class StreamSeen:
+    """One TCP stream as the receiver saw it."""
+
+    sport: int  # the client's source port
+    bytes: int  # received
+    stalls: tuple[tuple[float, float], ...]  # (start, length) ms of every wait over 20 ms between two reads;
+    # the start from the failure (negative: before it)
+
+
+@dataclass(frozen=True)
+class FeFailoverSeen(Observation):
+    """Paced TCP streams across one failure (an uplink, a host's uplink, a leaf) and its restore."""
+
+    element: str  # which of ELEMENTS failed ...
+    failed: str  # ... this cable, or leaf
+    source: str  # "host:nic"
+    destination: str  # "host:nic" ...
+    destination_address: str  # ... reached at this address, in the fabric's ...
+    prefix: str  # ... prefix
+    node: str  # the node that must reroute (the source's leaf, or the dual-homed source host) ...
+    port: str  # ... and its port to the failed element
+    streams: int
+    down_s: float  # how long the element stayed down
+    on_failed: tuple[int, ...]  # source ports of the streams counted on node:port just before the failure
+    restored_ms: float  # the restore, from the failure
+    route_moved_ms: float | None  # the failure -> port gone from node's route (None: not while it was down)
+    back_ms: float | None  # the restore -> port back in that route (None: not a second before the streams ended)
+    rejoined: bool  # port back in the route at all: while the streams ran, or within 60 s after
+    bytes_sent: int
+    bytes_received: int
+    received: tuple[StreamSeen, ...]
+
+
+@dataclass(frozen=True)
+class FeFailoverResult(Outcome):
+    source: str
+    destination: str
+    failed: str  # the cable, or the leaf
+    streams: int
+    on_failed: tuple[int, ...]  # source ports of the streams the failed element carried
+    stall_ms: dict[int, float]  # source port -> longest stall at the receiver, from the failure to the restore
+    stall_at_ms: dict[int, float]  # source port -> when that stall began, from the carrier loss
+    budget_ms: float
+    route_moved_ms: float | None  # carrier loss -> the element gone from the watching node's route
+    bytes_sent: int
+    bytes_received: int
+    restore_stall_ms: dict[int, float] = field(default_factory=dict)  # source port -> longest stall after the restore
+    restore_budget_ms: float = 0.0
+    back_ms: float | None = None  # restore -> the element back in the route (None: not while streams ran)
+    not_measurable: str = ""  # why restore_ms could not be judged, or ""
+    leaf: str = ""  # the node that must reroute (the source's leaf, or the dual-homed source host) ...
+    uplink: str = ""  # ... and its port to the failed element
+    element: str = "uplink"  # which of ELEMENTS failed
+
+    held, broken = "held", "NOT held"
+
+    @property
+    def passed(self) -> bool | None:
+        """None when nothing failed but the restore objective could not be judged: a declared
+        objective is never passed unmeasured."""
+        return False if self.problems else None if self.not_measurable else True
+
+    def why_undecided(self) -> str:
+        return self.not_measurable
+
+    def sentence(self) -> str:
+        worst = max(self.stall_ms.values(), default=0.0)
+        moved = f"{self.route_moved_ms:.0f} ms" if self.route_moved_ms is not None else "never"
+        restore = (f"back in the route after {self.back_ms:.0f} ms, worst stall after it "
+                   f"{max(self.restore_stall_ms.values(), default=0.0):.0f} ms (budget {self.restore_budget_ms:.0f})"
+                   if self.back_ms is not None else
+                   f"restore not measured under traffic: {self.uplink} back in the route only after the streams' "
+                   "last second")
+        return (f"{self.failed} down under {self.streams} TCP streams ({len(self.on_failed)} on it): worst stall "
+                f"{worst:.0f} ms (budget {self.budget_ms:.0f}), {self.leaf}'s route moved off {self.uplink} in "
+                f"{moved}; {restore}; {self.bytes_received}/{self.bytes_sent} bytes")
+
+
+def _worst(stream: StreamSeen, since_ms: float | None, until_ms: float | None) -> tuple[float, float]:
+    """(length, start) of the longest stall of a stream that began in [since, until); (0, 0) if none did."""
+    return max(((length, start) for start, length in stream.stalls
+                if (since_ms is None or start >= since_ms) and (until_ms is None or start < until_ms)),
+               default=(0.0, 0.0))
+
+
+def judge_fe_failover(plan: Plan, seen: FeFailoverSeen) -> FeFailoverResult:
+    objectives = plan.fabric.cluster.objectives
+    budget = TCP_RTO_MIN_MS + max(objectives.hard_ms, objectives.remote_ms)
+    restore_budget = TCP_RTO_MIN_MS + objectives.restore_ms
+    boundary = seen.restored_ms - ATTRIBUTION_MS
+    failing = {s.sport: _worst(s, None, boundary) for s in seen.received}
+    stall = {s: round(length, 1) for s, (length, _) in failing.items()}
+    stall_at = {s: round(start, 1) if length else 0.0 for s, (length, start) in failing.items()}
+    restore_stall = {s.sport: round(_worst(s, boundary, None)[0], 1) for s in seen.received}
+    where = f"{seen.node}:{seen.port}"
+    problems = []
+    for s, ms in sorted(stall.items()):
+        if ms > budget:
+            on = "on" if s in seen.on_failed else "not on"
+            problems.append(f"stream from port {s} ({on} {where}) stalled {ms:.0f} ms from "
+                            f"{stall_at[s]:+.0f} ms after the failure, over {budget:.0f} ms (TCP's "
+                            f"{TCP_RTO_MIN_MS:.0f} ms RTO + the slower of hard_ms and remote_ms)")
+    if seen.back_ms is not None:
+        for s, ms in sorted(restore_stall.items()):
+            if ms > restore_budget:
+                problems.append(f"stream from port {s} stalled {ms:.0f} ms after the restore of {seen.failed}, "
+                                f"over {restore_budget:.0f} ms (TCP's {TCP_RTO_MIN_MS:.0f} ms RTO + restore_ms)")
+    if not seen.on_failed:
+        problems.append(f"no stream was seen on {where}: the failure tested nothing")
+    if not seen.rejoined:
+        problems.append(f"{seen.port} was not back in {seen.node}'s route to {seen.prefix} 60 s after "
+                        f"{seen.failed} came back")
+    if seen.bytes_received != seen.bytes_sent:
+        problems.append(f"{seen.bytes_sent - seen.bytes_received} bytes sent were never received")
+    if seen.route_moved_ms is None:
+        problems.append(f"{seen.node}'s route to {seen.prefix} still used {seen.port} {seen.down_s:.1f} s after "
+                        f"{seen.failed} went down")
+    not_measurable = "" if seen.back_ms is not None or not seen.rejoined else (
+        f"restore_ms ({restore_budget:.0f} ms with TCP's RTO) not judged: {seen.port} rejoined "
+        f"{seen.node}'s route only after the streams' last second")
+    return FeFailoverResult(f"{seen.source}", f"{seen.destination} ({seen.destination_address})", seen.failed,
+                            seen.streams, seen.on_failed, stall, stall_at, budget, seen.route_moved_ms,
+                            seen.bytes_sent, seen.bytes_received, restore_stall, restore_budget, seen.back_ms,
+                            not_measurable, seen.node, seen.port, seen.element, seconds=seen.seconds,
+                            problems=tuple(problems))

@@ -1,0 +1,92 @@
+"""The collectives judges on observations recorded on ai-cluster (tests/observations/collectives-*/):
+each as recorded, then changed the way a broken fabric or a broken measurement would change it
+(a packet lost or reordered; an incast whose congested fan-ins lose nothing, or whose fan-in
+within capacity loses, or whose receiver saw nothing). No lab, no root."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from harness.checks.collectives import IncastSeen
+from harness.report.recorded import judge, read
+
+OBSERVATIONS = Path(__file__).resolve().parents[1] / "observations"
+
+
+def _recorded(name: str):
+    return read(OBSERVATIONS / f"{name}.json")
+
+
+def _fan_in(seen: IncastSeen, k: int, **changes) -> IncastSeen:
+    """The k-th fan-in with every sender's figures changed."""
+    fans = list(seen.fan_ins)
+    fans[k] = replace(fans[k], per_sender=tuple(replace(s, **changes) for s in fans[k].per_sender))
+    return replace(seen, fan_ins=tuple(fans))
+
+
+def _lossless(seen: IncastSeen) -> IncastSeen:
+    """Every fan-in delivered everything: as if the shaper never was on the port."""
+    for k in range(len(seen.fan_ins)):
+        seen = _fan_in(seen, k, received=seen.packets)
+    return seen
+
+
+DELIVERY = [  # (recorded, what changed, the change, passed, words in the reason)
+    ("collectives-ring/ai-cluster", "as recorded", lambda s: s, True,
+     "delivered: ring on rail 0: 8 GPUs, 8 QPs (300 packets each, 1000 pps), 2400/2400 packets, 0 lost, 0 reordered"),
+    ("collectives-all-to-all/ai-cluster", "as recorded", lambda s: s, True, "all-to-all on rail 0: 8 GPUs, 56 QPs"),
+    ("collectives-incast/ai-cluster", "as recorded", lambda s: s, True, "incast on rail 0: 8 GPUs, 7 QPs"),
+    ("collectives-ring/ai-cluster", "one packet lost",
+     lambda s: replace(s, missing=1, packets_received=s.packets_received - 1), False, "FAILED: 1 packets lost |"),
+    ("collectives-ring/ai-cluster", "a source's kernel refused 300",
+     lambda s: replace(s, missing=300, refused=300, packets_sent=s.packets_sent - 300,
+                       packets_received=s.packets_received - 300), False,
+     "300 packets lost (300 refused by the sources' own kernels)"),
+    ("collectives-all-to-all/ai-cluster", "3 packets reordered", lambda s: replace(s, reordered=3), False,
+     "FAILED: 3 packets reordered |"),
+]
+
+
+@pytest.mark.parametrize("name, what, change, passed, words", DELIVERY, ids=[f"{c[0]}: {c[1]}" for c in DELIVERY])
+def test_a_collective_is_delivered_whole_and_in_order(name, what, change, passed, words):
+    recorded = _recorded(name)
+    outcome = judge(recorded, change(recorded.observation))
+    assert outcome.passed is passed, outcome.reason
+    assert words in outcome.reason
+
+
+INCAST = [
+    ("as recorded", lambda s: s, True, "measured: incast into be-g1-r0:Ethernet256 shaped to 26.352 Mbit/s"),
+    ("the port was never congested", _lossless, False,
+     "2→1 offered 35.1 Mbit/s into 26.4 and lost nothing: the port was not congested "
+     "(is the shaper on be-g1-r0:Ethernet256?)"),
+    ("the fan-in within capacity lost 10 %", lambda s: _fan_in(s, 0, received=s.packets - s.packets // 10), False,
+     "1→1 offered 17.6 Mbit/s, within the port's 26.4, yet lost 10.0 %: the path is not clean"),
+    ("the receiver saw nothing of the biggest fan-in",
+     lambda s: _fan_in(s, len(s.fan_ins) - 1, received=0, last_arrival_ns=None), False,
+     "7→1: the receiver saw none of 14000 packets: not measured"),
+]
+
+
+@pytest.mark.parametrize("what, change, passed, words", INCAST, ids=[c[0] for c in INCAST])
+def test_an_incast_measurement_is_sound(what, change, passed, words):
+    recorded = _recorded("collectives-incast-congested/ai-cluster")
+    outcome = judge(recorded, change(recorded.observation))
+    assert outcome.passed is passed, outcome.reason
+    assert words in outcome.reason
+
+
+def test_the_incast_figures_come_from_the_counts():
+    recorded = _recorded("collectives-incast-congested/ai-cluster")
+    seen, outcome = recorded.observation, judge(recorded)
+    assert [f.senders for f in outcome.fan_ins] == [1, 2, 4, 7]
+    for fan, figures in zip(seen.fan_ins, outcome.fan_ins):
+        got = sum(s.received for s in fan.per_sender)
+        assert figures.received == got
+        assert figures.loss_pct == round(100 * (seen.packets * fan.senders - got) / (seen.packets * fan.senders), 2)
+        assert figures.completion_ms == round(max(s.last_arrival_ns for s in fan.per_sender) / 1e6, 1)
+    one, most = outcome.fan_ins[0], outcome.fan_ins[-1]
+    assert one.loss_pct == 0 and most.loss_pct > outcome.fan_ins[1].loss_pct > 0  # the lesson's figures
+    assert most.queue_avg_ms > one.queue_avg_ms + 5
