@@ -217,7 +217,7 @@ def test_cli_validate_on_rail_only_reports_every_check(lab_name, tmp_path):
     from pathlib import Path
 
     run = subprocess.run(FABLAB + ["validate", "rail-only", "--name", lab_name, "--results", str(tmp_path), "--json"],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=900)  # rdma-rails boots microVMs
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout)
     checks = {c["check"]: c for c in report["checks"]}
