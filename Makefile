@@ -39,8 +39,9 @@ validate: deps
 test: deps rdma-deps
 	$(BIN)/pytest tests labs
 
-unit: deps
-	$(BIN)/pytest tests
+# What needs no root and no lab: unit, judge, architecture and docs tests (tests/integration boots).
+unit: venv
+	$(BIN)/pytest -n 2 tests --ignore=tests/integration
 
 labs: deps rdma-deps
 	$(BIN)/pytest labs

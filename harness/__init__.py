@@ -2,7 +2,7 @@
 
 The public surface: every name a topology file or a Python user needs is importable from here
 (`from harness import Cluster, Backend, Lab, run_case`), whatever module it lives in; docs/python.md
-lists them and tests/test_public_surface.py imports each. The declaration classes load with the
+lists them and tests/architecture/test_public_surface.py imports each. The declaration classes load with the
 package; the lab, the checks and the catalog load when first named, so `import harness` stays
 light (no pyroute2, no FRR). Module paths that moved keep working for a release (harness.moved).
 """

@@ -44,6 +44,7 @@ MOVED: dict[str, str] = {  # old module -> where it lives now
     "harness.validate": "harness.cli.validate",
     "harness.wait": "harness.plumbing.wait",
     "harness.checks.jumbo": "harness.checks.lossless",
+    "harness.checks.ecmp_stages": "harness.checks.ecmp_superspine",
     "harness.checks.sabotage": "harness.faults.sabotage",
     "harness.checks.ecmp_faults": "harness.faults.sabotage",
     "harness.checks.faults": "harness.faults.store",

@@ -23,7 +23,7 @@ from topologies import BUILTINS  # noqa: E402
 
 
 def edge() -> Cluster:
-    """Close to both limits (tests/test_declaration_faults.py plans the same)."""
+    """Close to both limits (tests/unit/test_declaration_faults.py plans the same)."""
     return Cluster(name="edge", gpu=GpuNodes(count=832, gpus_per_node=16),
                    backend=Backend(rails=16, groups=8, spines=8, leaf_ports=128, spine_ports=256, uplink_speed=400,
                                    allow_oversubscription=True),

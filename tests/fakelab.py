@@ -1,5 +1,5 @@
 """The one stand-in for a running lab in unit tests: a `LabView` with the same signatures as
-`harness.lab.Lab` (tests/test_lab_door.py holds it to that), answering from what a test
+`harness.lab.Lab` (tests/architecture/test_lab_door.py holds it to that), answering from what a test
 scripts (a recorded FRR answer, a node's MTUs, the shortfalls a wait sees in turn) and
 refusing, by name, whatever it was not given, so a test never passes on an answer it did not
 choose. A test that needs a real kernel or FRR is an integration test: tests/integration/.

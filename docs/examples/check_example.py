@@ -2,7 +2,7 @@
 
 A case is two halves: `measure` asks the lab (here, each host's kernel) and returns what it saw,
 `judge` compares that with the plan, with no lab: so the verdict is tested on recorded
-observations (tests/test_check_plugin.py) and the lab test only has to show the measurement.
+observations (tests/unit/test_check_plugin.py) and the lab test only has to show the measurement.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ the sender saw (its sequence gaps with the send times either side, its first and
 packets): a QpSeen, part of the case's observation. On the judge's side, `losses` turns
 those, the sender's lag spans and the objectives into a QpLoss per QP, and `judge` holds
 them against the objectives. Kept apart from harness.checks.failover, which runs the
-experiment, so the arithmetic is tested on its own (tests/test_failover_windows.py).
+experiment, so the arithmetic is tested on its own (tests/unit/test_failover_windows.py).
 """
 from __future__ import annotations
 

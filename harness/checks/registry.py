@@ -31,7 +31,7 @@ MODULES: tuple[tuple[str, str], ...] = (  # (check name, module exporting its CH
     ("fe-tcp", "harness.checks.fe_tcp"),
     ("lossless", "harness.checks.lossless"),
     ("ecmp", "harness.checks.ecmp"),
-    ("ecmp-superspine", "harness.checks.ecmp_stages"),
+    ("ecmp-superspine", "harness.checks.ecmp_superspine"),
     ("failover", "harness.checks.failover"),
     ("collectives", "harness.checks.collectives"),
     ("rdma", "harness.checks.rdma"),

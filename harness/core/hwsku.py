@@ -8,7 +8,7 @@ master). So a PORT only carries traffic when its name, lanes and alias are the H
 and a switch has no more ports than its HwSKU has rows.
 
 The rows below are transcribed from SONiC's device tree (device/*/*/<HwSKU>/port_config.ini,
-the same in 202411 and master); tests/test_hwsku.py compares them with the files.
+the same in 202411 and master); tests/unit/test_hwsku.py compares them with the files.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Checks, observers, traffic helpers, the RDMA lane and the sabotage faults take a
 LabView`, not a `Lab`: they read the plan, act on a node's namespace (netlink, sysctls, a host
 tool), ask FRR and the kernel, and fail or heal a cable, on whatever runtime; they never see
 the lab's state on disk or the runtime behind it (DESIGN.md: "The Lab is the only door").
-`Lab` satisfies it (tests/test_lab_door.py); a unit test's stand-in needs only what its check
+`Lab` satisfies it (tests/architecture/test_lab_door.py); a unit test's stand-in needs only what its check
 reads. Nothing here is imported at run time but `typing`, and it names only core's types (under
 TYPE_CHECKING), so any layer may import it and no import runs up from it.
 """

@@ -66,7 +66,7 @@ class SwitchKind(Protocol):
 
 class SonicVs:
     """docker-sonic-vs. Not run on this machine (no SONiC image): held to SONiC's own outputs
-    in tests/test_clab_runtime.py."""
+    in tests/unit/test_clab_runtime.py."""
 
     kind = NodeKind.SONIC_VS
 

@@ -1,5 +1,5 @@
 """Random rewordings that keep a config's meaning, and random mutations that change it, for the
-property test in tests/test_corpus.py. Each is grounded in how FRR 8.4 reads a file:
+property test in tests/unit/test_corpus.py. Each is grounded in how FRR 8.4 reads a file:
 
 - statement order where FRR does not care: prefix-list lines that carry `seq`, top-level blocks,
   a group's own settings, an address family's lines after `activate`, the router's globals;

@@ -42,3 +42,23 @@ def test_the_example_check_passes_and_catches_a_lowered_mtu(lab):
     assert lowered.problems == (f"{host.name}:{nic.name} has MTU 1500, the plan's is {nic.mtu}",)
     (again,) = run_checks(lab, (check,))
     assert again.passed is True, again.reason  # the control: put back, clean again
+
+
+FAULT_EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "fault_example.py"
+
+
+def test_the_example_fault_is_caught_by_its_case_and_undone(lab):
+    import importlib.util
+
+    from harness.checks.registry import case, run_case
+    from harness.faults.protocol import applied
+
+    spec = importlib.util.spec_from_file_location("fault_example", FAULT_EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fault = module.NIC_DOWN
+    assert run_case(case(fault.caught_by), lab).passed  # the positive control
+    with applied(lab, fault) as a:
+        broken = run_case(case(fault.caught_by), lab)
+    assert broken.passed is False and a.target.host in broken.reason, broken.reason
+    assert run_case(case(fault.caught_by), lab).passed  # undone: clean again

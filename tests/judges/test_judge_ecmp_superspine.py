@@ -12,7 +12,7 @@ import pytest
 
 from harness.checks.ecmp import PortsSeen
 from harness.checks.ecmp_bound import bound
-from harness.checks.ecmp_stages import EcmpStagesSeen
+from harness.checks.ecmp_superspine import EcmpStagesSeen
 from harness.checks.registry import case
 from harness.report.recorded import plan_of, read
 

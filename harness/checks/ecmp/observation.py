@@ -1,6 +1,6 @@
 """What the ECMP checks see on a lab: at each counting point, the flows counted on each egress
 port (nftables, per source port, harness.observe.flowcount); what was sent, and what the
-receiver got. Nothing here is a verdict: harness/checks/ecmp/judge.py, ecmp_stages.py and
+receiver got. Nothing here is a verdict: harness/checks/ecmp/judge.py, ecmp_superspine.py and
 fe_tcp/spread.py judge it.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ from harness.catalog import load_cluster
 from harness.core.model import Plane, Role, build
 from harness.core.plan import make_plan
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "gpu4096.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "gpu4096.py"
 
 
 @pytest.fixture(scope="module")

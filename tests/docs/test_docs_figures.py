@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.core.declarations import LAB_NAME_MAX
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 RUN_TIME = re.compile(r"\d+(?:\.\d+)?\s*[–-]\s*\d+(?:\.\d+)?\s*s per run")
 
@@ -24,3 +24,18 @@ def test_run_times_are_given_only_by_the_performance_page():
 def test_the_lab_name_limit_is_the_codes():
     concepts = (ROOT / "docs" / "concepts.md").read_text()
     assert f"at most {LAB_NAME_MAX} characters" in concepts
+
+
+def test_the_check_order_in_the_docs_is_the_registrys():
+    from harness.checks.registry import select
+
+    checks = select(None)
+    page = (ROOT / "docs" / "commands" / "check.md").read_text()
+    listed = page.split("<!-- checks -->")[1].split("<!-- /checks -->")[0].strip().splitlines()
+    assert [re.match(r"\d+\. `([\w-]+)`", line).group(1) for line in listed] == [c.name for c in checks]
+    for line, check in zip(listed, checks):
+        cases = line.split("(", 1)[1].split(")", 1)[0]
+        assert re.findall(r"`([\w-]+)`", cases) == [c.name for c in check.cases], line
+    readme = (ROOT / "README.md").read_text()
+    steps = readme.split("run every check (`fablab check`), in this order:")[1].split("\n3. ")[0]
+    assert re.findall(r"^   - `([\w-]+)`:", steps, re.M) == [c.name for c in checks]

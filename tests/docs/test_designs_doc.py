@@ -12,7 +12,7 @@ from topologies.dual_homed import dual_homed
 from topologies.multi_rail import multi_rail
 from topologies.pods import pods
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 DESIGNS = {"multi-rail": multi_rail, "multi-rail-rail-only": lambda: multi_rail(name="multi-rail-ro", kind="rail-only"),
            "pods": pods, "dual-homed": dual_homed}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-HARNESS = Path(__file__).resolve().parent.parent / "harness"
+HARNESS = Path(__file__).resolve().parents[2] / "harness"
 WAIT = HARNESS / "plumbing" / "wait.py"
 CLOCK_NAMES = ("monotonic", "monotonic_ns", "clock", "deadline", "stop_at", "remaining")
 ALLOWED = 3

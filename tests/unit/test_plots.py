@@ -81,7 +81,7 @@ def test_a_failover_plot_of_a_recorded_failure_reds_the_lanes_on_the_element(kep
 
     from harness.report.recorded import judge, read
 
-    recorded = read(Path(__file__).parent / "observations" / "failover-local" / "carrier-blind.json")
+    recorded = read(Path(__file__).resolve().parents[1] / "observations" / "failover-local" / "carrier-blind.json")
     failover_result.plot_failover(judge(recorded), tmp_path / "f.png", sabotage="carrier loss ignored")
     lane_ax = kept["fig"].axes[1]
     labels = [t.get_text() for t in lane_ax.get_yticklabels()]

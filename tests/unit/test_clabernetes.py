@@ -18,7 +18,7 @@ from harness.render import artifacts
 from harness.render.clabernetes import API_VERSION, IFNAMSIZ, TUNNEL, cluster_names, interfaces, yaml_text
 from topologies import BUILTINS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")  # a Service name (RFC 1035): clabernetes names one per node
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")

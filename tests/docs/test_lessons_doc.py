@@ -11,7 +11,7 @@ from harness.faults import BY_NAME
 from harness.cli.learn import LESSONS, lessons
 from topologies import BUILTINS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("**Goal.**", "**Predict.**", "**What to look at.**", "**Why.**", "**Self-check.**")
 
 

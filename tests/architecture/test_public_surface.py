@@ -15,7 +15,7 @@ import pytest
 import harness
 from harness.moved import MOVED
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def listed() -> set[str]:

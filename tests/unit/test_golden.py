@@ -1,5 +1,5 @@
 """Golden files of ai-cluster's artifacts. Regenerate on purpose with:
-FABLAB_UPDATE_GOLDEN=1 pytest tests/test_golden.py (then read the diff before committing)."""
+FABLAB_UPDATE_GOLDEN=1 pytest tests/unit/test_golden.py (then read the diff before committing)."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import pytest
 
 from harness.render import artifacts
 
-GOLDEN = Path(__file__).parent / "golden" / "ai-cluster"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "ai-cluster"
 GOLDEN_FILES = ["ai-cluster.clab.yml", "cabling.csv", "topology.svg",
                 "configs/be-g1-r0/frr.conf", "configs/be-g1-r0/config_db.json", "configs/be-g1-r0/init.sh",
                 "configs/be-s1/frr.conf", "configs/be-s1/config_db.json",

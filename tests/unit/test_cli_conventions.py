@@ -115,6 +115,6 @@ def test_no_color_gives_plain_text_on_a_terminal():
 
 
 def test_every_command_documents_the_exit_codes():
-    text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
     for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |"):
         assert code in text

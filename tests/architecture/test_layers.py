@@ -24,7 +24,7 @@ import ast
 import functools
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "harness"
 
 LAYERS: tuple[tuple[str, ...], ...] = (  # a package or a module each; the longest name that fits decides

@@ -22,7 +22,7 @@ from harness.runtime.clab_cli import (InitStatus, deploy_argv, destroy_argv, ins
                                       parse_inspect)
 from topologies import BUILTINS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def completed(rc: int = 0, out: str = "", err: str = "") -> subprocess.CompletedProcess:

@@ -63,7 +63,7 @@ def configs():
     # rail-only leaves of two rails each: a VRF per rail, the host ports in their rail's VRF
     declared[CUSTOM_RAIL_VRFS] = multi_rail(kind="rail-only")
     # leaves declared on 800G cages: BREAKOUT_CFG, and ports broken out to 400G, 200G and 100G
-    declared[CUSTOM_COMBINED] = load_cluster(str(Path(__file__).resolve().parents[1] / "docs/examples/combined.py"))
+    declared[CUSTOM_COMBINED] = load_cluster(str(Path(__file__).resolve().parents[2] / "docs/examples/combined.py"))
     declared[CUSTOM_BREAKOUT] = replace(BUILTINS["ai-cluster"](), hardware=Hardware(
         be_leaf="Arista-7060X6-64PE", fe_leaf="Arista-7060X6-64PE"))
     for topology, cluster in declared.items():

@@ -20,7 +20,7 @@ from harness.render.lossless import contract_of
 from harness.render.sonic import config_db
 from harness.runtime import tenants as rt
 
-HARNESS = Path(__file__).resolve().parents[1] / "harness"
+HARNESS = Path(__file__).resolve().parents[2] / "harness"
 # The only modules allowed to derive these facts: the plan computes them, and the ACL module
 # holds the compiler the plan calls.
 DERIVERS = {"compile_acl": {"core/plan.py"}, "collapse_addresses": {"core/plan.py"}}

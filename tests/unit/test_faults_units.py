@@ -32,7 +32,7 @@ from harness.faults.targets import KINDS
 from harness.moved import MOVED
 from topologies import BUILTINS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASES = {c.name for check in select(None) for c in check.cases}
 OLD_CLI = ("swapped-cables", "rogue-cable", "stray-cable", "route-leak", "l3-hashing", "bfd-off", "slow-bfd",
            "gray-link", "small-mtu", "pfc-priority", "dscp-map", "acl-flip", "wrong-vlan", "tenant-routed")

@@ -18,7 +18,7 @@ from harness.core.model import Plane
 
 from fakelab import FakeLab
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "check_example.py"
 
 

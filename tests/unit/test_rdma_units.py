@@ -18,7 +18,7 @@ from harness.rdma.session import DEFAULT_SIZE, RdmaSpec, _result, guest_script
 from harness.runtime.processes import is_ours, terminate, vm_pids_by_tag
 from harness.runtime.state import lab_of_namespace
 
-GOLDEN = Path(__file__).parent / "golden" / "rdma"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "rdma"
 
 SRC = Endpoint("gpu01", "rail0", "62:16:b6:21:14:fd", IPv4Interface("10.0.1.1/31"), IPv4Address("10.0.1.0"),
                (IPv4Network("10.0.1.0/24"),), 9100, 0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The interface: the registry (`harness.runtime`), the protocol (`base`) and the lab's state on disk.
 ALLOWED = {"harness.runtime", "harness.runtime.base", "harness.runtime.state"}
 
