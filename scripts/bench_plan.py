@@ -17,19 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import (Addressing, Backend, Cluster, Frontend, GpuNodes, Management, build,  # noqa: E402
-                     make_plan)
+from harness import build, make_plan  # noqa: E402
 from topologies import BUILTINS  # noqa: E402
-
-
-def edge() -> Cluster:
-    """Close to both limits (tests/unit/test_declaration_faults.py plans the same)."""
-    return Cluster(name="edge", gpu=GpuNodes(count=832, gpus_per_node=16),
-                   backend=Backend(rails=16, groups=8, spines=8, leaf_ports=128, spine_ports=256, uplink_speed=400,
-                                   allow_oversubscription=True),
-                   frontend=Frontend(leaves=8, leaf_ports=128, spine_ports=128, storage_servers=40, gateways=2),
-                   mgmt=Management(ports=1024),
-                   addressing=Addressing(be="10.0.0.0/12", fe="10.16.0.0/12", mgmt="172.16.0.0/16"))
+from topologies.edge import edge  # noqa: E402
 
 
 def main() -> int:

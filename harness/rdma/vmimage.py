@@ -80,11 +80,18 @@ def boot_files() -> BootFiles:
     with tempfile.TemporaryDirectory(prefix="fablab-kernel-", dir=CACHE) as tmp:
         subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True, capture_output=True)
         root = Path(tmp)
-        files.kernel.write_bytes(vmlinux_of((root / "boot" / f"vmlinuz-{release}").read_bytes()))
-        modules = ordered_modules(root / "lib" / "modules" / release, WANTED_MODULES)
-        files.initrd.write_bytes(initramfs(modules))
-    stamp.write_text(f"{deb.name} {_init_version()}\n")
+        # Each file written beside and renamed into place: two first uses at once (two shells,
+        # two test workers) each see a whole file or none, never one being written.
+        _replace(files.kernel, vmlinux_of((root / "boot" / f"vmlinuz-{release}").read_bytes()), tmp)
+        _replace(files.initrd, initramfs(ordered_modules(root / "lib" / "modules" / release, WANTED_MODULES)), tmp)
+        _replace(stamp, f"{deb.name} {_init_version()}\n".encode(), tmp)
     return files
+
+
+def _replace(path: Path, data: bytes, scratch: str) -> None:
+    part = Path(scratch) / f"{path.name}.part"
+    part.write_bytes(data)
+    os.replace(part, path)
 
 
 def vmlinux_of(bzimage: bytes) -> bytes:

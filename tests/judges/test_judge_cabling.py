@@ -5,25 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from harness.checks.cabling import CablingResult, CablingSeen, KernelPort
 from harness.core.model import Plane
-from harness.report.recorded import judge, plan_of, read
+from harness.report.recorded import judge
 
-HERE = Path(__file__).resolve().parents[1] / "observations" / "cabling"
+import judge_tables as tables
 
 
 @pytest.fixture(scope="module")
 def cabled():
-    return read(HERE / "ai-cluster.json")
+    return tables.recorded("cabling/ai-cluster")
 
 
 @pytest.fixture(scope="module")
-def plan(cabled):
-    return plan_of(cabled)
+def plan():
+    return tables.plan("cabling/ai-cluster")
 
 
 def _ports(seen: CablingSeen, end: tuple[str, str], **changes) -> CablingSeen:
@@ -128,7 +127,7 @@ def test_only_the_planes_the_runtime_shows_are_compared(cabled, plan):
 
 @pytest.mark.parametrize("label, kinds", [("rogue-cable", {"unknown": 1}), ("swapped-pair", {"swapped": 4})])
 def test_a_negative_control_recorded_on_the_lab_fails(label, kinds):
-    recorded = read(HERE / f"{label}.json")
+    recorded = tables.recorded(f"cabling/{label}")
     result = judge(recorded)
     assert not result.passed and not recorded.passed
     found: dict[str, int] = {}

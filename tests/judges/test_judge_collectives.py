@@ -5,18 +5,13 @@ within capacity loses, or whose receiver saw nothing). No lab, no root."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from harness.checks.collectives import IncastSeen
-from harness.report.recorded import judge, read
+from harness.report.recorded import judge
 
-OBSERVATIONS = Path(__file__).resolve().parents[1] / "observations"
-
-
-def _recorded(name: str):
-    return read(OBSERVATIONS / f"{name}.json")
+import judge_tables as tables
 
 
 def _fan_in(seen: IncastSeen, k: int, **changes) -> IncastSeen:
@@ -51,7 +46,7 @@ DELIVERY = [  # (recorded, what changed, the change, passed, words in the reason
 
 @pytest.mark.parametrize("name, what, change, passed, words", DELIVERY, ids=[f"{c[0]}: {c[1]}" for c in DELIVERY])
 def test_a_collective_is_delivered_whole_and_in_order(name, what, change, passed, words):
-    recorded = _recorded(name)
+    recorded = tables.recorded(name)
     outcome = judge(recorded, change(recorded.observation))
     assert outcome.passed is passed, outcome.reason
     assert words in outcome.reason
@@ -72,14 +67,14 @@ INCAST = [
 
 @pytest.mark.parametrize("what, change, passed, words", INCAST, ids=[c[0] for c in INCAST])
 def test_an_incast_measurement_is_sound(what, change, passed, words):
-    recorded = _recorded("collectives-incast-congested/ai-cluster")
+    recorded = tables.recorded("collectives-incast-congested/ai-cluster")
     outcome = judge(recorded, change(recorded.observation))
     assert outcome.passed is passed, outcome.reason
     assert words in outcome.reason
 
 
 def test_the_incast_figures_come_from_the_counts():
-    recorded = _recorded("collectives-incast-congested/ai-cluster")
+    recorded = tables.recorded("collectives-incast-congested/ai-cluster")
     seen, outcome = recorded.observation, judge(recorded)
     assert [f.senders for f in outcome.fan_ins] == [1, 2, 4, 7]
     for fan, figures in zip(seen.fan_ins, outcome.fan_ins):

@@ -4,35 +4,19 @@ lost or reordered packet, too few QPs, L3-only hashing, an unequal weight. No la
 from __future__ import annotations
 
 import dataclasses
-from functools import cache
-from pathlib import Path
 
 import pytest
 
 from harness.checks.ecmp import EcmpSeen, PortsSeen
 from harness.checks.ecmp_bound import bound, qps_for
-from harness.checks.registry import case
-from harness.report.recorded import plan_of, read
 
-RECORDED = Path(__file__).resolve().parents[1] / "observations" / "ecmp"
+import judge_tables as tables
 
-
-@cache
-def _recorded(label: str):
-    return read(RECORDED / f"{label}.json")
-
-
-@cache
-def _plan(label: str):
-    return plan_of(_recorded(label))
-
-
-def _judge(seen: EcmpSeen, label: str = "ai-cluster"):
-    return case("ecmp").verdict(_plan(label), seen)
+PASSING = "ecmp/ai-cluster"  # the recorded pass: every row is judged on its plan
 
 
 def _passing() -> EcmpSeen:
-    return _recorded("ai-cluster").observation
+    return tables.recorded(PASSING).observation
 
 
 def _with_flows(seen: EcmpSeen, flows: dict[str, tuple[int, ...]]) -> EcmpSeen:
@@ -89,16 +73,16 @@ CASES = [  # (what, observation, passed, words in the reason)
     ("a lost packet", lambda: _lost(_passing()), False, ["1 packets lost"]),
     ("a reordered packet", lambda: dataclasses.replace(_passing(), reordered=2), False, ["2 packets reordered"]),
     ("too few QPs for a verdict", lambda: _few(_passing()), False, ["40 QPs over 2 uplinks: a verdict needs >= 380"]),
-    ("recorded: L3-only hashing on the leaf", lambda: _recorded("l3-hashing").observation, False,
+    ("recorded: L3-only hashing on the leaf", lambda: tables.recorded("ecmp/l3-hashing").observation, False,
      ["all 380 QPs on one uplink", "fib_multipath_hash_policy=0"]),
-    ("recorded: one next hop at weight 2", lambda: _recorded("skewed-weight").observation, False,
+    ("recorded: one next hop at weight 2", lambda: tables.recorded("ecmp/skewed-weight").observation, False,
      ["be-g1-r0:Ethernet0 carried", "unequal next-hop weights: Ethernet0 2, Ethernet8 1"]),
 ]
 
 
 @pytest.mark.parametrize("what, seen, passed, words", CASES, ids=[c[0] for c in CASES])
 def test_the_ecmp_judge(what, seen, passed, words):
-    outcome = _judge(seen())
+    outcome = tables.verdict(PASSING, seen())
     assert outcome.passed is passed, outcome.reason
     assert all(w in outcome.reason for w in words), outcome.reason
 
@@ -107,14 +91,14 @@ def test_the_band_follows_from_what_was_sent():
     """Fewer QPs judged, a narrower count per path: the band is the one for the QPs the
     observation says were sent, over the uplinks it counted."""
     for seen in (_passing(), _few(_passing())):
-        outcome = _judge(seen)
+        outcome = tables.verdict(PASSING, seen)
         b = bound(len(seen.qpns), len(seen.leaf.flows), seen.false_fail)
         assert (outcome.qps, outcome.low, outcome.high) == (len(seen.qpns), b.low, b.high)
     assert len(_passing().qpns) == qps_for(2, _passing().false_fail)
 
 
 def test_the_recorded_figures():
-    outcome = _judge(_passing())
+    outcome = tables.verdict(PASSING, _passing())
     assert outcome.per_path == {"Ethernet0": 185, "Ethernet8": 195}
     assert all(p.packets == p.qps * 4 for p in outcome.paths)  # 3 per QP, and the sender's probe
     assert (outcome.split_qps, outcome.unseen_qps, outcome.lost, outcome.reordered) == (0, 0, 0, 0)
@@ -123,4 +107,4 @@ def test_the_recorded_figures():
 
 def test_the_judge_is_a_function_of_plan_and_observation():
     seen = _l3(_passing())
-    assert _judge(seen) == _judge(seen)
+    assert tables.verdict(PASSING, seen) == tables.verdict(PASSING, seen)

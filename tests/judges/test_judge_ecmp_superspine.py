@@ -5,36 +5,20 @@ a lost packet. No lab, no root."""
 from __future__ import annotations
 
 import dataclasses
-from functools import cache
-from pathlib import Path
 
 import pytest
 
 from harness.checks.ecmp import PortsSeen
 from harness.checks.ecmp_bound import bound
 from harness.checks.ecmp_superspine import EcmpStagesSeen
-from harness.checks.registry import case
-from harness.report.recorded import plan_of, read
 
-RECORDED = Path(__file__).resolve().parents[1] / "observations" / "ecmp-superspine"
+import judge_tables as tables
 
-
-@cache
-def _recorded(label: str):
-    return read(RECORDED / f"{label}.json")
-
-
-@cache
-def _plan(label: str):
-    return plan_of(_recorded(label))
-
-
-def _judge(seen: EcmpStagesSeen):
-    return case("ecmp-superspine").verdict(_plan("pods"), seen)
+PASSING = "ecmp-superspine/pods"  # the recorded pass: every row is judged on its plan
 
 
 def _passing() -> EcmpStagesSeen:
-    return _recorded("pods").observation
+    return tables.recorded(PASSING).observation
 
 
 def _spine(seen: EcmpStagesSeen, flows: dict[str, tuple[int, ...]]) -> EcmpStagesSeen:
@@ -71,21 +55,22 @@ CASES = [  # (what, observation, passed, words in the reason)
     ("a QP the spine should forward, seen on none of its ports", lambda: _unseen_at_spine(_passing()), False,
      ["1 of the", "should forward seen on none of its ports"]),
     ("a QP lost", lambda: _lost(_passing()), False, ["packets lost"]),
-    ("recorded: a spine hashing on addresses only", lambda: _recorded("l3-hashing").observation, False,
+    ("recorded: a spine hashing on addresses only",
+     lambda: tables.recorded("ecmp-superspine/l3-hashing").observation, False,
      ["carried", "than a fair hash gives"]),
 ]
 
 
 @pytest.mark.parametrize("what, seen, passed, words", CASES, ids=[c[0] for c in CASES])
 def test_the_ecmp_superspine_judge(what, seen, passed, words):
-    outcome = _judge(seen())
+    outcome = tables.verdict(PASSING, seen())
     assert outcome.passed is passed, outcome.reason
     assert all(w in outcome.reason for w in words), outcome.reason
 
 
 def test_a_spine_fault_is_named_at_the_spine_and_the_leaf_still_spreads():
     seen = _one_link(_passing())
-    outcome = _judge(seen)
+    outcome = tables.verdict(PASSING, seen)
     spine = seen.spines[0].node
     assert all(p.startswith(f"{spine}:") for p in outcome.problems if "carried" in p), outcome.reason
     assert all(p.within for p in outcome.leaf.paths)
@@ -95,7 +80,7 @@ def test_each_band_follows_from_the_qps_each_switch_got():
     """The leaf's band is for every QP sent, a spine's for the QPs the leaf sent it, each at
     the false-fail budget split over all the bands."""
     seen = _passing()
-    outcome = _judge(seen)
+    outcome = tables.verdict(PASSING, seen)
     each = seen.false_fail / (1 + len(seen.spines))
     assert outcome.qps == len(seen.sports) == sum(s.qps for s in outcome.spines)
     for stage, counted in zip((outcome.leaf, *outcome.spines), (seen.leaf, *seen.spines)):

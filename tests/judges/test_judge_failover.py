@@ -6,7 +6,6 @@ The objectives are the plan's: the same observation is judged again on other dec
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -14,14 +13,11 @@ from harness.checks.failover import with_objectives
 from harness.checks.failover_result import FailoverSeen, judge_failover
 from harness.checks.failover_windows import GapSeen, QpSeen
 from harness.core.model import Objectives
-from harness.report.recorded import judge, plan_of, read
+from harness.report.recorded import judge
 
-OBSERVATIONS = Path(__file__).resolve().parents[1] / "observations"
+import judge_tables as tables
+
 MS = 1_000_000
-
-
-def _recorded(name: str):
-    return read(OBSERVATIONS / f"{name}.json")
 
 
 def _qp(seen: FailoverSeen, on: bool) -> int:
@@ -101,14 +97,14 @@ CHANGED = [  # (recorded, what changed, the change, passed, words in the reason)
 
 @pytest.mark.parametrize("name, what, change, passed, words", CHANGED, ids=[f"{c[0]}: {c[1]}" for c in CHANGED])
 def test_the_judge_on_a_recorded_observation(name, what, change, passed, words):
-    recorded = _recorded(name)
+    recorded = tables.recorded(name)
     outcome = judge(recorded, change(recorded.observation))
     assert outcome.passed is passed, outcome.reason
     assert words in outcome.reason
 
 
 def test_the_figures_come_from_the_observation():
-    recorded = _recorded("failover-local/ai-cluster")
+    recorded = tables.recorded("failover-local/ai-cluster")
     outcome = judge(recorded)
     assert (outcome.qps, outcome.qps_on_element, outcome.min_on_element) == (12, 8, 4)
     assert outcome.worst_window_ms == 6.0 and outcome.lost_elsewhere == 0 and outcome.lost_before == 0
@@ -127,7 +123,7 @@ def test_the_figures_come_from_the_observation():
 def test_the_objectives_are_the_plans(name, objectives, passed, words):
     """The verdict is held to what the cluster declares: the same observation on a plan that
     declares other objectives is judged against those (and nothing measured changes)."""
-    recorded = _recorded(name)
-    outcome = judge_failover(with_objectives(plan_of(recorded), objectives), recorded.observation)
+    recorded = tables.recorded(name)
+    outcome = judge_failover(with_objectives(tables.plan(name), objectives), recorded.observation)
     assert outcome.passed is passed, outcome.reason
     assert words in outcome.reason

@@ -7,8 +7,6 @@ another verdict. No lab, no root."""
 from __future__ import annotations
 
 import dataclasses
-from functools import cache
-from pathlib import Path
 
 import pytest
 
@@ -18,31 +16,15 @@ from harness.checks.registry import case
 from harness.core.declarations import Objectives
 from harness.core.model import build
 from harness.core.plan import make_plan
-from harness.report.recorded import plan_of, read
 
-OBSERVATIONS = Path(__file__).resolve().parents[1] / "observations"
-
-
-@cache
-def _recorded(name: str):
-    return read(OBSERVATIONS / f"{name}.json")
-
-
-@cache
-def _plan(name: str):
-    return plan_of(_recorded(name))
-
-
-def _judge(name: str, seen=None):
-    recorded = _recorded(name)
-    return case(recorded.case).verdict(_plan(name), seen or recorded.observation)
+import judge_tables as tables
 
 
 # ---------------------------------------------------------------------------- fe-ecmp
 
 
 def _ecmp(name: str = "fe-ecmp/ai-cluster") -> FeEcmpSeen:
-    return _recorded(name).observation
+    return tables.recorded(name).observation
 
 
 def _leaf_flows(seen: FeEcmpSeen, flows: dict[str, tuple[int, ...]]) -> FeEcmpSeen:
@@ -88,7 +70,7 @@ ECMP = [  # (what, recorded file, change, passed, words in the reason)
 @pytest.mark.parametrize("what, name, change, passed, words", ECMP, ids=[c[0] for c in ECMP])
 def test_the_fe_ecmp_judge(what, name, change, passed, words):
     seen = _ecmp(name)
-    outcome = _judge(name, change(seen) if change else seen)
+    outcome = tables.verdict(name, change(seen) if change else seen)
     assert outcome.passed is passed, outcome.reason
     assert all(w in outcome.reason for w in words), outcome.reason
 
@@ -124,7 +106,7 @@ DUAL = [  # (what, recorded file, change, passed, words in the reason)
 @pytest.mark.parametrize("what, name, change, passed, words", DUAL, ids=[c[0] for c in DUAL])
 def test_the_fe_ecmp_judge_on_a_dual_homed_source(what, name, change, passed, words):
     seen = _ecmp(name)
-    outcome = _judge(name, change(seen) if change else seen)
+    outcome = tables.verdict(name, change(seen) if change else seen)
     assert outcome.passed is passed, outcome.reason
     assert all(w in outcome.reason for w in words), outcome.reason
     assert set(outcome.per_nic) == {"fe0", "fe1"} and len({u.split(":")[0] for u in outcome.per_uplink}) == 2
@@ -134,7 +116,7 @@ def test_the_fe_ecmp_judge_on_a_dual_homed_source(what, name, change, passed, wo
 
 
 def _failover(name: str = "fe-failover/ai-cluster") -> FeFailoverSeen:
-    return _recorded(name).observation
+    return tables.recorded(name).observation
 
 
 def _stalled(seen: FeFailoverSeen, start_ms: float, length_ms: float) -> FeFailoverSeen:
@@ -173,7 +155,7 @@ FAILOVER = [  # (what, change, passed, words in the reason)
 @pytest.mark.parametrize("what, change, passed, words", FAILOVER, ids=[c[0] for c in FAILOVER])
 def test_the_fe_failover_judge(what, change, passed, words):
     seen = _failover()
-    outcome = _judge("fe-failover/ai-cluster", change(seen) if change else seen)
+    outcome = tables.verdict("fe-failover/ai-cluster", change(seen) if change else seen)
     assert outcome.passed is passed, outcome.reason
     assert all(w in outcome.reason for w in words), outcome.reason
 
@@ -190,7 +172,7 @@ RECORDED_FAILURES = [  # (file, passed, words): the negative controls, and the d
 
 @pytest.mark.parametrize("name, passed, words", RECORDED_FAILURES, ids=[c[0] for c in RECORDED_FAILURES])
 def test_the_fe_failover_judge_on_recorded_controls(name, passed, words):
-    outcome = _judge(name)
+    outcome = tables.verdict(name)
     assert outcome.passed is passed, outcome.reason
     assert all(w in outcome.reason for w in words), outcome.reason
 
@@ -199,9 +181,9 @@ def test_the_budgets_come_from_the_plans_objectives():
     """A stall of 460 ms fails at the defaults (200 + max(50, 250)) and passes where the
     declaration allows remote_ms 300; the restore budget follows restore_ms the same way."""
     seen = _stalled(_failover(), 40.0, 460.0)
-    cluster = _plan("fe-failover/ai-cluster").fabric.cluster
+    cluster = tables.plan("fe-failover/ai-cluster").fabric.cluster
     looser = make_plan(build(dataclasses.replace(cluster, objectives=Objectives(remote_ms=300.0, restore_ms=150.0))))
-    strict, loose = case("fe-failover").verdict(_plan("fe-failover/ai-cluster"), seen), \
+    strict, loose = case("fe-failover").verdict(tables.plan("fe-failover/ai-cluster"), seen), \
         case("fe-failover").verdict(looser, seen)
     assert strict.passed is False and strict.budget_ms == TCP_RTO_MIN_MS + 250.0
     assert loose.passed is True, loose.reason
@@ -210,7 +192,7 @@ def test_the_budgets_come_from_the_plans_objectives():
 
 def test_the_recorded_failover_figures():
     seen = _failover()
-    outcome = _judge("fe-failover/ai-cluster")
+    outcome = tables.verdict("fe-failover/ai-cluster")
     assert set(outcome.stall_ms) == {s.sport for s in seen.received} and len(seen.received) == seen.streams
     assert max(outcome.stall_ms.values()) <= outcome.budget_ms
     assert outcome.bytes_received == outcome.bytes_sent > 0 and outcome.on_failed
@@ -218,8 +200,8 @@ def test_the_recorded_failover_figures():
 
 
 def test_the_dual_homed_failovers_reroute_at_the_host():
-    host = _judge("fe-host-failover/dual-homed")
+    host = tables.verdict("fe-host-failover/dual-homed")
     assert (host.element, host.leaf, host.uplink) == ("host-uplink", "gpu01", "fe0")
-    leaf = _judge("fe-leaf-failover/dual-homed")
-    plan = _plan("fe-leaf-failover/dual-homed")
+    leaf = tables.verdict("fe-leaf-failover/dual-homed")
+    plan = tables.plan("fe-leaf-failover/dual-homed")
     assert leaf.element == "leaf" and leaf.failed == plan.host(leaf.leaf).nic(leaf.uplink).peer

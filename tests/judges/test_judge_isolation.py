@@ -6,25 +6,24 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from harness.checks.isolation import IsolationResult, IsolationSeen, plan_probes
 from harness.checks.isolation_measure import Heard, Session
-from harness.report.recorded import judge, plan_of, read
+from harness.report.recorded import judge
 
-HERE = Path(__file__).resolve().parents[1] / "observations" / "isolation"
+import judge_tables as tables
 
 
 @pytest.fixture(scope="module")
 def isolated():
-    return read(HERE / "ai-cluster.json")
+    return tables.recorded("isolation/ai-cluster")
 
 
 @pytest.fixture(scope="module")
-def plan(isolated):
-    return plan_of(isolated)
+def plan():
+    return tables.plan("isolation/ai-cluster")
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +125,7 @@ def test_the_figures_are_the_plans_probes_and_the_lab_s_scan(isolated, plan, pro
 
 
 def test_a_stray_cable_held_by_the_filters_fails_on_its_sessions_alone():
-    recorded = read(HERE / "stray-cable-filtered.json")
+    recorded = tables.recorded("isolation/stray-cable-filtered")
     result = judge(recorded)
     assert not result.passed and result.reason == recorded.reason
     assert not result.leaks and not result.leaked_routes and result.controls_delivered == result.controls
@@ -134,7 +133,7 @@ def test_a_stray_cable_held_by_the_filters_fails_on_its_sessions_alone():
 
 
 def test_a_leaked_route_through_a_gpu_node_fails_with_the_path_walked_on_the_lab():
-    recorded = read(HERE / "leaked-route.json")
+    recorded = tables.recorded("isolation/leaked-route")
     result = judge(recorded)
     assert not result.passed and result.reason == recorded.reason
     assert result.leaks and all(leak.path for leak in result.leaks)

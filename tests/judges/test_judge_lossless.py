@@ -7,7 +7,6 @@ import copy
 import dataclasses
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -18,14 +17,10 @@ from harness.core.model import build
 from harness.core.plan import make_plan
 from harness.render import artifacts
 from harness.render.lossless import contract_of
-from harness.report.recorded import judge, plan_of, read
+from harness.report.recorded import judge
 from topologies import BUILTINS
 
-OBSERVATIONS = Path(__file__).resolve().parents[1] / "observations"
-
-
-def _recorded(case: str, label: str):
-    return read(OBSERVATIONS / case / f"{label}.json")
+import judge_tables as tables
 
 
 # --------------------------------------------------------------------------- lossless-audit
@@ -72,7 +67,7 @@ AUDIT = [  # (what changed, change, the (node, table) findings it must name; non
 
 @pytest.mark.parametrize("what,change,named", AUDIT, ids=[a[0] for a in AUDIT])
 def test_the_audit_judge(what, change, named):
-    recorded = _recorded("lossless-audit", "ai-cluster")
+    recorded = tables.recorded("lossless-audit/ai-cluster")
     outcome = judge(recorded, change(recorded.observation))
     assert outcome.passed is not named, outcome.reason
     assert named <= {(f.node, f.table) for f in outcome.findings}, outcome.reason
@@ -80,7 +75,7 @@ def test_the_audit_judge(what, change, named):
 
 
 def test_a_spine_pausing_another_priority_is_named_on_every_port_and_at_its_peers():
-    recorded = _recorded("lossless-audit", "ai-cluster")
+    recorded = tables.recorded("lossless-audit/ai-cluster")
     seen = _configs(recorded.observation, lambda c: _set_pfc(c, "be-s2", "4"))
     findings = judge(recorded, seen).findings
     spine_ports = set(seen.configs["be-s2"]["PORT_QOS_MAP"])
@@ -91,11 +86,11 @@ def test_a_spine_pausing_another_priority_is_named_on_every_port_and_at_its_peer
 def test_the_recorded_small_mtu_names_the_port_and_its_repair_passes():
     """The negative control's observation (a leaf port at 1500 in the kernel), and the same
     with the port's MTU as planned again: the control of the table."""
-    recorded = _recorded("lossless-audit", "small-mtu")
+    recorded = tables.recorded("lossless-audit/small-mtu")
     outcome = judge(recorded)
     small = [f for f in outcome.findings if f.found == "1500"]
     assert not outcome.passed and len(small) == 1 and small[0].table == "PORT", outcome.reason
-    plan = plan_of(recorded)
+    plan = tables.plan("lossless-audit/small-mtu")
     mtu = str(plan.switch(small[0].node).mtu)
     repaired = _configs(recorded.observation, lambda c: c[small[0].node]["PORT"][small[0].port].update(mtu=mtu))
     assert judge(recorded, repaired).passed
@@ -189,8 +184,8 @@ WIRE = [  # (what changed, change, passes, words the reason must hold)
 
 @pytest.mark.parametrize("what,change,passes,words", WIRE, ids=[w[0] for w in WIRE])
 def test_the_wire_judge(what, change, passes, words):
-    recorded = _recorded("lossless-wire", "ai-cluster")
-    plan = plan_of(recorded)
+    recorded = tables.recorded("lossless-wire/ai-cluster")
+    plan = tables.plan("lossless-wire/ai-cluster")
     outcome = judge(recorded, change(recorded.observation, plan))
     assert outcome.passed is passes, outcome.reason
     assert words in outcome.reason
@@ -199,18 +194,18 @@ def test_the_wire_judge(what, change, passes, words):
 
 
 def test_the_recorded_small_mtu_names_the_switch():
-    recorded = _recorded("lossless-wire", "small-mtu")
+    recorded = tables.recorded("lossless-wire/small-mtu")
     outcome = judge(recorded)
     assert not outcome.passed and [t.mtu for t in outcome.too_small] == [1500], outcome.reason
     leaf = outcome.too_small[0].node
-    assert plan_of(recorded).switch(leaf).lossless  # a BE leaf, named by the address that answered
+    assert tables.plan("lossless-wire/small-mtu").switch(leaf).lossless  # a BE leaf, named by the address that answered
     clean = dataclasses.replace(recorded.observation, frag_needed=())
     lost = [p for p in clean.paths if p.received < p.sent]
     assert lost and not judge(recorded, clean).passed  # the frames it could not forward stay lost
 
 
 def test_the_recorded_dscp_rewrite_is_seen_on_rail0_only():
-    recorded = _recorded("lossless-wire", "dscp-rewritten")
+    recorded = tables.recorded("lossless-wire/dscp-rewritten")
     outcome = judge(recorded)
     assert not outcome.passed
     rewritten = {p.source.split(":")[1] for p in outcome.paths if 0 in p.dscps}

@@ -5,7 +5,6 @@ cross-rail transfer that got through. No lab, no root, no VM."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -13,14 +12,11 @@ from harness.checks.base import NotMeasurable
 from harness.checks.rdma import PortFlow, require_lane
 from harness.checks.registry import case
 from harness.core.errors import PrerequisiteError
-from harness.report.recorded import judge, plan_of, read
+from harness.report.recorded import judge
 
-OBSERVATIONS = Path(__file__).resolve().parents[1] / "observations"
+import judge_tables as tables
+
 CASES = ("rdma-path", "rdma-gray", "rdma-rails")
-
-
-def _recorded(case_name: str, label: str):
-    return read(OBSERVATIONS / case_name / f"{label}.json")
 
 
 def _failed(transfer):
@@ -92,7 +88,7 @@ PATH = [  # (what changed, change, passes, words the reason must hold)
 
 @pytest.mark.parametrize("what,change,passes,words", PATH, ids=[p[0] for p in PATH])
 def test_the_path_judge(what, change, passes, words):
-    recorded = _recorded("rdma-path", "ai-cluster")
+    recorded = tables.recorded("rdma-path/ai-cluster")
     outcome = judge(recorded, change(recorded.observation))
     assert outcome.passed is passes and words in outcome.reason, outcome.reason
     if what == "other traffic on UDP 4791 too":
@@ -100,7 +96,7 @@ def test_the_path_judge(what, change, passes, words):
 
 
 def test_the_fair_band_follows_from_the_qps_and_uplinks():
-    recorded = _recorded("rdma-path", "ai-cluster")
+    recorded = tables.recorded("rdma-path/ai-cluster")
     outcome = judge(recorded)
     assert len(outcome.rows) == recorded.observation.transfer.spec.qps == 64
     assert outcome.low <= 64 // len(recorded.observation.uplinks) <= outcome.high
@@ -125,15 +121,15 @@ GRAY = [
 
 @pytest.mark.parametrize("what,change,passes,words", GRAY, ids=[p[0] for p in GRAY])
 def test_the_gray_judge(what, change, passes, words):
-    recorded = _recorded("rdma-gray", "ai-cluster")
+    recorded = tables.recorded("rdma-gray/ai-cluster")
     outcome = judge(recorded, change(recorded.observation))
     assert outcome.passed is passes and words in outcome.reason, outcome.reason
 
 
 def test_the_gray_objective_is_the_declared_one_for_scale():
-    recorded = _recorded("rdma-gray", "ai-cluster")
+    recorded = tables.recorded("rdma-gray/ai-cluster")
     outcome = judge(recorded)
-    assert outcome.objective_ms == plan_of(recorded).fabric.cluster.objectives.gray_ms
+    assert outcome.objective_ms == tables.plan("rdma-gray/ai-cluster").fabric.cluster.objectives.gray_ms
     assert outcome.stall_ms >= outcome.detected_ms * 0.5
 
 
@@ -159,7 +155,7 @@ RAILS = [
 
 @pytest.mark.parametrize("what,change,passes,words", RAILS, ids=[p[0] for p in RAILS])
 def test_the_rails_judge(what, change, passes, words):
-    recorded = _recorded("rdma-rails", "rail-only")
+    recorded = tables.recorded("rdma-rails/rail-only")
     outcome = judge(recorded, change(recorded.observation))
     assert outcome.passed is passes and words in outcome.reason, outcome.reason
 

@@ -7,24 +7,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from harness.checks.tenants import Expectation, TenantResult, TenantsSeen, plan_shots
-from harness.report.recorded import judge, plan_of, read
+from harness.report.recorded import judge
 
-HERE = Path(__file__).resolve().parents[1] / "observations" / "tenants"
+import judge_tables as tables
 
 
 @pytest.fixture(scope="module")
 def isolated():
-    return read(HERE / "ai-cluster.json")
+    return tables.recorded("tenants/ai-cluster")
 
 
 @pytest.fixture(scope="module")
-def plan(isolated):
-    return plan_of(isolated)
+def plan():
+    return tables.plan("tenants/ai-cluster")
 
 
 @pytest.fixture(scope="module")
@@ -156,14 +155,14 @@ def test_without_an_acl_data_path_the_rules_loaded_stand_in(isolated, plan, shot
 
 
 def test_a_port_in_another_tenant_s_bridge_recorded_on_the_lab_leaks():
-    recorded = read(HERE / "wrong-bridge.json")
+    recorded = tables.recorded("tenants/wrong-bridge")
     result = judge(recorded)
     assert not result.passed and result.reason == recorded.reason
     assert result.leaks and all(" — landed on " in leak for leak in result.leaks)
 
 
 def test_an_acl_entry_flipped_on_the_lab_is_named():
-    recorded = read(HERE / "acl-flipped.json")
+    recorded = tables.recorded("tenants/acl-flipped")
     result = judge(recorded)
     assert not result.passed and result.reason == recorded.reason
     assert not result.leaks and len(result.acl_wrong) == 1 and result.acl_wrong[0].startswith("acl deny [R")

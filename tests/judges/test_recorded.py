@@ -14,8 +14,9 @@ import pytest
 from harness.core.codec import from_plain, to_plain
 from harness.report.recorded import judge, read
 
-OBSERVATIONS = Path(__file__).resolve().parents[1] / "observations"
-FILES = sorted(OBSERVATIONS.glob("*/*.json"))
+import judge_tables as tables
+
+FILES = sorted(tables.OBSERVATIONS.glob("*/*.json"))
 
 
 def _id(path: Path) -> str:

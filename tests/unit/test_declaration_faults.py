@@ -9,10 +9,11 @@ from dataclasses import replace
 import pytest
 
 from harness.core.errors import DeclarationArgumentError, Problem, TopologyError
-from harness.core.model import (Acl, AclRule, Addressing, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Management,
-                           Objectives, Tenant, build, cluster_from_dict, cluster_to_dict)
+from harness.core.model import (Acl, AclRule, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Objectives, Tenant,
+                                build, cluster_from_dict, cluster_to_dict)
 from harness.core.plan import make_plan
 from topologies import BUILTINS
+from topologies.edge import edge
 
 
 def base() -> Cluster:
@@ -227,16 +228,6 @@ def test_too_many_cables():
     c = with_cables(*[Cable("fe-l1", "fe-l2")] * 2000)
     (p,) = timed_problems(c)
     assert p.field == "cables" and "2000 declared cables" in p.message
-
-
-def edge() -> Cluster:
-    """Close to both limits: 1,021 nodes, 16,246 links (xlarge: 229 and 2,426)."""
-    return Cluster(name="edge", gpu=GpuNodes(count=832, gpus_per_node=16),
-                   backend=Backend(rails=16, groups=8, spines=8, leaf_ports=128, spine_ports=256, uplink_speed=400,
-                                   allow_oversubscription=True),
-                   frontend=Frontend(leaves=8, leaf_ports=128, spine_ports=128, storage_servers=40, gateways=2),
-                   mgmt=Management(ports=1024),
-                   addressing=Addressing(be="10.0.0.0/12", fe="10.16.0.0/12", mgmt="172.16.0.0/16"))
 
 
 def test_the_largest_declarations_fablab_plans_are_planned():
