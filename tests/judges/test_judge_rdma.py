@@ -188,6 +188,23 @@ def test_without_the_lane_a_case_is_not_measurable(monkeypatch):
             case(name).measure(None)
 
 
+def test_fablab_rdma_off_switches_the_lane_off_before_it_is_looked_for(monkeypatch):
+    """FABLAB_RDMA=off: not measurable, naming the switch, with no microVM and no boot files
+    looked for; unset (the control), the lane is looked for."""
+    import harness.checks.rdma.lane as lane_module
+
+    looked: list[bool] = []
+    monkeypatch.setattr(lane_module, "boot_files", lambda: looked.append(True))
+    monkeypatch.setenv("FABLAB_RDMA", "off")
+    for name in CASES:
+        with pytest.raises(NotMeasurable, match="FABLAB_RDMA=off"):
+            case(name).measure(None)
+    assert looked == []
+    monkeypatch.delenv("FABLAB_RDMA")
+    require_lane()
+    assert looked == [True]
+
+
 def test_validate_reports_a_missing_lane_not_measurable_never_passed(monkeypatch, ai_plan):
     import harness.checks.rdma.lane as lane_module
     from harness.checks.registry import run_checks, select
