@@ -36,6 +36,8 @@ def _from_file(path: Path) -> Cluster:
         raise InputError(f"{path} is not a loadable Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    # No __pycache__ beside the engineer's file: reading a declaration writes nothing.
+    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         spec.loader.exec_module(module)
         obj = getattr(module, "cluster", None)
@@ -48,6 +50,7 @@ def _from_file(path: Path) -> Cluster:
     except Exception as e:  # the user's file: report what broke in it, with where
         raise InputError(f"{_where(path, e)}: {type(e).__name__}: {e}{_near_name(e)}") from e
     finally:
+        sys.dont_write_bytecode = writes
         sys.modules.pop(name, None)
     if isinstance(obj, Fabric):
         obj = obj.cluster

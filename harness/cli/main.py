@@ -216,7 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM takes the same path as Ctrl-C, so a lab being booted is torn down.
     interrupt.install()
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # here, not at exit: a reader gone before a buffered output is written ends quietly too
+        return code
     except HarnessError as e:
         code = EXIT_INPUT if isinstance(e, InputError) else EXIT_FAILURE
         _error(args, e, code)

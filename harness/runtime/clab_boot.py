@@ -41,14 +41,14 @@ def check_prerequisites(image: str | None = None, which: Callable[[str], str | N
     """Everything the clab runtime needs, checked before anything is made. The SONiC image is
     on no registry: it must be loaded (the others are pulled when missing: `pull`)."""
     image = image or sonic_image()
-    if os.geteuid() != 0:
-        raise PrerequisiteError("the clab runtime needs root (containerlab, and host tools in the containers' "
-                                "namespaces): run with sudo")
-    for tool, how in (("docker", "apt-get install docker.io"),
-                      ("containerlab", "see https://containerlab.dev/install/ (or use --runtime netns)"),
-                      ("nft", "apt-get install nftables"), ("nsenter", "apt-get install util-linux")):
-        if which(tool) is None:
-            raise PrerequisiteError(f"the clab runtime needs {tool}: {how}")
+    missing = [] if os.geteuid() == 0 else ["root (containerlab, and host tools in the containers' namespaces): "
+                                             "run with sudo"]
+    missing += [f"{tool}: {how}" for tool, how in (
+        ("docker", "apt-get install docker.io"),
+        ("containerlab", "see https://containerlab.dev/install/ (or use --runtime netns)"),
+        ("nft", "apt-get install nftables"), ("nsenter", "apt-get install util-linux")) if which(tool) is None]
+    if missing:  # all of it at once: whoever fixes one should not meet the next only afterwards
+        raise PrerequisiteError(f"the clab runtime needs {'; '.join(missing)}")
     info = run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
     if info.returncode != 0:
         raise PrerequisiteError("the Docker daemon does not answer (`docker info` failed: "

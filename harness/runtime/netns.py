@@ -373,8 +373,16 @@ class NetnsRuntime(NamespaceAccess):
 
 
 def _pathspaces() -> set[str]:
-    """Names under FRR's state and config directories that look like fablab namespaces."""
-    return {p.name for d in (FRR_STATE, FRR_CONFIG) if d.is_dir() for p in d.iterdir() if p.name.startswith(NS_PREFIX)}
+    """Names under FRR's state and config directories that look like fablab namespaces; none
+    from a directory this user may not list (FRR's are root's and frr's: `fablab status` as
+    another user still answers, for the labs it can see)."""
+    found = set()
+    for d in (FRR_STATE, FRR_CONFIG):
+        try:
+            found |= {p.name for p in d.iterdir() if p.name.startswith(NS_PREFIX)}
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+    return found
 
 
 def _pathspaces_of(lab: str) -> set[str]:
