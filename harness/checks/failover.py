@@ -45,7 +45,7 @@ from functools import partial
 from harness.checks.base import Case, Check, needs_spine_tier, needs_superspine_tier, needs_two_groups_in_a_pod
 from harness.checks.converged import wait_routed
 from harness.checks.ecmp import _far_peer, first_gpu_nic
-from harness.checks.failover_elements import SUPERSPINE_CASES, element_of, observation_points, pick
+from harness.checks.failover_elements import SUPERSPINE_CASES, Failure, element_of, observation_points, pick
 from harness.checks.failover_result import FailoverCase, FailoverSeen, judge_failover, plot_failover
 from harness.checks.failover_run import Run, Setup, Timing, run
 from harness.checks.failover_windows import seen as qps_seen
@@ -58,18 +58,18 @@ from harness.traffic.flows import RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport
 from harness.traffic.runner import start_sender
 
-__all__ = ["CASES", "CHECK", "HARD_CASES", "FailoverCase", "FailoverSeen", "judge_failover",
+__all__ = ["CASES", "CHECK", "HARD_CASES", "FailoverCase", "FailoverSeen", "Failure", "judge_failover",
            "measure_failover", "plot_failover", "with_objectives"]
 
-CASES = ("local", "remote", "gray", "spine", *SUPERSPINE_CASES)
-HARD_CASES = ("local", "remote", "spine", *SUPERSPINE_CASES)
+CASES = tuple(Failure)
+HARD_CASES = tuple(f for f in Failure if f is not Failure.GRAY)  # the carrier goes: no BFD needed to see it
 _PROBE_PACKETS = 3  # per candidate QP when learning paths (plus the sender's priming probe)
 
 
 # ---------------------------------------------------------------------------- one case
 
 
-def measure_failover(lab: LabView, case: str, *, src: tuple[str, str] | None = None,
+def measure_failover(lab: LabView, case: Failure | str, *, src: tuple[str, str] | None = None,
                      element: tuple[str, str] | None = None, k: int = 4, controls: int | None = None,
                      rate_pps: float = 1000.0, before_s: float = 1.5, failed_s: float = 2.5, after_s: float = 15.0,
                      settle_s: float = 1.0, detect_s: float = 10.0, first_qp: int = 0x300,
@@ -86,8 +86,7 @@ def measure_failover(lab: LabView, case: str, *, src: tuple[str, str] | None = N
     restore; traffic then runs settle_s more. while_failed runs right after the failure,
     before the restore: what else goes wrong while the element is down (a negative control
     of the restore). The objectives are the judge's, from the plan: none is measured here."""
-    if case not in CASES:
-        raise HarnessError(f"failover case {case!r}: valid cases are {', '.join(CASES)}")
+    case = Failure.named(case)
     if rate_pps < 1000:
         raise HarnessError(f"rate_pps {rate_pps:g}: use >= 1000 per QP, or one packet slot hides more than 1 ms")
     if k < 1:
@@ -99,7 +98,7 @@ def measure_failover(lab: LabView, case: str, *, src: tuple[str, str] | None = N
     return _observed(setup, done, timing, k, round(time.monotonic() - t0, 2))
 
 
-def _setup(lab: LabView, case: str, src: tuple[str, str] | None, element: tuple[str, str] | None, k: int,
+def _setup(lab: LabView, case: Failure, src: tuple[str, str] | None, element: tuple[str, str] | None, k: int,
            controls: int | None, rate_pps: float, first_qp: int, max_candidates: int, converge_s: float) -> Setup:
     """The pair of GPU NICs, the element and the QPs: at least k of them cross the element
     (learned by sending), and `controls` others spread over the other paths."""
@@ -108,7 +107,7 @@ def _setup(lab: LabView, case: str, src: tuple[str, str] | None, element: tuple[
     src_nic = plan.host(src[0]).nic(src[1])
     leaf = src_nic.peer
     # remote: a spine's link to the far leaf fails, so the far leaf sits under the same spines
-    dst = _far_peer(plan, src[0], src_nic, "pod" if case in SUPERSPINE_CASES else "group", same_pod=case == "remote")
+    dst = _far_peer(plan, src[0], src_nic, "pod" if case in SUPERSPINE_CASES else "group", same_pod=case is Failure.REMOTE)
     dst_nic = plan.host(dst[0]).nic(dst[1])
     far_leaf = dst_nic.peer
     addrs = (str(src_nic.address.ip), str(dst_nic.address.ip))
@@ -133,7 +132,7 @@ def _setup(lab: LabView, case: str, src: tuple[str, str] | None, element: tuple[
     return Setup(case, el, leaf, src, dst, flows, sports, points, rate_pps, len(seen))
 
 
-def _learn(lab: LabView, case: str, leaf: str, src: tuple[str, str], addrs: tuple[str, str],
+def _learn(lab: LabView, case: Failure, leaf: str, src: tuple[str, str], addrs: tuple[str, str],
            points: dict[str, list[str]], element: tuple[str, str] | None, k: int, first_qp: int, batch: int,
            max_candidates: int) -> tuple[dict[int, set[tuple[str, str]]], tuple[str, str], list[int]]:
     """Candidate QPs' paths, a batch at a time until the element carries k of them: (each
@@ -236,5 +235,5 @@ CHECK = Check("failover", "loss windows of a local, remote, gray and whole-spine
               "against the cluster's objectives",
               tuple(Case(f"failover-{c}", partial(measure_failover, case=c), judge_failover, plot_failover,
                          needs_superspine_tier if c in SUPERSPINE_CASES else
-                         needs_two_groups_in_a_pod if c == "remote" else None) for c in CASES),
+                         needs_two_groups_in_a_pod if c is Failure.REMOTE else None) for c in CASES),
               needs_spine_tier)

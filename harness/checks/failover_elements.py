@@ -5,14 +5,34 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from harness.core.errors import HarnessError
 from harness.core.model import Plane, Role
 from harness.plumbing.labview import LabView
 
 
+class Failure(StrEnum):
+    """What fails in a failover case (reported as the case failover-<value>). A StrEnum: it
+    prints, and is recorded, as its value, and compares equal to it."""
+
+    LOCAL = "local"  # a leaf–spine link loses its carrier
+    REMOTE = "remote"  # a spine loses its link to the far leaf
+    GRAY = "gray"  # a leaf–spine link drops everything, carrier up
+    SPINE = "spine"  # every link of one spine
+    SUPERSPINE_LINK = "superspine-link"  # a spine's link to a super-spine (5-stage BE)
+    SUPERSPINE = "superspine"  # every link of a super-spine (5-stage BE)
+
+    @classmethod
+    def named(cls, name: str) -> Failure:
+        try:
+            return cls(name)
+        except ValueError:
+            raise HarnessError(f"failover case {name!r}: valid cases are {', '.join(cls)}") from None
+
+
 # The cases of a 5-stage BE: a spine's link to a super-spine, a whole super-spine.
-SUPERSPINE_CASES = ("superspine-link", "superspine")
+SUPERSPINE_CASES = (Failure.SUPERSPINE_LINK, Failure.SUPERSPINE)
 
 
 @dataclass(frozen=True)
@@ -37,15 +57,15 @@ def _port_on(cable, node: str) -> str:
     return cable.a_port if cable.a_node == node else cable.b_port
 
 
-def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[str, str]) -> Element:
+def element_of(lab: LabView, case: Failure, leaf: str, far_leaf: str, choice: tuple[str, str]) -> Element:
     """choice: (switch, port) that carried the most candidate QPs: a leaf uplink, or for
     `remote` a spine's port towards the far leaf."""
     node, port = choice
-    if case in ("local", "gray"):
+    if case in (Failure.LOCAL, Failure.GRAY):
         handle = link_of(lab, leaf, port)
-        fail, restore = (handle.down, handle.up) if case == "local" else (handle.gray, handle.heal)
+        fail, restore = (handle.down, handle.up) if case is Failure.LOCAL else (handle.gray, handle.heal)
         return Element(str(handle), fail, restore, ((leaf, port),), (port,), leaf, ends=_ends(handle))
-    if case == "spine":
+    if case is Failure.SPINE:
         spine = _peer_of(lab, leaf, port)
         handles = [h for c in lab.all_cables() if spine in (c.a_node, c.b_node) and c.plane is Plane.BE
                    for h in [link_for(lab, c)]]
@@ -59,10 +79,10 @@ def element_of(lab: LabView, case: str, leaf: str, far_leaf: str, choice: tuple[
 
         return Element(spine, fail, restore, tuple((leaf, p) for p in ports), ports, leaf, len(ports) > 1,
                        _ends(*handles))
-    if case == "superspine-link":  # a spine's link up to a super-spine: the spine reroutes by itself
+    if case is Failure.SUPERSPINE_LINK:  # a spine's link up to a super-spine: the spine reroutes by itself
         handle = link_of(lab, node, port)
         return Element(str(handle), handle.down, handle.up, ((node, port),), (port,), node, ends=_ends(handle))
-    if case == "superspine":  # every link of a super-spine; each spine above the source leaf reroutes
+    if case is Failure.SUPERSPINE:  # every link of a super-spine; each spine above the source leaf reroutes
         superspine = _peer_of(lab, node, port)
         handles = [link_for(lab, c) for c in lab.all_cables() if superspine in (c.a_node, c.b_node)
                    and c.plane is Plane.BE]
@@ -106,7 +126,7 @@ def _peer_of(lab: LabView, node: str, port: str) -> str:
     raise HarnessError(f"{node} has no fabric port {port}")
 
 
-def observation_points(lab: LabView, case: str, leaf: str, far_leaf: str) -> dict[str, list[str]]:
+def observation_points(lab: LabView, case: Failure, leaf: str, far_leaf: str) -> dict[str, list[str]]:
     """switch -> egress ports to count per QP: the source leaf's uplinks, and for `remote`
     every spine's ports towards the far leaf."""
     points = {leaf: [p.name for p in lab.plan.switch(leaf).fabric_ports]}
@@ -114,19 +134,19 @@ def observation_points(lab: LabView, case: str, leaf: str, far_leaf: str) -> dic
         for spine in _spines_above(lab, leaf):
             points[spine] = [p.name for p in lab.plan.switch(spine).fabric_ports
                              if lab.plan.switch(p.peer).role is Role.BE_SUPERSPINE]
-    if case == "remote":
+    if case is Failure.REMOTE:
         for spine in _spines_above(lab, leaf):
             points[spine] = [p.name for p in lab.plan.switch(spine).fabric_ports if p.peer == far_leaf]
     return points
 
 
-def pick(case: str, leaf: str, seen: dict[int, set[tuple[str, str]]], choice: tuple[str, str] | None
+def pick(case: Failure, leaf: str, seen: dict[int, set[tuple[str, str]]], choice: tuple[str, str] | None
           ) -> tuple[tuple[str, str], list[int]]:
     """The (switch, port) that carried the most QPs (unless given), and the QPs that crossed it."""
     tally: dict[tuple[str, str], list[int]] = {}
     for qp, where in seen.items():
         for point in where:
-            if case in ("remote", *SUPERSPINE_CASES) and point[0] == leaf:
+            if case in (Failure.REMOTE, *SUPERSPINE_CASES) and point[0] == leaf:
                 continue
             tally.setdefault(point, []).append(qp)
     if choice is None:

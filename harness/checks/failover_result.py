@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.checks.base import Observation, Outcome, caption, pyplot, save
+from harness.checks.failover_elements import Failure
 from harness.checks.failover_windows import LagSpan, QpLoss, QpSeen, judge, lane, losses
 from harness.core.plan import Plan
 
@@ -22,7 +23,7 @@ class FailoverSeen(Observation):
     """One failure and its restore under constant-rate QPs, as the lab showed it. Times in ns
     count from the receiver's origin (when it became ready: the plot's zero)."""
 
-    case: str  # local | remote | gray | spine | superspine-link | superspine
+    case: Failure
     element: str  # what failed
     watch: str  # the switch whose route must drop the element
     rehashed: bool  # several links of one switch's ECMP group failed (failover_windows.judge)
@@ -47,7 +48,7 @@ class FailoverSeen(Observation):
 
 @dataclass(frozen=True)
 class FailoverCase(Outcome):
-    case: str  # local | remote | gray | spine
+    case: Failure
     element: str
     objective_ms: float  # the declared one for this kind of failure
     restore_objective_ms: float
@@ -88,10 +89,10 @@ class FailoverCase(Outcome):
                 f"other QPs lost {self.lost_elsewhere}")
 
 
-def objective_ms(plan: Plan, case: str) -> float:
+def objective_ms(plan: Plan, case: Failure) -> float:
     """The loss window the cluster declares for this kind of failure."""
     o = plan.fabric.cluster.objectives
-    return float({"gray": o.gray_ms, "remote": o.remote_ms}.get(case, o.hard_ms))
+    return float({Failure.GRAY: o.gray_ms, Failure.REMOTE: o.remote_ms}.get(case, o.hard_ms))
 
 
 def judge_failover(plan: Plan, seen: FailoverSeen) -> FailoverCase:
@@ -138,7 +139,7 @@ def _other_problems(seen: FailoverSeen, lost_before: int) -> list[str]:
         problems.append(f"{lost_before} packets lost before the failure: the fabric (or this machine) was not "
                         "carrying the load cleanly")
     if seen.detected_ms is None:
-        hint = " (is BFD on for this link?)" if seen.case == "gray" else ""
+        hint = " (is BFD on for this link?)" if seen.case == Failure.GRAY else ""
         problems.append(f"{seen.watch} still routed over {seen.element} {seen.detect_s:g} s after the failure: "
                         "nothing detected it" + hint)
     if seen.restored_ms is None:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.checks.failover_elements import Element
+from harness.checks.failover_elements import Element, Failure
 from harness.core.errors import HarnessError
 from harness.observe.flowcount import FlowCounters
 from harness.observe.route_watch import route_change_ms
@@ -23,7 +23,7 @@ from harness.traffic.runner import start_receiver, start_sender
 class Setup:
     """What a case sends, from where to where, over which element, counted where."""
 
-    case: str
+    case: Failure
     element: Element
     leaf: str  # the source leaf
     src: tuple[str, str]  # host, NIC
