@@ -20,6 +20,8 @@ nowhere).
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.checks.fe_tcp import fe_pair
@@ -50,6 +52,23 @@ def test_a_host_hears_the_fe_plane_over_both_leaves_and_the_planes_stay_apart(dh
     assert route is not None and set(route.interfaces) == {"fe0", "fe1"}, route
     result = run_case(case("isolation"), dh_lab, results, name="isolation-dual-homed")
     assert result.passed, result.reason
+
+
+def test_a_host_holds_its_leaves_as_permanent_neighbours(dh_lab):
+    """As FRR holds its RFC 5549 next hops on the switches: a learned entry is flushed when the
+    carrier drops, and a packet routed to the NIC in that instant would wait in its ARP queue
+    (harness/runtime/netns_setup.gateways_permanent says why that stalls a TCP stream)."""
+    host = _source(dh_lab)
+    for nic in host.fe_nics:
+        mac = json.loads(dh_lab.ns_exec(nic.peer, ["ip", "-j", "link", "show", nic.peer_port], check=True).stdout)[0]
+        entries = json.loads(dh_lab.ns_exec(host.name, ["ip", "-j", "neigh", "show", "dev", nic.name], check=True).stdout)
+        held = {e["dst"]: (e.get("lladdr"), e.get("state")) for e in entries}
+        assert held.get(str(nic.gateway)) == (mac["address"], ["PERMANENT"]), (nic.name, held)
+    # the control: the leaf learns the host's address over ARP (its BGP session uses it), unpinned
+    nic = host.fe_nics[0]
+    learned = json.loads(dh_lab.ns_exec(nic.peer, ["ip", "-j", "neigh", "show", "dev", nic.peer_port], check=True).stdout)
+    states = {e["dst"]: e.get("state") for e in learned}
+    assert str(nic.address.ip) in states and states[str(nic.address.ip)] != ["PERMANENT"], states
 
 
 def test_tcp_spreads_over_both_host_nics_and_every_uplink(dh_lab, results):

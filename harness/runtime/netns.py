@@ -31,7 +31,8 @@ from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, Teard
                                   session_counts, wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
                                  pathspace_dirs, remove_path)
-from harness.runtime.netns_setup import HOST_SYSCTLS, routed_host_sysctls, switch_rules, switch_sysctls
+from harness.runtime.netns_setup import (HOST_SYSCTLS, gateways_permanent, routed_host_sysctls, switch_rules,
+                                         switch_sysctls)
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
                                    labs, load, namespace, run_dir, save)
@@ -185,6 +186,7 @@ class NetnsRuntime(NamespaceAccess):
                                   hosts.get(node.name), node.role is Role.OOB))
         for sw in plan.switches:
             namespaces.nft(namespace(lab, sw.name), switch_rules(sw))
+        gateways_permanent(plan, partial(namespace, lab))
 
     @staticmethod
     def _address(plan: Plan, peer_ends: list[str], sw: SwitchPlan | None, host: HostPlan | None, oob: bool) -> None:

@@ -1,12 +1,19 @@
 """What the netns runtime sets in each node's namespace before its daemons start: the
-kernel's settings of a switch and of a host, and a switch's forwarding rules: around its
-management port, and between the rails of a rail-only leaf that carries several."""
+kernel's settings of a switch and of a host, a switch's forwarding rules (around its
+management port, and between the rails of a rail-only leaf that carries several), and a
+dual-homed host's leaves as permanent neighbours."""
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from harness.core.plan import SwitchPlan
+from pyroute2 import IPRoute
+from pyroute2.netlink.rtnl.ndmsg import NUD_PERMANENT
+
+from harness.core.plan import Plan, SwitchPlan
+from harness.plumbing import namespaces
 
 MGMT_TABLE = "fablab_mgmt"
 _HASH_SEED = Path("/proc/sys/net/ipv4/fib_multipath_hash_seed")
@@ -83,3 +90,29 @@ def switch_rules(sw: SwitchPlan) -> str:
 
 def _names(ports) -> str:
     return ", ".join(f'"{p.name}"' for p in ports)
+
+
+def gateways_permanent(plan: Plan, namespace_of: Callable[[str], str]) -> None:
+    """A dual-homed host holds each leaf's address as a permanent neighbour, as FRR's RFC 5549
+    entries (169.254.0.1) are held on the switches. With a learned entry, a packet the host routes
+    to a NIC in the instant its carrier drops (the kernel flushes the NIC's neighbours before it
+    marks its routes linkdown) waits in the ARP queue of a dead link, and Linux TCP sends no
+    retransmission of a segment still held in a host queue: the stream stalled for the whole
+    failure, until the cable came back (fe-host-failover and fe-leaf-failover under load). A permanent
+    entry is never flushed: that packet is dropped at once, and the RTO sends it over the other NIC."""
+    for host in plan.hosts:
+        if not host.routed:
+            continue
+        for nic in host.fe_nics:
+            mac = namespaces.run_in(namespace_of(nic.peer), partial(_mac_of, nic.peer_port))
+            namespaces.run_in(namespace_of(host.name), partial(_permanent_neighbour, nic.name, str(nic.gateway), mac))
+
+
+def _mac_of(port: str) -> str:
+    with IPRoute() as s:
+        return s.get_links(s.link_lookup(ifname=port)[0])[0].get_attr("IFLA_ADDRESS")
+
+
+def _permanent_neighbour(nic: str, address: str, mac: str) -> None:
+    with IPRoute() as s:
+        s.neigh("replace", dst=address, lladdr=mac, ifindex=s.link_lookup(ifname=nic)[0], state=NUD_PERMANENT)

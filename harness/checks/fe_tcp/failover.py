@@ -28,12 +28,13 @@ from harness.core.plan import Plan
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.observe.route_watch import route_change_ms
 from harness.plumbing.labview import LabView
-from harness.plumbing.wait import pause_until
+from harness.plumbing.wait import pause_until, within
 from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpServerSpec
 from harness.traffic.results import TcpResult, TcpStream
 from harness.traffic.runner import TrafficProcess, start_tcp_server
 
 TAIL_S = 0.5  # after the last paced write: the streams' last bytes are in by then, on a fabric that held
+STREAMS_LATE_S = 2.0  # a stream not counted this long after the failure was due is left out
 LEAF_DURATION_S = 10.0  # the streams of fe-leaf-failover: 6.5 s after the restore to see the leaf back
 
 
@@ -87,8 +88,7 @@ def measure_fe_failover(lab: LabView, streams: int = 8, rate_mbps: float = 20.0,
         client = stack.enter_context(TrafficProcess(lab.namespace(src[0]), "harness.traffic.tcp", spec, TcpResult))
         start = time.monotonic()
         pause_until(start + fail_at_s)
-        seen = {(p.node, port): sports_on for p, c in zip(points, counters)
-                for port, sports_on in _streams_per_port(c, p).items()}
+        seen = _counted(points, counters, set(sports))
         at_node, busiest = max(seen, key=lambda k: len(seen[k]))
         chosen = _element(lab, element, next(p for p in points if p.node == at_node), busiest)
         failed_at, failed_ns = time.monotonic(), time.time_ns()
@@ -97,8 +97,8 @@ def measure_fe_failover(lab: LabView, streams: int = 8, rate_mbps: float = 20.0,
             if while_failed is not None:
                 while_failed(chosen.watch, chosen.port)
             moved_ms = route_change_ms(lab, chosen.watch, prefix, chosen.port, present=False, since=failed_at,
-                                       deadline=start + fail_at_s + down_s, interval=0.005)
-            pause_until(start + fail_at_s + down_s)
+                                       deadline=failed_at + down_s, interval=0.005)
+            pause_until(failed_at + down_s)
         finally:
             chosen.restore()
         restored_at, restored_ns = time.monotonic(), time.time_ns()
@@ -130,6 +130,21 @@ def measure_fe_leaf_failover(lab: LabView, **kw) -> FeFailoverSeen:
     # over 3.5 s once under `make test`. The streams run long enough for the restore to be judged.
     kw.setdefault("duration_s", LEAF_DURATION_S)
     return measure_fe_failover(lab, element="leaf", **kw)
+
+
+def _counted(points: list[Point], counters: list[FlowCounters], sports: set[int]) -> dict[tuple[str, str], set[int]]:
+    """(node, port) -> the streams counted there. A loaded machine can start the sender late:
+    this waits until every stream was counted somewhere (at most STREAMS_LATE_S), so that the
+    busiest port is known before it fails."""
+    seen: dict[tuple[str, str], set[int]] = {}
+
+    def every_stream() -> bool:
+        seen.clear()
+        seen.update({(p.node, port): on for p, c in zip(points, counters) for port, on in _streams_per_port(c, p).items()})
+        return set().union(*seen.values()) >= sports
+
+    within(every_stream, STREAMS_LATE_S, interval=0.05)
+    return seen
 
 
 def _streams_per_port(counters: FlowCounters, point: Point) -> dict[str, set[int]]:
