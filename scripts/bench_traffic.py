@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sender rates of one sender process, RoCEv2 and UDP, between two namespaces joined by a veth pair.
 
-Creates fl_trafdev_bench_a and fl_trafdev_bench_b, and removes them whatever happens.
+Creates fl_tb<pid>_a and fl_tb<pid>_b (a testbed: harness/runtime/testbed.py), and removes them whatever happens.
 Each case runs as fast as possible (N flows x K packets, round-robin), once with a
 receiver accounting every packet and once with nobody listening (so the receive side
 costs the sender's CPU almost nothing: on a veth pair the peer's receive path runs in
@@ -17,9 +17,11 @@ import sys
 
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec, UdpFlow
 from harness.traffic.results import losses
-from harness.traffic.runner import run_sender, start_receiver, veth_testbed
+from harness.runtime.testbed import veth_testbed
+from harness.traffic.runner import run_sender, start_receiver
 
-NS_A, NS_B = "fl_trafdev_bench_a", "fl_trafdev_bench_b"
+LAB = f"tb{os.getpid()}"  # a lab-shaped name: `fablab clean` removes what a killed bench left
+NS_A, NS_B = f"fl_{LAB}_a", f"fl_{LAB}_b"
 
 
 def bench(kind: str, dst: str, args: argparse.Namespace, with_receiver: bool) -> str:
@@ -56,7 +58,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench_traffic: needs root (namespaces, raw sockets)", file=sys.stderr)
         return 2
-    with veth_testbed(NS_A, NS_B) as (_, dst):
+    with veth_testbed(LAB) as (_, dst):
         for _ in range(args.repeat):
             for kind in ("roce", "udp"):
                 for with_receiver in (False, True):

@@ -17,7 +17,7 @@ from pyroute2 import IPRoute
 
 from harness.plumbing import interrupt, meminfo, namespaces
 from harness.core.budgets import resolve_timeout
-from harness.core.errors import PrerequisiteError, LabError
+from harness.core.errors import LabError, PrerequisiteError, UnknownLab
 from harness.core.kinds import LabPhase, NodeKind, RuntimeName
 from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
@@ -35,7 +35,7 @@ from harness.runtime.netns_setup import (HOST_SYSCTLS, gateways_permanent, route
                                          switch_sysctls)
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
-                                   labs, load, namespace, run_dir, save)
+                                   labs, load, namespace, run_dir, save, testbed_owned)
 from harness.runtime.vty import VtyClient, daemon_of
 
 OOB_BRIDGE = "br0"
@@ -401,7 +401,9 @@ def _runtime_of(lab: str) -> str | None:
 def _stale(lab: str) -> bool:
     try:
         state = load(lab)
-    except Exception:  # no state, or unreadable: nothing vouches for it
+    except UnknownLab:  # no state: a traffic testbed's owner may vouch for it
+        return not testbed_owned(lab)
+    except Exception:  # unreadable: nothing vouches for it
         return True
     return is_stale(state)
 

@@ -19,6 +19,7 @@ from harness.core.model import check_lab_name as model_check_lab_name
 
 RUN_ROOT = Path(os.environ.get("FABLAB_RUN_DIR", "/run/fablab"))
 NS_PREFIX = "fl_"
+TESTBED_OWNER = "testbed.json"  # in a traffic testbed's run directory instead of state.json
 
 
 def check_lab_name(name: str) -> str:
@@ -134,6 +135,30 @@ def namespaces_present(state: LabState) -> int:
 
 
 def labs() -> list[str]:
+    """The labs with a run directory, a traffic testbed's aside (it has no state: see claim_testbed)."""
     if not RUN_ROOT.is_dir():
         return []
-    return sorted(p.name for p in RUN_ROOT.iterdir() if p.is_dir() and not model_check_lab_name(p.name))
+    return sorted(p.name for p in RUN_ROOT.iterdir()
+                  if p.is_dir() and not model_check_lab_name(p.name) and not (p / TESTBED_OWNER).exists())
+
+
+def claim_testbed(lab: str) -> None:
+    """A traffic testbed (harness/runtime/testbed.py) is a lab without a plan or a state: its
+    owner, written before anything is made, is what keeps `fablab clean` off it while it lives."""
+    from harness.runtime.processes import start_time
+
+    check_lab_name(lab)
+    path = run_dir(lab) / TESTBED_OWNER
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pid": os.getpid(), "start": start_time(os.getpid())}))
+
+
+def testbed_owned(lab: str) -> bool:
+    """A testbed whose owner still runs."""
+    from harness.runtime.processes import same_process
+
+    try:
+        owner = json.loads((run_dir(lab) / TESTBED_OWNER).read_text())
+        return same_process(int(owner["pid"]), int(owner["start"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False

@@ -13,7 +13,7 @@ from harness.traffic.results import FlowReceived, FlowSent, Gap, ReceiveResult, 
 from harness.traffic.patterns import Endpoint, FlowOptions, PlannedFlow, all_to_all, incast, ring
 from harness.traffic.roce import RETH, RoceShape, RoceTemplate, rdma_flow_label, roce_sport, verify_icrc
 from harness.traffic.runner import (TrafficProcess, run_in_netns, run_sender, run_tcp_client, start_receiver,
-                                    start_receivers, start_sender, start_senders, start_tcp_server, veth_testbed)
+                                    start_receivers, start_sender, start_senders, start_tcp_server)
 
 __all__ = [
     "ROCE_PORT", "TCP_PORT", "UDP_PORT", "FlowReceived", "FlowSent", "Gap", "ReceiveResult", "ReceiveSpec",
@@ -22,5 +22,5 @@ __all__ = [
     "Endpoint", "FlowOptions", "PlannedFlow", "all_to_all", "incast", "ring",
     "RETH", "RoceShape", "RoceTemplate", "rdma_flow_label", "roce_sport", "verify_icrc",
     "TrafficProcess", "run_in_netns", "run_sender", "run_tcp_client", "start_receiver", "start_receivers",
-    "start_sender", "start_senders", "start_tcp_server", "veth_testbed",
+    "start_sender", "start_senders", "start_tcp_server",
 ]

@@ -222,57 +222,5 @@ def run_tcp_client(ns: str, spec: TcpClientSpec, timeout_s: float = 120.0) -> Tc
         return proc.result(timeout_s)
 
 
-# ---------------------------------------------------------------------------- a two-namespace testbed
-
-
-def _ip(*args: str) -> None:
-    done = subprocess.run(["ip", *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise TrafficError(f"ip {' '.join(args)}: {done.stderr.strip()}")
-
-
 def netns_exists(ns: str) -> bool:
     return os.path.exists(f"{NETNS_DIR}/{ns}")
-
-
-def delete_netns(ns: str, timeout_s: float = 10.0) -> None:
-    """Delete a namespace by name and poll until its name is gone."""
-    if netns_exists(ns):
-        _ip("netns", "del", ns)
-
-    def gone() -> bool:
-        return not netns_exists(ns) and ns not in subprocess.run(["ip", "netns", "list"], capture_output=True,
-                                                                 text=True).stdout.split()
-
-    wait.until(gone, timeout_s, f"network namespace {ns} to go", interval=0.01,
-               error=lambda: TrafficError(f"network namespace {ns} still present {timeout_s} s after deletion"))
-
-
-@contextmanager
-def veth_testbed(ns_a: str, ns_b: str, addr_a: str = "10.99.0.0/31", addr_b: str = "10.99.0.1/31",
-                 dev: str = "veth0") -> Iterator[tuple[str, str]]:
-    """Two namespaces joined by one veth pair, for traffic self-tests and benchmarks (not labs).
-
-    Nothing is created in the root namespace: the pair is born in ns_a with its peer moved
-    to ns_b in the same call. Namespaces of these names left by an earlier run are
-    replaced; both are deleted on exit, whatever happened. Yields the two bare addresses.
-    """
-    try:
-        for ns in (ns_a, ns_b):
-            delete_netns(ns)
-            _ip("netns", "add", ns)
-        _ip("-n", ns_a, "link", "add", dev, "type", "veth", "peer", "name", dev, "netns", ns_b)
-        for ns, addr in ((ns_a, addr_a), (ns_b, addr_b)):
-            _ip("-n", ns, "addr", "add", addr, "dev", dev)
-            _ip("-n", ns, "link", "set", "lo", "up")
-            _ip("-n", ns, "link", "set", dev, "up")
-        yield addr_a.split("/")[0], addr_b.split("/")[0]
-    finally:
-        failures = []
-        for ns in (ns_a, ns_b):
-            try:
-                delete_netns(ns)
-            except TrafficError as exc:
-                failures.append(str(exc))
-        if failures:
-            raise TrafficError("; ".join(failures))

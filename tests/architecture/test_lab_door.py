@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# The interface: the registry (`harness.runtime`), the protocol (`base`) and the lab's state on disk.
-ALLOWED = {"harness.runtime", "harness.runtime.base", "harness.runtime.state"}
+# The interface: the registry (`harness.runtime`), the protocol (`base`), the lab's state on disk,
+# and the traffic testbed (two namespaces without a plan, for the generators' own tests and bench).
+ALLOWED = {"harness.runtime", "harness.runtime.base", "harness.runtime.state", "harness.runtime.testbed"}
 
 
 def imported_runtime_modules(path: Path) -> list[str]:

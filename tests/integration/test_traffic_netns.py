@@ -24,8 +24,9 @@ from harness.traffic.results import TcpResult, losses
 from harness.traffic.neighwatch import NeighbourWatch
 from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RETH, parse_udp_payload,
                                   roce_sport, verify_icrc)
+from harness.runtime.testbed import veth_testbed
 from harness.traffic.runner import (TrafficProcess, netns_exists, run_sender, run_tcp_client, start_receiver,
-                                    start_receivers, start_sender, start_senders, start_tcp_server, veth_testbed)
+                                    start_receivers, start_sender, start_senders, start_tcp_server)
 from harness.traffic.tcp import STALL_RECORD_MS, iperf3_path, run_iperf3
 from harness.plumbing.wait import until
 
@@ -44,12 +45,37 @@ pytestmark = [
 def testbed():
     """(sender address, receiver address) of a veth pair between NS_A and NS_B."""
     try:
-        with veth_testbed(NS_A, NS_B) as addresses:
+        with veth_testbed(LAB) as addresses:
             yield addresses
     finally:
         assert not netns_exists(NS_A) and not netns_exists(NS_B)
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert f"fl_{LAB}_" not in listed
+        from harness.runtime.state import run_dir
+        assert not run_dir(LAB).exists()  # its owner's record goes with it
+
+
+def test_fablab_clean_leaves_a_live_testbed_and_removes_a_dead_ones(testbed):
+    """A testbed has no lab state; its owner on disk keeps `fablab clean` off it while it runs
+    (clean once removed the namespaces of a test still using them). The control: a testbed
+    whose owner is gone is removed, its run directory too."""
+    from harness.lab import Lab
+    from harness.runtime.state import TESTBED_OWNER, run_dir
+
+    dead = f"tx{os.getpid()}"
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid no longer runs (and start time 1 names no process that could reuse it)
+    subprocess.run(["ip", "netns", "add", f"fl_{dead}_a"], check=True)
+    run_dir(dead).mkdir(parents=True, exist_ok=True)
+    (run_dir(dead) / TESTBED_OWNER).write_text(json.dumps({"pid": gone.pid, "start": 1}))
+    try:
+        removed = {r.lab for r in Lab.clean()}
+        assert dead in removed and not netns_exists(f"fl_{dead}_a") and not run_dir(dead).exists(), removed
+        assert LAB not in removed and netns_exists(NS_A) and netns_exists(NS_B), removed
+        assert LAB not in Lab.names()  # a testbed is not listed as a lab
+    finally:
+        subprocess.run(["ip", "netns", "del", f"fl_{dead}_a"], capture_output=True)
+        shutil.rmtree(run_dir(dead), ignore_errors=True)
 
 
 def roce_flows(dst: str, n: int, first_id: int = 1, **kw) -> tuple[RoceFlow, ...]:
