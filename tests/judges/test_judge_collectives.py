@@ -59,6 +59,13 @@ INCAST = [
      "(is the shaper on be-g1-r0:Ethernet256?)"),
     ("the fan-in within capacity lost 10 %", lambda s: _fan_in(s, 0, received=s.packets - s.packets // 10), False,
      "1→1 offered 17.6 Mbit/s, within the port's 26.4, yet lost 10.0 %: the path is not clean"),
+    ("its sender 40 ms late, the fan-in within capacity lost 10 %",
+     lambda s: replace(_fan_in(s, 0, received=s.packets - s.packets // 10, max_lag_ns=40_000_000), queue_bytes=65_880),
+     None, "NOT MEASURABLE: 1→1 lost 10.0 % within the port's 26.4 Mbit/s, but gpu02:rail0 sent up to 40 ms late: "
+     "the senders' catch-up (88 kB at once) overflows the port's 66 kB queue"),
+    ("its sender 1 ms late (a burst the queue holds), the fan-in within capacity lost 10 %",
+     lambda s: replace(_fan_in(s, 0, received=s.packets - s.packets // 10, max_lag_ns=1_000_000), queue_bytes=65_880),
+     False, "1→1 offered 17.6 Mbit/s, within the port's 26.4, yet lost 10.0 %: the path is not clean"),
     ("the receiver saw nothing of the biggest fan-in",
      lambda s: _fan_in(s, len(s.fan_ins) - 1, received=0, last_arrival_ns=None), False,
      "7→1: the receiver saw none of 14000 packets: not measured"),
