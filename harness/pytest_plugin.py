@@ -89,8 +89,10 @@ def lab(cluster, pytestconfig: pytest.Config):
 def rdma_lane():
     """Skips, with the reason, where the RDMA lane cannot run (`make rdma-deps` sets it up)."""
     from harness.core.errors import PrerequisiteError
-    from harness.rdma.vmimage import boot_files
+    from harness.rdma.vmimage import boot_files, switched_off
 
+    if switched_off():
+        pytest.skip(switched_off())
     try:
         return boot_files()
     except PrerequisiteError as e:

@@ -24,6 +24,7 @@ from pathlib import Path
 from harness.core.errors import PrerequisiteError, LabError
 
 CACHE = Path(os.environ.get("FABLAB_RDMA_CACHE", "/var/cache/fablab/rdma"))
+SWITCH = "FABLAB_RDMA"  # "off": the lane is switched off, and no microVM boots
 BUSYBOX = Path("/bin/busybox")
 QEMU = "qemu-system-x86_64"
 
@@ -61,6 +62,14 @@ def kernel_package() -> Path:
         raise PrerequisiteError(f"no Debian 6.1 kernel package in {CACHE} (linux-image-6.1.*-amd64_*.deb): "
                                 f"{INSTALL_HINT}")
     return debs[-1]
+
+
+def switched_off() -> str:
+    """Why the lane is switched off (FABLAB_RDMA=off: each rdma case boots microVMs, minutes
+    under TCG, which a run may not want), or "" when it is not."""
+    if os.environ.get(SWITCH, "").strip().lower() == "off":
+        return f"the RDMA lane is switched off ({SWITCH}=off): unset {SWITCH} to run the rdma cases"
+    return ""
 
 
 def boot_files() -> BootFiles:

@@ -2,24 +2,21 @@
 and the switches' nftables counts of UDP 4791 as an observation holds them."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from harness.checks.base import NotMeasurable
 from harness.core.errors import PrerequisiteError
 from harness.plumbing.labview import LabView
-from harness.rdma.vmimage import boot_files
-
-
-SWITCH = "FABLAB_RDMA"  # "off": the cases are not measurable, and boot no microVM
+from harness.rdma.vmimage import boot_files, switched_off
 
 
 def require_lane() -> None:
-    """NotMeasurable, with the fix, where this machine has no RDMA lane or FABLAB_RDMA=off
-    switches it off (each case boots microVMs: minutes under TCG): a case that cannot run its
-    transfer has neither passed nor failed."""
-    if os.environ.get(SWITCH, "").strip().lower() == "off":
-        raise NotMeasurable(f"the RDMA lane is switched off ({SWITCH}=off): unset {SWITCH} to run the rdma cases")
+    """NotMeasurable, with the fix, where this machine has no RDMA lane or the lane is switched
+    off (harness/rdma/vmimage.switched_off): a case that cannot run its transfer has neither
+    passed nor failed."""
+    off = switched_off()
+    if off:
+        raise NotMeasurable(off)
     try:
         boot_files()
     except PrerequisiteError as e:
