@@ -2,9 +2,9 @@
 
 The public surface: every name a topology file or a Python user needs is importable from here
 (`from harness import Cluster, Backend, Lab, run_case`), whatever module it lives in; docs/python.md
-lists them and tests/architecture/test_public_surface.py imports each. The declaration classes load with the
-package; the lab, the checks and the catalog load when first named, so `import harness` stays
-light (no pyroute2, no FRR). Module paths that moved keep working for a release (harness.moved).
+lists them and tests/architecture/test_public_surface.py imports each. Only the errors load with the
+package; the declarations, the lab, the checks and the catalog load when first named, so
+`import harness`, which every traffic process started in a lab namespace pays, stays light. Module paths that moved keep working for a release (harness.moved).
 """
 from __future__ import annotations
 
@@ -13,10 +13,6 @@ import importlib
 from harness import moved
 from harness.core.errors import (HarnessError, InputError, LabError, PrerequisiteError, Problem, RenderError,
                                  TopologyError)
-from harness.core.model import (Acl, AclRule, Addressing, Backend, Bfd, Cable, Cluster, Fabric, Frontend, GpuNodes,
-                                Hardware, Link, Lossless, Management, Node, Objectives, Plane, Role, Routing, Tenant,
-                                build)
-from harness.core.plan import Plan, make_plan
 
 __version__ = "0.1.0"
 
@@ -24,6 +20,11 @@ moved.install()
 
 # Names of upper floors, loaded on first use (PEP 562): name -> module that defines it.
 LAZY: dict[str, str] = {
+    **dict.fromkeys(("Acl", "AclRule", "Addressing", "Backend", "Bfd", "Cable", "Cluster", "Fabric", "Frontend",
+                     "GpuNodes", "Hardware", "Link", "Lossless", "Management", "Node", "Objectives", "Plane", "Role",
+                     "Routing", "Tenant", "build"), "harness.core.model"),
+    "Plan": "harness.core.plan",
+    "make_plan": "harness.core.plan",
     "Lab": "harness.lab",
     "LabView": "harness.plumbing.labview",
     "load_cluster": "harness.catalog",
@@ -38,9 +39,6 @@ LAZY: dict[str, str] = {
 }
 
 __all__ = [
-    "Acl", "AclRule", "Addressing", "Backend", "Bfd", "Cable", "Cluster", "Frontend", "GpuNodes", "Hardware",
-    "Lossless", "Management", "Objectives", "Routing", "Tenant",
-    "Fabric", "Link", "Node", "Plane", "Role", "Plan", "build", "make_plan",
     "HarnessError", "InputError", "LabError", "PrerequisiteError", "Problem", "RenderError", "TopologyError",
     *LAZY,
 ]

@@ -19,12 +19,12 @@ from harness.cli.console import out
 from harness.core.errors import InputError
 from harness.lab import Lab
 from harness.core.plan import make_plan
-from harness.render.lossless import contract_of
 
 
 def _result(target: str, against: str | None):
     # a check module: loaded when it runs; one judge for a directory and a lab, on what was read from either
     from harness.checks.lossless import configs_of_dir, judge_audit, measure_audit
+    from harness.render.lossless import contract_of
 
     plan = make_plan(load_fabric(against)) if against else None
     if Path(target).is_dir():

@@ -7,21 +7,27 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from harness.catalog import load_fabric
 from harness.cli.console import out
 from harness.core.errors import InputError
-from harness.core.meaning.compare import diff_frr, fold_uncabled
-from harness.core.meaning.configdb import diff_config_db
-from harness.core.meaning.difference import Difference
 from harness.core.plan import Plan, make_plan
-from harness.render import artifacts
+
+if TYPE_CHECKING:
+    from harness.core.meaning.difference import Difference
 
 
 def differences(topology: str, directory: Path) -> tuple[list[Difference], int]:
     """Every difference between DIR's configs and TOPOLOGY's render, and how many switches."""
+    # here, not at the top: every fablab command builds the parser that names this module
+    from harness.core.meaning.compare import diff_frr, fold_uncabled
+    from harness.core.meaning.configdb import diff_config_db
+    from harness.core.meaning.difference import Difference
+    from harness.render import artifacts
+
     directory = Path(directory)
     if not directory.is_dir():
         raise InputError(f"{directory} is not a directory: give one laid out as `fablab render` writes it "
@@ -53,6 +59,8 @@ def differences(topology: str, directory: Path) -> tuple[list[Difference], int]:
 
 def _strays(plan: Plan, topology: str, directory: Path) -> list[Difference]:
     """A switch directory the declaration has no switch for: never ignored in silence."""
+    from harness.core.meaning.difference import Difference
+
     configs = directory / "configs"
     if not configs.is_dir():
         raise InputError(f"{directory} has no configs/ directory: lay it out as `fablab render` does "
@@ -71,6 +79,12 @@ def _strays(plan: Plan, topology: str, directory: Path) -> list[Difference]:
 
 def lab_differences(topology: str, lab_name: str) -> tuple[list[Difference], int]:
     """A running lab's configs, as its switches hold them now, against TOPOLOGY's render."""
+    # here, not at the top: every fablab command builds the parser that names this module
+    from harness.core.meaning.compare import diff_frr, fold_uncabled
+    from harness.core.meaning.configdb import diff_config_db
+    from harness.core.meaning.difference import Difference
+    from harness.render import artifacts
+
     from harness.lab import Lab
 
     lab = Lab.attach(lab_name)

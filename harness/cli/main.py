@@ -17,9 +17,8 @@ from harness.catalog import builtins, load_fabric
 from harness.cli.console import err, out
 from harness.core.errors import HarnessError, InputError, TopologyError
 from harness.core.hwsku import HWSKUS
+from harness.core.images import HOST_IMAGE, SONIC_IMAGE
 from harness.core.plan import make_plan, summary
-from harness.render import artifacts, write_artifacts
-from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE
 
 
 
@@ -118,6 +117,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     from harness.core.model import check_lab_name
+    from harness.render import artifacts, write_artifacts
 
     # A bad --name is reported with the declaration's problems, before anything is written.
     problems = check_lab_name(args.name, "--name") if args.name is not None else []

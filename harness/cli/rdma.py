@@ -7,12 +7,10 @@ from dataclasses import asdict
 
 from rich.table import Table
 
-from harness import rdma
 from harness.cli.labs import progress_printer
 from harness.cli.console import err, out
 from harness.lab import Lab
 from harness.rdma.perftest import TESTS
-from harness.rdma.session import RdmaSpecError
 
 
 def _endpoint(text: str) -> tuple[str, str]:
@@ -23,6 +21,9 @@ def _endpoint(text: str) -> tuple[str, str]:
 
 
 def cmd_rdma(args: argparse.Namespace) -> int:
+    from harness import rdma  # here: every fablab command builds the parser that names this module
+    from harness.rdma.session import RdmaSpecError
+
     lab = Lab.attach(args.lab)
     (src_node, src_nic), (dst_node, dst_nic) = args.src, args.dst
     try:

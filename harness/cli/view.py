@@ -3,7 +3,6 @@ itself (harness.report.live). Its first line of output is the page's URL."""
 from __future__ import annotations
 
 import argparse
-import http.server
 import threading
 import time
 from pathlib import Path
@@ -32,6 +31,8 @@ class _Page:
 
 
 def serve(lab: Lab, port: int, results: Path, ready=print) -> None:
+    import http.server  # here: every fablab command builds the parser that names this module
+
     page = _Page(lab, results)
 
     class Handler(http.server.BaseHTTPRequestHandler):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 
-from pyroute2 import NetlinkError
 
 from harness.plumbing.labview import LabView
 from harness.core.plan import CableRow
@@ -45,6 +44,8 @@ class Fib:
 
     def oif(self, node: str, dst: str) -> str | None:
         """The interface `node` would send `dst` out of, or None when it has no route."""
+        from pyroute2 import NetlinkError
+
         try:
             msg = self.socket(node).route("get", dst=dst)[0]
         except NetlinkError:

@@ -8,16 +8,12 @@ from `exec` (see harness/render/sonic_init.py for why and for the status protoco
 from __future__ import annotations
 
 from harness.core.hwsku import DEFAULT_HWSKU
+from harness.core.images import HOST_IMAGE, ROUTED_HOST_IMAGE, SONIC_IMAGE
 from harness.core.model import Plane
 from harness.core.plan import HostPlan, Plan, SwitchPlan
 from harness.render.sonic_init import CONTAINER_DIR, STATUS_FILE, start_command, switch_sysctls
 from harness.render.templates import render_template
 
-SONIC_IMAGE = "docker-sonic-vs:latest"
-HOST_IMAGE = "ghcr.io/srl-labs/network-multitool:latest"
-# A dual-homed FE host runs FRR (BGP to both its leaves): the FRR project's image, the release
-# the netns runtime runs from Debian; its docker-start runs watchfrr on the bound files.
-ROUTED_HOST_IMAGE = "frrouting/frr:v8.4.1"
 SWITCH_FILES = ("config_db.json", "frr.conf", "init.sh")
 ROUTED_HOST_FILES = ("frr.conf", "daemons")
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from pyroute2 import IPRoute
 
 from harness.plumbing import namespaces, wait
 from harness.core.errors import LabError
@@ -31,6 +30,7 @@ from harness.runtime.kinds import NodeAccess, SwitchKind
 from harness.runtime.state import LabState, run_dir
 
 if TYPE_CHECKING:
+    from pyroute2 import IPRoute
     from harness.core.switchconfigs import SwitchConfigs
 
 T = TypeVar("T")

@@ -13,15 +13,13 @@ from collections.abc import Collection
 from functools import partial
 from pathlib import Path
 
-from pyroute2 import IPRoute
-
 from harness.plumbing import interrupt, meminfo, namespaces
 from harness.core.budgets import resolve_timeout
 from harness.core.errors import LabError, PrerequisiteError, UnknownLab
 from harness.core.kinds import LabPhase, NodeKind, RuntimeName
 from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
-from harness.core.plan import CableRow, HostPlan, Plan, SwitchPlan
+from harness.core.plan import CableRow, Plan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
@@ -31,14 +29,13 @@ from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, Teard
                                   session_counts, wait_converged)
 from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
                                  pathspace_dirs, remove_path)
-from harness.runtime.netns_setup import (HOST_SYSCTLS, gateways_permanent, routed_host_sysctls, switch_rules,
+from harness.runtime.netns_setup import (HOST_SYSCTLS, address_node, gateways_permanent, routed_host_sysctls, switch_rules,
                                          switch_sysctls)
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
                                    labs, load, namespace, run_dir, save, testbed_owned)
 from harness.runtime.vty import VtyClient, daemon_of
 
-OOB_BRIDGE = "br0"
 
 
 def check_prerequisites() -> None:
@@ -165,6 +162,8 @@ class NetnsRuntime(NamespaceAccess):
             made_at.setdefault(row.a_node, []).append(row)
             peer_ends.setdefault(row.b_node, []).append(row.b_port)
 
+        from pyroute2 import IPRoute  # here: a fablab command that only looks needs none
+
         def make(cables: list[CableRow]) -> None:
             with IPRoute() as s:
                 for row in cables:
@@ -182,42 +181,11 @@ class NetnsRuntime(NamespaceAccess):
             tenants.apply(plan, partial(namespace, lab))
         for node in plan.fabric.nodes:
             namespaces.run_in(namespace(lab, node.name),
-                          partial(self._address, plan, peer_ends.get(node.name, []), switches.get(node.name),
+                          partial(address_node, plan, peer_ends.get(node.name, []), switches.get(node.name),
                                   hosts.get(node.name), node.role is Role.OOB))
         for sw in plan.switches:
             namespaces.nft(namespace(lab, sw.name), switch_rules(sw))
         gateways_permanent(plan, partial(namespace, lab))
-
-    @staticmethod
-    def _address(plan: Plan, peer_ends: list[str], sw: SwitchPlan | None, host: HostPlan | None, oob: bool) -> None:
-        """In the node's namespace: its veth peers and lo up, the OOB bridge, addresses, routes."""
-        with IPRoute() as s:
-            for port in peer_ends:
-                s.link("set", ifname=port, state="up")
-            s.link("set", ifname="lo", state="up")
-            if oob:
-                NetnsRuntime._oob_bridge(plan, s)
-            if sw is not None:
-                s.addr("add", index=_index(s, "lo"), address=str(sw.loopback.ip), prefixlen=32)
-                s.addr("add", index=_index(s, "eth0"), address=str(sw.mgmt.ip), prefixlen=sw.mgmt.network.prefixlen)
-                for p in sw.host_ports:
-                    s.addr("add", index=_index(s, p.name), address=str(p.address.ip), prefixlen=p.address.network.prefixlen)
-            if host is not None:
-                if host.routed:  # its FE address, which its bgpd announces to both leaves
-                    s.addr("add", index=_index(s, "lo"), address=str(host.loopback.ip), prefixlen=32)
-                for nic in host.nics:
-                    idx = _index(s, nic.name)
-                    s.addr("add", index=idx, address=str(nic.address.ip), prefixlen=nic.address.network.prefixlen)
-                    for route in nic.routes:
-                        s.route("add", dst=str(route), gateway=str(nic.gateway), oif=idx)
-
-    @staticmethod
-    def _oob_bridge(plan: Plan, s: IPRoute) -> None:
-        s.link("add", ifname=OOB_BRIDGE, kind="bridge")
-        bridge = _index(s, OOB_BRIDGE)
-        for port in plan.oob:
-            s.link("set", index=_index(s, port.name), master=bridge)
-        s.link("set", index=bridge, state="up")
 
     def _daemons(self, plan: Plan, lab: str, state: LabState, parts: dict[str, dict[str, str]],
                  configs: dict[str, str], progress: Progress, defer_bfd: bool = False,
@@ -438,9 +406,3 @@ def frr_names(plan: Plan) -> list[str]:
 def frr_node(lab: str, switch: str) -> FrrNode:
     return FrrNode(namespace(lab, switch), run_dir(lab) / switch)
 
-
-def _index(s: IPRoute, ifname: str) -> int:
-    found = s.link_lookup(ifname=ifname)
-    if not found:
-        raise LabError(f"no interface {ifname}")
-    return found[0]

@@ -1,21 +1,24 @@
 """What the netns runtime sets in each node's namespace before its daemons start: the
 kernel's settings of a switch and of a host, a switch's forwarding rules (around its
 management port, and between the rails of a rail-only leaf that carries several), and a
-dual-homed host's leaves as permanent neighbours."""
+dual-homed host's leaves as permanent neighbours; its addresses and static routes."""
 from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pyroute2 import IPRoute
-from pyroute2.netlink.rtnl.ndmsg import NUD_PERMANENT
-
-from harness.core.plan import Plan, SwitchPlan
+from harness.core.errors import LabError
+from harness.core.plan import HostPlan, Plan, SwitchPlan
 from harness.plumbing import namespaces
 
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute
+
 MGMT_TABLE = "fablab_mgmt"
+OOB_BRIDGE = "br0"
 _HASH_SEED = Path("/proc/sys/net/ipv4/fib_multipath_hash_seed")
 
 
@@ -109,10 +112,55 @@ def gateways_permanent(plan: Plan, namespace_of: Callable[[str], str]) -> None:
 
 
 def _mac_of(port: str) -> str:
+    from pyroute2 import IPRoute
+
     with IPRoute() as s:
         return s.get_links(s.link_lookup(ifname=port)[0])[0].get_attr("IFLA_ADDRESS")
 
 
 def _permanent_neighbour(nic: str, address: str, mac: str) -> None:
+    from pyroute2 import IPRoute
+    from pyroute2.netlink.rtnl.ndmsg import NUD_PERMANENT
+
     with IPRoute() as s:
         s.neigh("replace", dst=address, lladdr=mac, ifindex=s.link_lookup(ifname=nic)[0], state=NUD_PERMANENT)
+
+
+def address_node(plan: Plan, peer_ends: list[str], sw: SwitchPlan | None, host: HostPlan | None, oob: bool) -> None:
+    """In the node's namespace: its veth peers and lo up, the OOB bridge, addresses, routes."""
+    from pyroute2 import IPRoute  # here: a fablab command that only looks needs none
+
+    with IPRoute() as s:
+        for port in peer_ends:
+            s.link("set", ifname=port, state="up")
+        s.link("set", ifname="lo", state="up")
+        if oob:
+            _oob_bridge(plan, s)
+        if sw is not None:
+            s.addr("add", index=_index(s, "lo"), address=str(sw.loopback.ip), prefixlen=32)
+            s.addr("add", index=_index(s, "eth0"), address=str(sw.mgmt.ip), prefixlen=sw.mgmt.network.prefixlen)
+            for p in sw.host_ports:
+                s.addr("add", index=_index(s, p.name), address=str(p.address.ip), prefixlen=p.address.network.prefixlen)
+        if host is not None:
+            if host.routed:  # its FE address, which its bgpd announces to both leaves
+                s.addr("add", index=_index(s, "lo"), address=str(host.loopback.ip), prefixlen=32)
+            for nic in host.nics:
+                idx = _index(s, nic.name)
+                s.addr("add", index=idx, address=str(nic.address.ip), prefixlen=nic.address.network.prefixlen)
+                for route in nic.routes:
+                    s.route("add", dst=str(route), gateway=str(nic.gateway), oif=idx)
+
+
+def _oob_bridge(plan: Plan, s: IPRoute) -> None:
+    s.link("add", ifname=OOB_BRIDGE, kind="bridge")
+    bridge = _index(s, OOB_BRIDGE)
+    for port in plan.oob:
+        s.link("set", index=_index(s, port.name), master=bridge)
+    s.link("set", index=bridge, state="up")
+
+
+def _index(s: IPRoute, ifname: str) -> int:
+    found = s.link_lookup(ifname=ifname)
+    if not found:
+        raise LabError(f"no interface {ifname}")
+    return found[0]

@@ -1,20 +1,18 @@
 """RoCEv2 packets: IPv4 / UDP 4791 / BTH / [RETH] / payload / ICRC.
 
-scapy builds each packet shape once (a `RoceTemplate`); every packet after that is the
-template's bytes with PSN, sequence number and timestamp patched in and the ICRC
-continued from a CRC precomputed over the constant prefix. scapy builds only about
-700 packets a second here; the patched path does hundreds of thousands.
+Each packet shape is written once from the wire format (`frame`, a `RoceTemplate`); every
+packet after that is the template's bytes with PSN, sequence number and timestamp patched
+in and the ICRC continued from a CRC precomputed over the constant prefix. No scapy here:
+a sender or receiver process would pay 0.4 s of CPU importing it, and the labs start
+thousands of them. scapy's own build is the reference the tests hold `frame` to
+(harness/traffic/roce_scapy.py).
 """
 from __future__ import annotations
 
+import socket
 import struct
 import zlib
 from dataclasses import dataclass
-
-from scapy.contrib.roce import BTH
-from scapy.fields import IntField, XIntField, XLongField
-from scapy.layers.inet import IP, UDP
-from scapy.packet import Packet, Raw, bind_layers
 
 from harness.traffic.flows import ROCE_PORT, SpecError, TrafficError
 
@@ -46,17 +44,12 @@ FABLAB_HEADER_LEN = FABLAB_HEADER.size
 _SEQ_TS = struct.Struct("!QQ")
 _U32_BE = struct.Struct("!I")
 _U32_LE = struct.Struct("<I")
+_IPV4 = struct.Struct("!BBHHHBBH4s4s")
+_UDP = struct.Struct("!HHHH")
+_BTH = struct.Struct("!BBHII")
+_RETH = struct.Struct("!QII")
+_DF = 0x4000
 
-
-class RETH(Packet):
-    """RDMA Extended Transport Header, which scapy 2.8 lacks."""
-
-    name = "RETH"
-    fields_desc = [XLongField("va", 0), XIntField("rkey", 0), IntField("dlen", 0)]
-
-
-for _opcode in RETH_OPCODES | {RC + RDMA_READ_REQUEST, UC + RDMA_READ_REQUEST}:
-    bind_layers(BTH, RETH, opcode=_opcode)
 
 
 def rdma_flow_label(src_qp: int, dst_qp: int) -> int:
@@ -128,18 +121,30 @@ def fablab_payload(flow_id: int, seq: int, ts_ns: int, length: int, magic: bytes
     return FABLAB_HEADER.pack(magic, flow_id, seq, ts_ns).ljust(length, b"\0")
 
 
-def scapy_packet(shape: RoceShape, psn: int, seq: int = 0, ts_ns: int = 0,
-                 magic: bytes = FABLAB_MAGIC) -> Packet:
-    """The full scapy packet (ICRC left for scapy to compute): the reference the fast path must match."""
-    ip = IP(src=shape.src, dst=shape.dst, tos=(shape.dscp << 2) | shape.ecn, ttl=shape.ttl,
-            id=shape.ip_id, flags="DF")
-    bth = BTH(opcode=shape.opcode, pkey=shape.pkey, dqpn=shape.dst_qp, ackreq=int(shape.ackreq),
-              psn=psn & PSN_MASK)
-    layers = ip / UDP(sport=shape.sport, dport=ROCE_PORT, chksum=0) / bth
+def _checksum(header: bytes) -> int:
+    """The IPv4 header checksum (RFC 791: ones' complement of the ones' complement sum)."""
+    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def frame(shape: RoceShape, psn: int, seq: int = 0, ts_ns: int = 0, magic: bytes = FABLAB_MAGIC) -> bytes:
+    """One whole packet of `shape`, from the IPv4 header to the ICRC."""
+    reth = b""
     if shape.opcode in RETH_OPCODES:
         dlen = shape.payload_len if shape.dma_len is None else shape.dma_len
-        layers = layers / RETH(va=shape.va, rkey=shape.rkey, dlen=dlen)
-    return layers / Raw(fablab_payload(shape.flow_id, seq, ts_ns, shape.payload_len, magic))
+        reth = _RETH.pack(shape.va, shape.rkey, dlen)
+    bth = _BTH.pack(shape.opcode, 0, shape.pkey, shape.dst_qp & PSN_MASK,
+                    (0x80000000 if shape.ackreq else 0) | (psn & PSN_MASK))
+    body = bth + reth + fablab_payload(shape.flow_id, seq, ts_ns, shape.payload_len, magic)
+    udp_len = UDP_LEN + len(body) + ICRC_LEN
+    src, dst = socket.inet_aton(shape.src), socket.inet_aton(shape.dst)
+    fields = [0x45, (shape.dscp << 2) | shape.ecn, IP_LEN + udp_len, shape.ip_id, _DF, shape.ttl,
+              socket.IPPROTO_UDP, 0, src, dst]
+    fields[7] = _checksum(_IPV4.pack(*fields))
+    packet = _IPV4.pack(*fields) + _UDP.pack(shape.sport, ROCE_PORT, udp_len, 0) + body + bytes(ICRC_LEN)
+    return packet[:-ICRC_LEN] + _U32_LE.pack(icrc(packet))
 
 
 def _masked(packet: bytes) -> bytes:
@@ -166,14 +171,14 @@ def verify_icrc(packet: bytes) -> bool:
 
 
 class RoceTemplate:
-    """One shape built by scapy once; `fill` patches PSN, sequence and timestamp and the ICRC.
+    """One shape written once (`frame`); `fill` patches PSN, sequence and timestamp and the ICRC.
 
     The buffer `fill` returns is reused by the next call: send or copy it first.
     """
 
     def __init__(self, shape: RoceShape) -> None:
         self.shape = shape
-        self._buf = bytearray(bytes(scapy_packet(shape, psn=0)))
+        self._buf = bytearray(frame(shape, psn=0))
         self._psn_at = BTH_OFFSET + 8
         self._seq_at = BTH_OFFSET + payload_offset(shape.opcode) + 8  # after magic and flow id
         self._icrc_at = len(self._buf) - ICRC_LEN
@@ -200,7 +205,7 @@ class RoceTemplate:
 
     def probe(self) -> bytes:
         """A packet on this QP's 5-tuple that receivers ignore: resolves neighbours, warms paths."""
-        return bytes(scapy_packet(self.shape, psn=0, magic=PROBE_MAGIC))
+        return frame(self.shape, psn=0, magic=PROBE_MAGIC)
 
 
 @dataclass(frozen=True)

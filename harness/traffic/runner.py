@@ -11,8 +11,7 @@ import selectors
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 from harness.plumbing import wait

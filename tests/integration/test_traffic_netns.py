@@ -22,8 +22,9 @@ from harness.traffic.flows import (ReceiveSpec, RoceFlow, SendSpec, SpecError, T
                                    TrafficError, UdpFlow)
 from harness.traffic.results import TcpResult, losses
 from harness.traffic.neighwatch import NeighbourWatch
-from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, RETH, parse_udp_payload,
+from harness.traffic.roce import (RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST, RDMA_WRITE_MIDDLE, parse_udp_payload,
                                   roce_sport, verify_icrc)
+from harness.traffic.roce_scapy import RETH
 from harness.runtime.testbed import veth_testbed
 from harness.traffic.runner import (TrafficProcess, netns_exists, run_sender, run_tcp_client, start_receiver,
                                     start_receivers, start_sender, start_senders, start_tcp_server)

@@ -20,9 +20,10 @@ from harness.traffic.results import ReceiveResult, SendResult
 from harness.traffic.patterns import Endpoint, FlowOptions, all_to_all, incast, ring
 from harness.traffic.receiver import psn_gaps, receive, receive_many
 from harness.traffic.roce import (FABLAB_HEADER, FABLAB_MAGIC, RC, RDMA_WRITE_FIRST, RDMA_WRITE_LAST,
-                                  RDMA_WRITE_MIDDLE, RDMA_WRITE_ONLY, RETH, SEND_FIRST, SEND_LAST, SEND_MIDDLE,
-                                  SEND_ONLY, SUPPORTED_OPCODES, UC, RoceShape, RoceTemplate, rdma_flow_label,
-                                  parse_udp_payload, roce_sport, scapy_packet, verify_icrc)
+                                  RDMA_WRITE_MIDDLE, RDMA_WRITE_ONLY, PROBE_MAGIC, SEND_FIRST, SEND_LAST,
+                                  SEND_MIDDLE, SEND_ONLY, SUPPORTED_OPCODES, UC, RoceShape, RoceTemplate, frame,
+                                  rdma_flow_label, parse_udp_payload, roce_sport, verify_icrc)
+from harness.traffic.roce_scapy import RETH, scapy_packet
 from harness.traffic.sender import opcodes_of, send_order
 from harness.traffic.tcp import iperf3_client_argv, parse_iperf3
 
@@ -65,6 +66,27 @@ def test_fast_path_matches_scapy_byte_for_byte(opcode, psn):
     for seq, ts in ((0, 0), (psn * 7 + 1, 1_700_000_000_123_456_789), (2**64 - 1, 2**63)):
         fast = template.render(psn, seq, ts)
         assert fast == raw(scapy_packet(shape, psn, seq, ts))
+
+
+@pytest.mark.parametrize("opcode", sorted(SUPPORTED_OPCODES))
+@pytest.mark.parametrize("dma_len", [None, 4096])
+def test_a_frame_written_from_the_wire_format_is_scapys(opcode, dma_len):
+    shape = RoceShape(src="192.168.200.7", dst="10.0.255.254", dst_qp=0xFFFFFF, opcode=opcode, sport=0xFFFF,
+                      payload_len=24, flow_id=2**32 - 1, ip_id=0xFFFF, ttl=255, dscp=63, ecn=3, pkey=0x8001,
+                      va=2**64 - 1, rkey=2**32 - 1, dma_len=dma_len)
+    for magic in (FABLAB_MAGIC, PROBE_MAGIC):
+        assert frame(shape, 0xABCDEF, 5, 6, magic) == raw(scapy_packet(shape, 0xABCDEF, 5, 6, magic))
+    assert RoceTemplate(shape).probe() == raw(scapy_packet(shape, 0, magic=PROBE_MAGIC))
+
+
+def test_a_traffic_process_does_not_import_scapy():
+    # 0.4 s of CPU per sender or receiver process, and the labs start thousands
+    import subprocess
+    import sys
+    code = ("import sys, harness.traffic.sender, harness.traffic.receiver, harness.traffic.tcp; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scapy'))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
 
 
 def test_fast_path_wraps_psn_to_24_bits():
