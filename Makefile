@@ -36,12 +36,14 @@ rdma-deps:
 validate: deps
 	$(BIN)/fablab validate $(TOPOLOGY)
 
-# What needs no lab on both cores, then what boots labs one at a time: the labs time loss
-# windows and queues, which two at once on two cores would skew (measured: positive controls
-# failed). Both run; either failing fails the target.
+# What needs no lab on both cores, then what boots labs three at a time, a test file to a
+# worker (the labs a file boots are shared by its tests). Three fit: a lab's wall time is
+# mostly its experiments' schedules (a failover waits out its windows), and the traffic
+# processes and fablab commands start without scapy (measured in docs/performance.md).
+# Both run; either failing fails the target.
 test: deps rdma-deps
 	@$(BIN)/pytest -n 2 tests --ignore=tests/integration; unit=$$?; \
-	$(BIN)/pytest tests/integration labs; labs=$$?; \
+	$(BIN)/pytest -n 3 --dist loadfile tests/integration labs; labs=$$?; \
 	exit $$(( unit || labs ))
 
 # What needs no root and no lab: unit, judge, architecture and docs tests (tests/integration boots).

@@ -6,7 +6,10 @@ The lessons that boot the same topology share one lab, as a learner who skips `f
 between lessons would: the first lesson's `fablab up` boots it, the others' find it running,
 and the `fablab down` the lessons end with runs once, after the last of them. So each lesson
 must leave the lab as it found it (every fault it broke fixed, every cable up): the test
-holds it to that, and to `fablab down` leaving nothing."""
+holds it to that, and to `fablab down` leaving nothing.
+
+The course runs in two halves, each on labs of its own (this module and
+test_lessons_second_half.py), so that the two run side by side."""
 from __future__ import annotations
 
 import json
@@ -25,14 +28,15 @@ from .conftest import leftovers_of
 NOTE = re.compile(r"\s+#\s*exit (\d+)\s*$")
 UP = re.compile(r"^fablab up (\S+) --name mylab$")
 DOWN = re.compile(r"^fablab down mylab$")
-LESSONS = lessons()
-TOPOLOGIES = sorted({x.lab for x in LESSONS})
+HALF = len(lessons()) // 2
+LESSONS = lessons()[:HALF]  # the second half: test_lessons_second_half.py
 
 
 class Shared:
     """The labs the lessons boot, by topology, and the fablab command they call."""
 
-    def __init__(self, tmp_path_factory) -> None:
+    def __init__(self, tmp_path_factory, part: str) -> None:
+        self.part = part
         self.up: dict[str, str] = {}  # topology -> lab name, while it runs
         bin_dir = tmp_path_factory.mktemp("bin")
         (bin_dir / "fablab").write_text(f'#!/bin/sh\nexec {sys.executable} -m harness.cli "$@"\n')
@@ -41,7 +45,7 @@ class Shared:
         self.env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "NO_COLOR": "1", "COLUMNS": "200"}
 
     def name(self, topology: str) -> str:
-        return f"l{os.getpid() % 10000}t{TOPOLOGIES.index(topology)}"
+        return f"l{os.getpid() % 10000}{self.part}{sorted({x.lab for x in lessons()}).index(topology)}"
 
     def run(self, command: str) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", "-c", command], cwd=self.cwd, env=self.env, capture_output=True, text=True,
@@ -69,9 +73,10 @@ class Shared:
         return run
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    labs = Shared(tmp_path_factory)
+def shared_labs(tmp_path_factory, part: str):
+    """The labs of one part of the course (a fixture's body): every lab still up is downed
+    at the end, and must leave nothing."""
+    labs = Shared(tmp_path_factory, part)
     try:
         yield labs
     finally:
@@ -81,14 +86,19 @@ def shared(tmp_path_factory):
             assert run.returncode == 0, f"`fablab down {name}` exited {run.returncode}\n{run.stderr[-2000:]}"
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    yield from shared_labs(tmp_path_factory, "a")
+
+
 def _lesson_id(x) -> str:
     return f"{x.number:02d}-{x.path.stem[3:]}"
 
 
-@pytest.mark.parametrize("lesson", LESSONS, ids=_lesson_id)
-def test_every_command_of_a_lesson_runs_as_it_says(lesson, shared):
+def run_lesson(lesson, shared, course) -> None:
+    """Every command of `lesson`, on the labs of `shared`; `course`: the lessons sharing them."""
     name = shared.name(lesson.lab)
-    last = lesson is [x for x in LESSONS if x.lab == lesson.lab][-1]
+    last = lesson is [x for x in course if x.lab == lesson.lab][-1]
     try:
         for line in lesson.commands:
             found = NOTE.search(line)
@@ -111,3 +121,8 @@ def test_every_command_of_a_lesson_runs_as_it_says(lesson, shared):
         if lesson.lab in shared.up:  # the next lesson boots afresh rather than inherit what went wrong
             shared.down(lesson.lab)
         raise
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=_lesson_id)
+def test_every_command_of_a_lesson_runs_as_it_says(lesson, shared):
+    run_lesson(lesson, shared, LESSONS)
