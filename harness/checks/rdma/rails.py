@@ -52,7 +52,8 @@ def rail_only(plan: Plan) -> str | None:
 
 def measure_rails(lab: LabView, duration: float = 2.0) -> RdmaRailsSeen:
     """From the first GPU node's first rail: to the second node on the same rail (the
-    control), then on the next rail, as planned and forced into the rail leaf."""
+    control), then on the next rail, as planned and forced into the rail leaf (again, once,
+    if its requester sent nothing)."""
     require_lane()
     gpus = [h for h in lab.plan.hosts if any(n.rail is not None for n in h.nics)]
     a, b = gpus[0], gpus[1]
@@ -63,7 +64,15 @@ def measure_rails(lab: LabView, duration: float = 2.0) -> RdmaRailsSeen:
     control = rdma.run(lab, a.name, nic0.name, b.name, same.name, duration=duration)
     as_planned = rdma.run(lab, a.name, nic0.name, b.name, other.name, duration=duration)
     forced = rdma.run(lab, a.name, nic0.name, b.name, other.name, duration=duration, force_route=True)
+    if _sent(forced) == 0:
+        # The requester did not get a packet out (its guest, on a machine three labs keep busy,
+        # failed before the fabric was tried): that says nothing of the fabric, so once more.
+        forced = rdma.run(lab, a.name, nic0.name, b.name, other.name, duration=duration, force_route=True)
     return RdmaRailsSeen(control, as_planned, forced, str(lab.plan.route_prefix(other)))
+
+
+def _sent(r: RdmaResult) -> int:
+    return r.counters.get("src", {}).get("sent_pkts", 0)
 
 
 def judge_rails(plan: Plan, seen: RdmaRailsSeen) -> RdmaRailsResult:
@@ -80,7 +89,8 @@ def judge_rails(plan: Plan, seen: RdmaRailsSeen) -> RdmaRailsResult:
         if r.ok or got:
             problems.append(f"cross-rail {label}: {r.spec.dst_node}:{r.spec.dst_nic} received {got} packets"
                             f"{' and the transfer completed' if r.ok else ''}")
-    if seen.forced.counters.get("src", {}).get("sent_pkts", 0) == 0:
-        problems.append("cross-rail routed via the rail leaf: the requester sent nothing, so the fabric was not tried")
+    if _sent(seen.forced) == 0:
+        problems.append("cross-rail routed via the rail leaf: the requester sent nothing, so the fabric was not tried"
+                        + (f" ({seen.forced.error})" if seen.forced.error else ""))
     return RdmaRailsResult(control, seen.as_planned, seen.forced, seen.forced_prefix, seconds=seen.seconds,
                            problems=tuple(problems))
