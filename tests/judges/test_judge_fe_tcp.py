@@ -134,6 +134,10 @@ FAILOVER = [  # (what, change, passed, words in the reason)
      ["stream from port 21000 (on fe-l1:Ethernet52) stalled 460 ms from +40 ms after the failure, over 450 ms"]),
     ("a stall on a stream not on the failed uplink", lambda s: dataclasses.replace(
         _stalled(s, 40.0, 460.0), on_failed=s.on_failed[1:]), False, ["(not on fe-l1:Ethernet52)"]),
+    ("a stall that ended before the failure is no event's (the fabric was whole)",
+     lambda s: _stalled(s, -499.0, 491.0), True, ["worst stall"]),
+    ("a stall under way at the failure counts from it", lambda s: _stalled(s, -100.0, 560.0), False,
+     ["stalled 460 ms from +0 ms after the failure, over 450 ms"]),
     ("a stall just before the restore is the failure's", lambda s: _stalled(s, s.restored_ms - 60, 300.0), True,
      ["worst stall 300 ms (budget 450)"]),
     ("a stall at the restore over its budget", lambda s: _stalled(s, s.restored_ms - 40, 300.0), False,
