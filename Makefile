@@ -36,14 +36,14 @@ rdma-deps:
 validate: deps
 	$(BIN)/fablab validate $(TOPOLOGY)
 
-# What needs no lab on both cores, then what boots labs three at a time, a test file to a
-# worker (the labs a file boots are shared by its tests). Three fit: a lab's wall time is
-# mostly its experiments' schedules (a failover waits out its windows), and the traffic
-# processes and fablab commands start without scapy (measured in docs/performance.md).
-# Both run; either failing fails the target.
+# What needs no lab on both cores, then what boots labs one at a time. Three at a time
+# (pytest -n 3 --dist loadfile tests/integration labs) took 12 minutes where one at a time took 33,
+# but a TCP stream stalled past the restore budget under that load in one run of five
+# (docs/performance.md): one at a time until that is explained. Both run; either failing
+# fails the target.
 test: deps rdma-deps
 	@$(BIN)/pytest -n 2 tests --ignore=tests/integration; unit=$$?; \
-	$(BIN)/pytest -n 3 --dist loadfile tests/integration labs; labs=$$?; \
+	$(BIN)/pytest tests/integration labs; labs=$$?; \
 	exit $$(( unit || labs ))
 
 # What needs no root and no lab: unit, judge, architecture and docs tests (tests/integration boots).
