@@ -4,7 +4,8 @@ The public surface: every name a topology file or a Python user needs is importa
 (`from harness import Cluster, Backend, Lab, run_case`), whatever module it lives in; docs/python.md
 lists them and tests/architecture/test_public_surface.py imports each. Only the errors load with the
 package; the declarations, the lab, the checks and the catalog load when first named, so
-`import harness`, which every traffic process started in a lab namespace pays, stays light. Module paths that moved keep working for a release (harness.moved).
+`import harness`, which every traffic process started in a lab namespace pays, stays light.
+Module paths that moved keep working for a release (harness.moved).
 """
 from __future__ import annotations
 

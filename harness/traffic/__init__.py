@@ -1,4 +1,5 @@
-"""Traffic: RoCEv2 (written from the wire format, byte-patched), UDP and TCP flows, sent and received inside lab namespaces.
+"""Traffic: RoCEv2 (written from the wire format, byte-patched), UDP and TCP flows, sent and
+received inside lab namespaces.
 
 Specs and results are frozen dataclasses (`flows`, `results`); senders, receivers and TCP ends
 run as separate processes in a namespace (`runner` starts them, `process` is their side), or one
