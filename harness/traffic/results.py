@@ -182,6 +182,10 @@ class TcpStream:
     max_gap_ns: int = 0  # the server's longest wait between two reads of this stream (a stall)
     gap_start_ns: int = 0  # when that wait began
     stalls: tuple[tuple[int, int], ...] = ()  # every wait over STALL_RECORD_MS: (start_ns, length_ns)
+    # the client's: its kernel's retransmission timeout, at the start and at each change of a step
+    # or more (time_ns, rto_us, backoff; backoff > 0: a timeout fired and doubled it) ...
+    rto: tuple[tuple[int, int, int], ...] = ()
+    retransmits: tuple[int, ...] = ()  # ... and when its retransmission count grew (time_ns)
 
 
 @dataclass(frozen=True)

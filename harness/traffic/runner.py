@@ -212,8 +212,10 @@ def wait_listening(pid: int, port: int, timeout_s: float = 10.0) -> None:
                                           f"after {timeout_s} s"))
 
 
-def start_tcp_server(ns: str, spec: TcpServerSpec, ready_timeout_s: float = 15.0) -> TrafficProcess[TcpResult]:
-    return _start_ready(ns, "harness.traffic.tcp", spec, TcpResult, ready_timeout_s)
+def start_tcp_server(ns: str, spec: TcpServerSpec, ready_timeout_s: float = 15.0,
+                     realtime: bool = False) -> TrafficProcess[TcpResult]:
+    """A TCP server in `ns`, listening when this returns (realtime: under SCHED_FIFO)."""
+    return _start_ready(ns, "harness.traffic.tcp", spec, TcpResult, ready_timeout_s, realtime=realtime)
 
 
 def run_tcp_client(ns: str, spec: TcpClientSpec, timeout_s: float = 120.0) -> TcpResult:

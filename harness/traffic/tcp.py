@@ -11,6 +11,7 @@ import json
 import selectors
 import shutil
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -28,6 +29,10 @@ _CHUNK = 256 * 1024
 STALL_RECORD_MS = 20  # a wait between two reads longer than this is kept, with when it began
 _STALLS_KEPT = 256
 _PACED = 16 * 1024
+# struct tcp_info (linux/tcp.h) up to tcpi_total_retrans: 8 one-byte fields, then 24 u32
+_TCP_INFO = struct.Struct("=8B24I")
+_RTO_STEP_US = 4000  # a change of the timeout under this (a jiffy at HZ=250) is not kept
+_RTO_KEPT = 512
 
 
 class TcpError(TrafficError):
@@ -126,6 +131,33 @@ class _Server:
         self.listener.close()
 
 
+class _RtoLog:
+    """The sender's retransmission timeout and retransmissions as its kernel had them, read
+    from TCP_INFO after each write: a stall at the receiver is judged against the timeout that
+    was armed when it began, not the 200 ms floor (a loaded host's RTT variance raises it)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.rto: list[tuple[int, int, int]] = []
+        self.retransmits: list[int] = []
+        self._retrans = 0
+
+    def read(self) -> None:
+        try:
+            info = _TCP_INFO.unpack_from(self.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO.size))
+        except (OSError, struct.error):
+            return
+        backoff, rto_us, total_retrans = info[4], info[8], info[31]
+        now = time.time_ns()
+        last = self.rto[-1] if self.rto else None
+        if len(self.rto) < _RTO_KEPT and (last is None or backoff != last[2] or abs(rto_us - last[1]) >= _RTO_STEP_US):
+            self.rto.append((now, rto_us, backoff))
+        if total_retrans > self._retrans:
+            self._retrans = total_retrans
+            if len(self.retransmits) < _RTO_KEPT:
+                self.retransmits.append(now)
+
+
 def _one_stream(spec: TcpClientSpec, index: int, out: list, errors: list) -> None:
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -138,6 +170,8 @@ def _one_stream(spec: TcpClientSpec, index: int, out: list, errors: list) -> Non
             sock.connect((spec.dst, spec.port))
             local, remote = _name(sock.getsockname()), _name(sock.getpeername())  # gone once closed
             start = time.time_ns()
+            log = _RtoLog(sock)
+            log.read()
             chunk = memoryview(bytes(_CHUNK))
             sent = 0
             if spec.bytes_per_stream is not None:
@@ -157,13 +191,16 @@ def _one_stream(spec: TcpClientSpec, index: int, out: list, errors: list) -> Non
                 while time.monotonic() < stop_at:
                     pause_until(begin + k * every)
                     sock.sendall(piece)
+                    log.read()
                     sent += len(piece)
                     k += 1
             # The server closes once it has read everything: that, not our last write, ends the transfer.
             sock.shutdown(socket.SHUT_WR)
             while sock.recv(4096):
                 pass
-            out[index] = TcpStream(local, remote, sent, start, time.time_ns())
+            log.read()
+            out[index] = TcpStream(local, remote, sent, start, time.time_ns(), rto=tuple(log.rto),
+                                   retransmits=tuple(log.retransmits))
     except OSError as exc:
         errors.append(f"stream {index} to {spec.dst}:{spec.port}: {exc}")
 

@@ -327,20 +327,28 @@ def test_a_paced_tcp_stream_keeps_its_rate_and_shows_a_stall(testbed):
         quiet = server.result(30).streams[0]
     assert 0.6 < client.bytes * 8 / 1e6 / 2.0 / 8.0 < 1.2  # near 8 Mb/s
     assert quiet.max_gap_ns < 150e6
+    # the sender records its kernel's retransmission timeout (200 ms floor + srtt) and lost nothing
+    sender = client.streams[0]
+    assert sender.rto and all(200_000 <= rto_us < 1_000_000 and backoff == 0 for _, rto_us, backoff in sender.rto)
+    assert sender.retransmits == ()
     with start_tcp_server(NS_B, TcpServerSpec(streams=1, timeout_s=30)) as server:
         proc = TrafficProcess(NS_A, "harness.traffic.tcp", spec, TcpResult)
         with proc:
             until(lambda: subprocess.run(["ip", "netns", "exec", NS_A, "ss", "-Htn", "state", "established",
                                           "dport", "=", ":5201"], capture_output=True, text=True).stdout.strip(),
                   20, "the stream to connect")
-            time.sleep(0.3)  # into the stream, then an outage of 0.4 s
-            subprocess.run(["tc", "-n", NS_A, "qdisc", "add", "dev", "veth0", "root", "tbf", "rate", "1kbit",
-                            "burst", "1600", "limit", "1"], check=True)
+            time.sleep(0.3)  # into the stream, then an outage of 0.4 s: the receiver's input drops it all
+            nft = ["ip", "netns", "exec", NS_B, "nft"]
+            subprocess.run([*nft, "-f", "-"], check=True, text=True, input=(
+                f"table inet {LAB}_outage {{\n chain drop_in {{\n  type filter hook input priority 0\n  tcp dport 5201 drop\n }}\n}}\n"))
             time.sleep(0.4)
-            subprocess.run(["tc", "-n", NS_A, "qdisc", "del", "dev", "veth0", "root"], check=True)
-            proc.result(30)
+            subprocess.run([*nft, "delete", "table", "inet", f"{LAB}_outage"], check=True)
+            lossy = proc.result(30).streams[0]
         stalled = server.result(30).streams[0]
     assert stalled.max_gap_ns > 350e6 and stalled.gap_start_ns > 0
+    # the loss cost retransmissions, one within the stall
+    assert any(stalled.gap_start_ns < at <= stalled.gap_start_ns + stalled.max_gap_ns + 50e6 for at in lossy.retransmits), \
+        (stalled.gap_start_ns, stalled.max_gap_ns, lossy.retransmits)
     # every stall is kept with when it began: the longest among them is the one above
     assert (stalled.gap_start_ns, stalled.max_gap_ns) in stalled.stalls
     assert all(length > STALL_RECORD_MS * 1e6 for _, length in stalled.stalls)

@@ -12,6 +12,8 @@ import pytest
 
 from harness.checks.ecmp import PortsSeen
 from harness.checks.fe_tcp import TCP_RTO_MIN_MS, FeEcmpSeen, FeFailoverSeen, StreamSeen
+from harness.checks.fe_tcp.failover import stream_seen
+from harness.traffic.results import TcpStream
 from harness.checks.registry import case
 from harness.core.declarations import Objectives
 from harness.core.model import build
@@ -123,7 +125,14 @@ def _stalled(seen: FeFailoverSeen, start_ms: float, length_ms: float) -> FeFailo
     """The first stream stalls once more, from start_ms after the failure, for length_ms."""
     first = seen.received[0]
     stalls = tuple(sorted((*first.stalls, (start_ms, length_ms))))
-    return dataclasses.replace(seen, received=(StreamSeen(first.sport, first.bytes, stalls), *seen.received[1:]))
+    return dataclasses.replace(seen, received=(StreamSeen(first.sport, first.bytes, stalls, first.rto),
+                                               *seen.received[1:]))
+
+
+def _armed(seen: FeFailoverSeen, *rto: tuple[float, float]) -> FeFailoverSeen:
+    """The first stream's sender had these (from ms, RTO ms) armed."""
+    first = seen.received[0]
+    return dataclasses.replace(seen, received=(dataclasses.replace(first, rto=rto), *seen.received[1:]))
 
 
 FAILOVER = [  # (what, change, passed, words in the reason)
@@ -142,6 +151,17 @@ FAILOVER = [  # (what, change, passed, words in the reason)
      ["worst stall 300 ms (budget 450)"]),
     ("a stall at the restore over its budget", lambda s: _stalled(s, s.restored_ms - 40, 300.0), False,
      ["stalled 300 ms after the restore of fe-l1:Ethernet52–fe-s2:Ethernet0, over 210 ms"]),
+    ("a restore stall within the RTO its sender had armed + restore_ms",
+     lambda s: _armed(_stalled(s, s.restored_ms + 30, 230.0), (-1000.0, 204.0), (s.restored_ms, 224.0)), True,
+     ["worst stall after it 230 ms"]),
+    ("a restore stall over the RTO its sender had armed + restore_ms",
+     lambda s: _armed(_stalled(s, s.restored_ms + 30, 230.0), (-1000.0, 204.0), (s.restored_ms + 40, 224.0)), False,
+     ["stalled 230 ms after the restore of fe-l1:Ethernet52–fe-s2:Ethernet0, over 214 ms (its 204 ms RTO + "
+      "restore_ms)"]),
+    ("an armed RTO under Linux's floor is the floor", lambda s: _armed(_stalled(s, 40.0, 460.0), (-1000.0, 150.0)),
+     False, ["over 450 ms (its 200 ms RTO + the slower of hard_ms and remote_ms)"]),
+    ("a failure stall within a longer armed RTO", lambda s: _armed(_stalled(s, 40.0, 470.0), (10.0, 236.0)), True,
+     ["worst stall 470 ms (budget 450)"]),
     ("a stall after the restore, not judged when the route came back late",
      lambda s: dataclasses.replace(_stalled(s, s.restored_ms + 500, 300.0), back_ms=None), None,
      ["restore_ms (210 ms with TCP's RTO) not judged: Ethernet52 rejoined fe-l1's route only after"]),
@@ -209,3 +229,17 @@ def test_the_dual_homed_failovers_reroute_at_the_host():
     leaf = tables.verdict("fe-leaf-failover/dual-homed")
     plan = tables.plan("fe-leaf-failover/dual-homed")
     assert leaf.element == "leaf" and leaf.failed == plan.host(leaf.leaf).nic(leaf.uplink).peer
+
+
+def test_a_stream_carries_the_rto_its_sender_had_armed():
+    """The receiver's stalls and the sender's RTOs, both from the failure; a timeout that fired
+    (backoff > 0, the doubled value) is not an RTO a stall was armed with."""
+    failed = 10_000_000_000
+    received = TcpStream("10.0.0.2:5201", "10.0.0.1:21003", 1000, 0, 0, stalls=((failed + 40_000_000, 205_000_000),))
+    other = TcpStream("10.0.0.1:21004", "10.0.0.2:5201", 1000, 0, 0, rto=((failed, 300_000, 0),))
+    sender = TcpStream("10.0.0.1:21003", "10.0.0.2:5201", 1000, 0, 0,
+                       rto=((failed - 1_000_000_000, 204_000, 0), (failed + 250_000_000, 408_000, 1),
+                            (failed + 260_000_000, 220_000, 0)))
+    seen = stream_seen(received, (other, sender), failed)
+    assert seen == StreamSeen(21003, 1000, ((40.0, 205.0),), ((-1000.0, 204.0), (260.0, 220.0)))
+    assert stream_seen(received, (other,), failed).rto == ()  # no sender record: the floor applies

@@ -14,20 +14,20 @@ band a fair 5-tuple hash keeps to (the same exact binomial band as the BE's ECMP
 chosen so that an uplink at twice the weight of the others falls outside it with probability
 >= 99.9 %).
 
-Failover (failover.py measures, failover_judge.py judges). Paced TCP streams for a few
-seconds; the uplink (host uplink, leaf) carrying the most of them loses its carrier (the
-spine end, as a pulled cable) for `down_s`, then comes back while the streams still run.
-Every stream must finish with every byte (no reset). No stream may stall (the receiver's wait
-between two reads) past the failure's budget: TCP's minimum retransmission timeout (200 ms,
-Linux) plus the slower of the fabric's objectives for the two failures one cable makes: local
-for the data (`Objectives.hard_ms`: the source leaf sees its carrier drop) and remote for the
-ACKs (`Objectives.remote_ms`: the far leaf learns it from a BGP withdrawal). A stream whose
-data never used the failed uplink stalls too when its ACKs did: a lost ACK window stops the
-sender until its retransmission timer fires. After the restore, no stream may stall past
-TCP's RTO plus `Objectives.restore_ms` (a restore must cost a stream at most one lost
-segment's retransmission); that is judged only when the uplink is back in the leaf's route a
-second before the streams end, and said when it is not. The leaf's FIB is polled for when
-the uplink left the route and when it came back, and both are reported.
+Failover (failover.py measures, failover_judge.py judges). Paced TCP streams for a few seconds;
+the uplink (host uplink, leaf) carrying the most of them loses its carrier (the spine end, as a
+pulled cable) for `down_s`, then comes back while the streams still run. Every stream must
+finish with every byte (no reset). No stream may stall (the receiver's wait between two reads)
+past the failure's budget: the retransmission timeout its sender had armed when the stall began
+(from TCP_INFO, never below Linux's 200 ms floor) plus the slower of the fabric's objectives
+for the two failures one cable makes: local for the data (`Objectives.hard_ms`: the source leaf
+sees its carrier drop) and remote for the ACKs (`Objectives.remote_ms`: the far leaf learns it
+from a BGP withdrawal). A stream whose data never used the failed uplink stalls too when its
+ACKs did: a lost ACK window stops the sender until its retransmission timer fires. After the
+restore, no stream may stall past that RTO plus `Objectives.restore_ms` (a restore must cost a
+stream at most one lost segment's retransmission); that is judged only when the uplink is back
+in the leaf's route a second before the streams end, and said when it is not. The leaf's FIB is
+polled for when the uplink left the route and when it came back, and both are reported.
 """
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from harness.core.plan import Plan
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.observe.route_watch import route_change_ms
 from harness.plumbing.labview import LabView
+from harness.plumbing.priority import realtime
 from harness.plumbing.wait import pause_until, within
 from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpServerSpec
 from harness.traffic.results import TcpResult, TcpStream
@@ -83,9 +84,14 @@ def measure_fe_failover(lab: LabView, streams: int = 8, rate_mbps: float = 20.0,
     with ExitStack() as stack:
         counters = [stack.enter_context(FlowCounters(lab, p.node, list(p.ports), sports, dport=TCP_PORT,
                                                      protocol="tcp", sent=p.sent)) for p in points]
-        server = stack.enter_context(start_tcp_server(lab.namespace(dst[0]),
-                                                      TcpServerSpec(streams=streams, timeout_s=duration_s + 60)))
-        client = stack.enter_context(TrafficProcess(lab.namespace(src[0]), "harness.traffic.tcp", spec, TcpResult))
+        # Both ends and the check's own polls under SCHED_FIFO, as the RoCEv2 failover runs: with
+        # three labs on two cores an ordinary receiver went unscheduled for 100-290 ms at a time,
+        # every stream stalling at once with nothing lost, and a restore's budget is 210 ms.
+        server = stack.enter_context(start_tcp_server(lab.namespace(dst[0]), TcpServerSpec(
+            streams=streams, timeout_s=duration_s + 60), realtime=True))
+        client = stack.enter_context(TrafficProcess(lab.namespace(src[0]), "harness.traffic.tcp", spec, TcpResult,
+                                                    realtime=True))
+        stack.enter_context(realtime())
         start = time.monotonic()
         pause_until(start + fail_at_s)
         seen = _counted(points, counters, set(sports))
@@ -117,7 +123,8 @@ def measure_fe_failover(lab: LabView, streams: int = 8, rate_mbps: float = 20.0,
         down_s=down_s, on_failed=tuple(sorted(seen[(at_node, busiest)])),
         restored_ms=_ms(restored_ns - failed_ns), route_moved_ms=moved_ms, back_ms=back_ms, rejoined=rejoined,
         bytes_sent=sent.bytes, bytes_received=received.bytes,
-        received=tuple(_stream(s, failed_ns) for s in received.streams), seconds=round(time.monotonic() - t0, 2))
+        received=tuple(stream_seen(s, sent.streams, failed_ns) for s in received.streams),
+        seconds=round(time.monotonic() - t0, 2))
 
 
 def measure_fe_host_failover(lab: LabView, **kw) -> FeFailoverSeen:
@@ -156,7 +163,12 @@ def _ms(ns: int) -> float:
     return round(ns / 1e6, 3)
 
 
-def _stream(stream: TcpStream, failed_ns: int) -> StreamSeen:
-    """The receiver's view of a stream, its stalls timed from the failure."""
-    return StreamSeen(int(stream.remote.rsplit(":", 1)[1]), stream.bytes,
-                      tuple((_ms(begin - failed_ns), _ms(length)) for begin, length in stream.stalls))
+def stream_seen(stream: TcpStream, sent: tuple[TcpStream, ...], failed_ns: int) -> StreamSeen:
+    """The receiver's view of a stream, its stalls timed from the failure, with the
+    retransmission timeout its sender had armed (a timeout that fired and doubled is not one)."""
+    sport = int(stream.remote.rsplit(":", 1)[1])
+    sender = next((s for s in sent if s.local.rsplit(":", 1)[1] == str(sport)), None)
+    armed = tuple((_ms(at - failed_ns), rto_us / 1000) for at, rto_us, backoff in (sender.rto if sender else ())
+                  if backoff == 0)
+    return StreamSeen(sport, stream.bytes, tuple((_ms(begin - failed_ns), _ms(length)) for begin, length in stream.stalls),
+                      armed)
