@@ -36,14 +36,15 @@ rdma-deps:
 validate: deps
 	$(BIN)/fablab validate $(TOPOLOGY)
 
-# What needs no lab on both cores, then what boots labs three at a time, a test file per worker
-# (a module's lab stays with its tests): 12 minutes where one at a time took 33. The checks that
-# time the fabric run their traffic ends and their own polls under SCHED_FIFO, so that the other
-# labs' load does not show up as the fabric's stall (docs/performance.md). Both run; either
-# failing fails the target.
+# What needs no lab on both cores, then what boots labs one at a time. Three at a time
+# (pytest -n 3 --dist loadfile tests/integration labs) takes 13-14 minutes where one at a time
+# takes 30, and passed four clean-clone runs in a row, but the fifth failed three timing tests
+# (an RT sender 160 ms late, a gray failure's window 1171 ms against 1000, a tenant's type-2
+# routes missing right after `fix`; docs/performance.md): one at a time until those are fixed.
+# Both run; either failing fails the target.
 test: deps rdma-deps
 	@$(BIN)/pytest -n 2 tests --ignore=tests/integration; unit=$$?; \
-	$(BIN)/pytest -n 3 --dist loadfile tests/integration labs; labs=$$?; \
+	$(BIN)/pytest tests/integration labs; labs=$$?; \
 	exit $$(( unit || labs ))
 
 # What needs no root and no lab: unit, judge, architecture and docs tests (tests/integration boots).

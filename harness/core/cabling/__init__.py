@@ -1,0 +1,1 @@
+"""Cabling plans: an engineer's devices and cables, with their own names and ports."""
