@@ -14,6 +14,7 @@ from enum import Enum
 class PlanFormat(str, Enum):
     SONIC_MGMT = "sonic-mgmt"  # sonic_lab_links.csv (+ sonic_lab_devices.csv)
     CABLE_CSV = "cable-csv"  # a_device,a_port,b_device,b_port[,speed] (+ devices.csv)
+    CLAB = "clab"  # a containerlab topology file
 
 
 @dataclass(frozen=True)

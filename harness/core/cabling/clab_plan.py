@@ -1,0 +1,137 @@
+"""A containerlab topology file as a cabling plan: its nodes are the devices, its links the cables.
+
+- A node's kind, env and labels come from `topology.defaults`, then `topology.kinds.<kind>`, then
+  the node itself, as containerlab merges them.
+- A link is given by its endpoints, in either of containerlab's forms: `["a:eth1", "b:eth2"]` or
+  `{node: a, interface: eth1}`. A link with one end on `host`, `mgmt-net` or `macvlan` is not a
+  cable between two devices and is skipped.
+- A `sonic-vs` node's `eth<N>` is the port of the N-th row of its HwSKU's port_config.ini
+  (env `HWSKU`, the image's Force10-S6000 by default): docker-sonic-vs wires it so
+  (harness/core/hwsku.py). A port already written as the HwSKU's own name is kept.
+- A label `fablab.node` (what `fablab render` writes where a name had to change for
+  containerlab) names the device; `fablab.role` or `role` gives its role.
+"""
+from __future__ import annotations
+
+import difflib
+
+import yaml
+
+from harness.core.cabling.plan import CablingPlan, CableRow, Device, End, PlanFormat, Where
+from harness.core.errors import Problem, TopologyError
+from harness.core.hwsku import DEFAULT_HWSKU, HWSKUS, hwsku
+
+SONIC_KIND = "sonic-vs"
+NOT_A_DEVICE = ("host", "mgmt-net", "macvlan")  # containerlab's pseudo-nodes of a link end
+
+
+def read_clab(text: str, name: str) -> CablingPlan:
+    problems: list[Problem] = []
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise TopologyError([Problem(f"{name}:{mark.line + 1 if mark else 1}", f"not YAML: {getattr(e, 'problem', e)}",
+                                     "containerlab's file format: name, topology.nodes, topology.links")],
+                            source=name) from None
+    topology = _get(root, "topology")
+    if topology is None or _get(topology, "nodes") is None:
+        raise TopologyError([Problem(f"{name}:1", "no topology.nodes",
+                                     "a containerlab file lists its nodes under topology.nodes")], source=name)
+    defaults = _plain(_get(topology, "defaults")) or {}
+    kinds = _plain(_get(topology, "kinds")) or {}
+    devices: dict[str, Device] = {}
+    key_to_name: dict[str, str] = {}
+    sku_of: dict[str, str | None] = {}
+    for key_node, body in _get(topology, "nodes").value:
+        key = key_node.value
+        node = _plain(body) or {}
+        kind = node.get("kind") or defaults.get("kind")
+        env = {**(defaults.get("env") or {}), **((kinds.get(kind) or {}).get("env") or {}), **(node.get("env") or {})}
+        labels = {**(defaults.get("labels") or {}), **((kinds.get(kind) or {}).get("labels") or {}),
+                  **(node.get("labels") or {})}
+        # docker-sonic-vs reads HWSKU; on another kind (a defaults' env reaches every node) it means nothing
+        sku = (str(env["HWSKU"]) if "HWSKU" in env else DEFAULT_HWSKU) if kind == SONIC_KIND else None
+        device = str(labels.get("fablab.node") or key)
+        key_to_name[key], sku_of[key] = device, sku
+        devices[device] = Device(device, Where(name, key_node.start_mark.line + 1), hwsku=sku, kind=kind,
+                                 role=labels.get("fablab.role") or labels.get("role"),
+                                 mgmt_ip=node.get("mgmt-ipv4"))
+        if kind == SONIC_KIND and sku not in {h.name for h in HWSKUS}:
+            near = difflib.get_close_matches(sku, [h.name for h in HWSKUS], n=1)
+            problems.append(Problem(f"{name}:{key_node.start_mark.line + 1}", f"{key}: HwSKU {sku!r} is not one fablab "
+                                    "knows", f"did you mean {near[0]}?" if near else "`fablab hwskus` lists them"))
+    cables: list[CableRow] = []
+    used: dict[End, Where] = {}
+    links = _get(topology, "links")
+    for link in (links.value if links is not None else ()):
+        where = Where(name, link.start_mark.line + 1)
+        ends = _endpoints(link)
+        if ends is None:
+            problems.append(Problem(str(where), "a link without two endpoints",
+                                    'write endpoints: ["node:eth1", "other:eth2"]'))
+            continue
+        if any(node in NOT_A_DEVICE for node, _ in ends):
+            continue
+        row = []
+        for key, iface in ends:
+            if key not in key_to_name:
+                near = difflib.get_close_matches(key, list(key_to_name), n=1)
+                problems.append(Problem(str(where), f"{key} is not a node of topology.nodes",
+                                        f"did you mean {near[0]}?" if near else "add it under topology.nodes"))
+                continue
+            port = _port(sku_of[key], iface) if devices[key_to_name[key]].kind == SONIC_KIND else iface
+            if port is None:
+                problems.append(Problem(str(where), f"{key}:{iface} is no port of HwSKU {sku_of[key]}",
+                                        f"{sku_of[key]} has eth1..eth{len(hwsku(sku_of[key]).rows)}"))
+                continue
+            row.append(End(key_to_name[key], port))
+        if len(row) != 2:
+            continue
+        for end in row:
+            if end in used:
+                problems.append(Problem(str(where), f"{end} is cabled twice (also at line {used[end].line})",
+                                        "a port takes one cable: fix the port of one of the two links"))
+            used.setdefault(end, where)
+        cables.append(CableRow(row[0], row[1], where))
+    if problems:
+        raise TopologyError(problems, source=name)
+    return CablingPlan(PlanFormat.CLAB, tuple(cables), tuple(devices.values()))
+
+
+def _get(node, key: str):
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((v for k, v in node.value if k.value == key), None)
+
+
+def _plain(node):
+    return yaml.safe_load(yaml.serialize(node)) if node is not None else None
+
+
+def _endpoints(link) -> list[tuple[str, str]] | None:
+    ends = _plain(_get(link, "endpoints"))
+    if not isinstance(ends, list) or len(ends) != 2:
+        return None
+    out = []
+    for e in ends:
+        if isinstance(e, str) and ":" in e:
+            node, iface = e.split(":", 1)
+        elif isinstance(e, dict) and e.get("node") and e.get("interface"):
+            node, iface = str(e["node"]), str(e["interface"])
+        else:
+            return None
+        out.append((node, iface))
+    return out
+
+
+def _port(sku: str | None, iface: str) -> str | None:
+    """The SONiC port of a sonic-vs interface: eth<N> is the N-th row of the HwSKU."""
+    if sku is None or sku not in {h.name for h in HWSKUS}:
+        return iface
+    h = hwsku(sku)
+    if h.row(iface) is not None:
+        return iface
+    if iface.startswith("eth") and iface[3:].isdigit() and 1 <= int(iface[3:]) <= len(h.rows):
+        return h.rows[int(iface[3:]) - 1].name
+    return None
