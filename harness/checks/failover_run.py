@@ -12,7 +12,7 @@ from harness.core.errors import HarnessError
 from harness.observe.flowcount import FlowCounters
 from harness.observe.route_watch import route_change_ms
 from harness.plumbing.labview import LabView
-from harness.plumbing.priority import realtime
+from harness.plumbing.priority import realtime, timed_turn
 from harness.plumbing.wait import pause_until, within
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.results import ReceiveResult, SendResult
@@ -91,10 +91,11 @@ def _traffic(lab: LabView, setup: Setup, timing: Timing, counters: list[FlowCoun
     # Both wake once a millisecond, not once a packet: at SCHED_FIFO, 23 QPs' wake-ups
     # took the CPU zebra needed to reroute (xlarge: no route change 10 s after a failure).
     # Windows come from the senders' timestamps, so batched receipt changes none.
-    receiver = start_receiver(lab.namespace(setup.dst[0]), ReceiveSpec(duration_s=duration + 30, quiet_s=1.5,
-                                                                       bucket_ms=10.0, coalesce_ms=1.0),
-                              realtime=True)
-    with receiver:
+    # Labs side by side take turns at this part (priority.timed_turn): another lab's realtime
+    # traffic at the same priority held this sender 160 ms behind its schedule.
+    with timed_turn(lab.run_dir), start_receiver(
+            lab.namespace(setup.dst[0]), ReceiveSpec(duration_s=duration + 30, quiet_s=1.5, bucket_ms=10.0,
+                                                     coalesce_ms=1.0), realtime=True) as receiver:
         start_ns = time.time_ns() + 700_000_000  # the sender primes first, then starts here
         sender = start_sender(lab.namespace(setup.src[0]), SendSpec(
             flows=setup.flows, rate_pps=setup.rate_pps, duration_s=duration, device=setup.src[1],

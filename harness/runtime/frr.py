@@ -20,6 +20,7 @@ from pathlib import Path
 from harness.plumbing import wait
 from harness.core.errors import PrerequisiteError, LabError
 from harness.plumbing.namespaces import exec_argv
+from harness.plumbing.priority import CONTROL_PLANE_NICE
 
 FRR_BIN = Path("/usr/lib/frr")
 DAEMONS = ("zebra", "bfdd", "bgpd")
@@ -106,7 +107,7 @@ class FrrNode:
             args += ["--bfdctl", str(d / "bfdd.sock")]
             if dplane is not None:  # distributed BFD: the lab's data plane connects here
                 args += ["--dplaneaddr", f"unix:{dplane}"]
-        return exec_argv(self.ns, args)
+        return ["nice", "-n", str(CONTROL_PLANE_NICE), *exec_argv(self.ns, args)]  # nice and nsenter exec
 
     def start(self, daemons: tuple[str, ...] = DAEMONS, bfd_interval_ms: int | None = None,
               dplane: Path | None = None) -> dict[str, int]:

@@ -16,6 +16,7 @@ from harness.checks.collectives.delivery import rail_members
 from harness.core.errors import HarnessError
 from harness.core.plan import Plan
 from harness.plumbing.labview import LabView
+from harness.plumbing.priority import timed_turn
 from harness.traffic.flows import ReceiveSpec
 from harness.traffic.patterns import Endpoint, FlowOptions, incast, receive_specs, send_specs
 from harness.traffic.roce import BTH_LEN, ICRC_LEN, IP_LEN, RETH_LEN, UDP_LEN
@@ -166,6 +167,14 @@ def measure_incast(lab: LabView, fan_ins: tuple[int, ...] | None = None, rail: i
 
 def _run_incast(lab: LabView, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
                 packets: int, first_qp: int) -> tuple[dict, object, int]:
+    # Labs side by side take turns at a fan-in (priority.timed_turn): its loss is the port's only
+    # where its senders keep to their schedule.
+    with timed_turn(lab.run_dir):
+        return _fan_in_traffic(lab, receiver, senders, rate_pps, payload_len, packets, first_qp)
+
+
+def _fan_in_traffic(lab: LabView, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
+                    packets: int, first_qp: int) -> tuple[dict, object, int]:
     planned = incast(senders, receiver, FlowOptions(qps_per_pair=1, first_qp=first_qp, payload_len=payload_len))
     (spec,) = receive_specs(planned, ReceiveSpec(duration_s=60, quiet_s=1.0), packets_per_flow=packets).values()
     # The senders' process starts and primes every path, then all send from the same instant.

@@ -28,6 +28,7 @@ from harness.core.plan import Plan
 from harness.observe.flowcount import FlowCounters, paths_of
 from harness.observe.route_watch import route_change_ms
 from harness.plumbing.labview import LabView
+from harness.plumbing.priority import timed_turn
 from harness.plumbing.wait import pause_until, within
 from harness.traffic.flows import TCP_PORT, TcpClientSpec, TcpServerSpec
 from harness.traffic.results import TcpResult, TcpStream
@@ -81,6 +82,7 @@ def measure_fe_failover(lab: LabView, streams: int = 8, rate_mbps: float = 20.0,
                          timeout_s=duration_s + 30)
     moved_ms = back_ms = None
     with ExitStack() as stack:
+        stack.enter_context(timed_turn(lab.run_dir))  # labs side by side take turns (priority.timed_turn)
         counters = [stack.enter_context(FlowCounters(lab, p.node, list(p.ports), sports, dport=TCP_PORT,
                                                      protocol="tcp", sent=p.sent)) for p in points]
         # Both ends under SCHED_FIFO, as the RoCEv2 failover's: with three labs on two cores an
