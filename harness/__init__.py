@@ -21,9 +21,9 @@ moved.install()
 
 # Names of upper floors, loaded on first use (PEP 562): name -> module that defines it.
 LAZY: dict[str, str] = {
-    **dict.fromkeys(("Acl", "AclRule", "Addressing", "Backend", "Bfd", "Cable", "Cluster", "Fabric", "Frontend",
-                     "GpuNodes", "Hardware", "Link", "Lossless", "Management", "Node", "Objectives", "Plane", "Role",
-                     "Routing", "Tenant", "build"), "harness.core.model"),
+    **dict.fromkeys(("Acl", "AclRule", "Addressing", "Backend", "Bfd", "Cable", "Cabling", "Cluster", "Fabric",
+                     "Frontend", "GpuNodes", "Hardware", "Link", "Lossless", "Management", "Node", "Objectives",
+                     "Plane", "Role", "Routing", "Tenant", "build"), "harness.core.model"),
     "Plan": "harness.core.plan",
     "make_plan": "harness.core.plan",
     "Lab": "harness.lab",

@@ -1,12 +1,18 @@
-"""Find a cluster declaration by built-in name or by the path of a Python file."""
+"""Find a cluster declaration by built-in name, by the path of a Python file, or of a cabling plan."""
 from __future__ import annotations
 
 import importlib.util
 import sys
 from pathlib import Path
 
+from harness.core.cabling.declare import cluster_of, name_of
+from harness.core.cabling.load import is_plan, read_plan
 from harness.core.errors import HarnessError, InputError, Problem, TopologyError
 from harness.core.model import Cluster, Fabric, build
+
+
+TOPOLOGY_HELP = ("built-in name, a .py file, or a cabling plan (sonic-mgmt's *_links.csv, a cable list .csv, "
+                 "a .clab.yml)")
 
 
 def builtins() -> dict:
@@ -16,15 +22,20 @@ def builtins() -> dict:
 
 
 def load_cluster(ref: str) -> Cluster:
-    """A built-in name, or a .py file defining `cluster` (a Cluster) or `build()` returning one."""
+    """A built-in name, a .py file defining `cluster` (a Cluster) or `build()` returning one,
+    or a cabling plan (sonic-mgmt's links CSV, a cable list CSV, a containerlab file): the
+    declaration it is, with its own names and ports (harness/core/cabling/)."""
     registry = builtins()
     if ref in registry:
         return registry[ref]()
     path = Path(ref)
+    if is_plan(path):
+        return cluster_of(read_plan(path), name_of(path), source=str(path))
     if path.suffix == ".py" or path.exists():
         return _from_file(path)
     raise InputError(f"unknown topology {ref!r}; built-ins: {', '.join(sorted(registry))} "
-                       "(or give the path of a .py file that defines `cluster` or `build()`)")
+                     "(or give the path of a .py file that defines `cluster` or `build()`, or of a cabling plan: "
+                     "a sonic-mgmt links CSV, a cable list CSV, a containerlab file)")
 
 
 def _from_file(path: Path) -> Cluster:

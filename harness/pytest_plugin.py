@@ -17,7 +17,8 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fablab")
-    group.addoption("--topology", default="ai-cluster", help="built-in topology or path to a .py file")
+    group.addoption("--topology", default="ai-cluster", help="built-in topology, a .py file, or a cabling plan "
+                    "(.csv, .clab.yml)")
     group.addoption("--runtime", default="netns", help="runtime for the lab fixture (netns or clab)")
     group.addoption("--results-dir", default="results",
                     help="parent of this session's results directory (<UTC time>-<topology>-<random>/: JSON, PNG, "

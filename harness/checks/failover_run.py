@@ -91,9 +91,10 @@ def _traffic(lab: LabView, setup: Setup, timing: Timing, counters: list[FlowCoun
     # Both wake once a millisecond, not once a packet: at SCHED_FIFO, 23 QPs' wake-ups
     # took the CPU zebra needed to reroute (xlarge: no route change 10 s after a failure).
     # Windows come from the senders' timestamps, so batched receipt changes none.
-    # Labs side by side take turns at this part (priority.timed_turn): another lab's realtime
-    # traffic at the same priority held this sender 160 ms behind its schedule.
-    with timed_turn(lab.run_dir), start_receiver(
+    # Labs side by side take turns at this part (priority.timed_turn): other labs' realtime
+    # traffic at the same priority held this sender 160 ms behind its schedule. Failovers of
+    # other labs may run beside it (each a fifth of a core), an incast or a TCP failover not.
+    with timed_turn(lab.run_dir, shared=True), start_receiver(
             lab.namespace(setup.dst[0]), ReceiveSpec(duration_s=duration + 30, quiet_s=1.5, bucket_ms=10.0,
                                                      coalesce_ms=1.0), realtime=True) as receiver:
         start_ns = time.time_ns() + 700_000_000  # the sender primes first, then starts here

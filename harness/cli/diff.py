@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from harness.catalog import load_fabric
+from harness.catalog import TOPOLOGY_HELP, load_fabric
 from harness.cli.console import out
 from harness.core.errors import InputError
 from harness.core.plan import Plan, make_plan
@@ -144,7 +144,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     s = sub.add_parser("diff", help="compare switch configs with what a declaration renders, by behaviour "
                                     "(exit 3 on a difference)")
-    s.add_argument("topology", help="built-in name or path to a .py file: the declaration that judges")
+    s.add_argument("topology", help=TOPOLOGY_HELP + ": the declaration that judges")
     s.add_argument("target", help="a directory laid out as `fablab render` writes it (configs/<switch>/frr.conf "
                                   "and config_db.json), or a running lab (what its switches hold now)")
     s.add_argument("--json", action="store_true")

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from harness.catalog import load_fabric
+from harness.catalog import TOPOLOGY_HELP, load_fabric
 from harness.core.budgets import CONVERGE_BASE_S, CONVERGE_PER_SWITCH_S
 from harness.cli.console import err, out
 from harness.core.errors import HarnessError, InputError, TopologyError
@@ -310,7 +310,7 @@ def _report_options(s: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("validate", help="boot, run every check (as `fablab check`), report, tear down")
-    s.add_argument("topology", help="built-in name or path to a .py file")
+    s.add_argument("topology", help=TOPOLOGY_HELP)
     s.add_argument("--name", help="lab name (default: the cluster's name)")
     s.add_argument("--runtime", default="netns", help=f"one of: {', '.join(RUNTIMES)} (default netns)")
     _report_options(s)
@@ -324,7 +324,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("up", help="boot a topology and wait until it has converged")
-    s.add_argument("topology", help="built-in name or path to a .py file")
+    s.add_argument("topology", help=TOPOLOGY_HELP)
     s.add_argument("--name", help="lab name (default: the cluster's name)")
     s.add_argument("--runtime", default="netns", help=f"one of: {', '.join(RUNTIMES)} (default netns)")
     s.add_argument("--replace", action="store_true", help="replace a running lab of the same name")

@@ -13,11 +13,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.plumbing import interrupt
-from harness.catalog import builtins, load_fabric
+from harness.catalog import TOPOLOGY_HELP, builtins, load_fabric
 from harness.cli.console import err, out
 from harness.core.errors import HarnessError, InputError, TopologyError
 from harness.core.hwsku import HWSKUS
 from harness.core.images import HOST_IMAGE, SONIC_IMAGE
+from harness.core.model import build
 from harness.core.plan import make_plan, summary
 
 
@@ -148,6 +149,46 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """A cabling plan written as the Python declaration it is, for people who want to edit it."""
+    from harness.catalog import load_cluster
+    from harness.core.cabling.declare import cluster_of, name_of
+    from harness.core.cabling.load import is_plan, read_plan
+    from harness.core.model import check_lab_name
+    from harness.core.pysource import declaration_source
+
+    plan_path, target = Path(args.plan), Path(args.output)
+    if not is_plan(plan_path):
+        raise InputError(f"{plan_path}: not a cabling plan (a .csv or a .clab.yml); a .py declaration needs no import")
+    if target.suffix != ".py":
+        raise InputError(f"-o {target}: the declaration is Python: name it FILE.py")
+    if target.exists() and not args.force:
+        raise InputError(f"-o {target} exists: give another name, or --force to replace it")
+    name = args.name or name_of(plan_path)
+    problems = check_lab_name(name, "--name")
+    if problems:
+        raise TopologyError(problems, "fablab import")
+    cluster = cluster_of(read_plan(plan_path), name, source=str(plan_path))
+    make_plan(build(cluster))  # every check a declaration gets, before anything is written
+    doc = (f"{name}: the cabling plan {plan_path.name}, as `fablab import` declared it.\n\n"
+           "Counts, speeds and HwSKUs come from the plan; `cabling` keeps its device names and ports.\n"
+           "Edit it as any declaration:  fablab show " + target.name + "\n")
+    text = declaration_source(cluster, doc)
+    tmp = target.with_name(f".{target.stem}.importing.py")
+    tmp.write_text(text)
+    try:
+        if load_cluster(str(tmp)) != cluster:  # what is written must read back as the same declaration
+            raise HarnessError(f"{target}: the written declaration does not read back equal; please report it")
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    c = cluster
+    out.print(f"wrote {escape(str(target))}: {c.gpu.count} GPU nodes × {c.gpu.gpus_per_node} rails, "
+              f"{c.backend.kind} BE, {len(c.cabling.cables)} cables with their ports\n"
+              f"next: fablab show {escape(str(target))} · fablab up {escape(str(target))}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fablab", description="Declare, render, boot and prove AI data-center fabrics. "
                                 "Exit status: 0 pass, 1 fablab failed, 2 bad input or usage, 3 a check or audit "
@@ -164,12 +205,12 @@ def _parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_hwskus)
 
     s = sub.add_parser("show", help="nodes, links, oversubscription and BOM of a topology")
-    s.add_argument("topology", help="built-in name or path to a .py file")
+    s.add_argument("topology", help=TOPOLOGY_HELP)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("render", help="write the clab file, config_db.json, frr.conf, cabling and diagram")
-    s.add_argument("topology", help="built-in name or path to a .py file")
+    s.add_argument("topology", help=TOPOLOGY_HELP)
     s.add_argument("-o", "--output", required=True,
                    help="output directory: new, empty, or an earlier fablab render, which is replaced whole "
                         "(files of an earlier render that this one does not write are gone)")
@@ -182,6 +223,14 @@ def _parser() -> argparse.ArgumentParser:
                         "as ConfigMaps (kubectl apply -f); docs/runtimes.md")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_render)
+    s = sub.add_parser("import", help="write a cabling plan (sonic-mgmt links CSV, cable list CSV, .clab.yml) as the "
+                                      "Python declaration it is, its names and ports kept")
+    s.add_argument("plan", help="the cabling plan: *_links.csv (sonic-mgmt; *_devices.csv beside it), a cable list "
+                                ".csv (devices.csv beside it), or a .clab.yml")
+    s.add_argument("-o", "--output", required=True, help="the .py file to write")
+    s.add_argument("--name", help="the cluster's name (default: from the plan's file name)")
+    s.add_argument("--force", action="store_true", help="replace the output file if it exists")
+    s.set_defaults(func=cmd_import)
     from harness.cli import audit as cli_audit, diff as cli_diff, labs as cli_lab, learn as cli_learn, rdma as cli_rdma
     from harness.cli import view as cli_view
 

@@ -21,6 +21,16 @@ class Plane(str, Enum):
     MGMT = "mgmt"
 
 
+class NicRole(str, Enum):
+    """What a host NIC is for, whatever it is named (fablab's rail0/fe0, or enp12s0np0 in a plan)."""
+
+    RAIL = "rail"  # a GPU's BE NIC on its rail
+    FE = "fe"  # the FE NIC (the first of a dual-homed host's two)
+    FE2 = "fe2"  # a dual-homed host's FE NIC on the second leaf of its pair
+    STORAGE = "storage"  # a GPU node's storage NIC, beside its FE NIC on the same leaf
+    MGMT = "mgmt"
+
+
 class Role(str, Enum):
     GPU = "gpu"
     CPU = "cpu"
@@ -334,6 +344,29 @@ class Hardware:
 
 
 @dataclass(frozen=True)
+class Cabling:
+    """Your own names and ports, from your cabling plan (`fablab import PLAN`, or the plan
+    given as the TOPOLOGY). fablab lays the declaration out as it always does; then each node
+    named in `names` takes your name, and each cable takes its ports from the one in `cables`
+    between the same two devices (parallel cables in port order).
+
+    - names: (fablab's name, yours) pairs; a node not named keeps fablab's (e.g. `oob1` where
+      your plan has no management network).
+    - cables: every cable of your plan, both ports given (`Cable('gpu-a01', 'rtsw-g1-r0',
+      'enp12s0np0', 'Ethernet0')`). A GPU node's NICs toward its rail leaves, in their names'
+      natural order, are its rails 0, 1, ...; a host's FE NICs: the first by name is its FE NIC,
+      a second on the same leaf its storage NIC, one on another leaf its second FE NIC
+      (dual-homed). Hosts cable to the FE leaves your plan says, not fablab's racks.
+    - A node with no cable to the OOB switch gets fablab's management port on it.
+    - source: the plan it came from, for messages.
+    """
+
+    names: tuple[tuple[str, str], ...] = ()
+    cables: tuple[Cable, ...] = ()
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Cluster:
     """The whole declaration of one AI cluster."""
 
@@ -351,75 +384,10 @@ class Cluster:
     tenants: tuple[Tenant, ...] = ()
     acl: Acl = field(default_factory=Acl)
     hardware: Hardware = field(default_factory=Hardware)
+    cabling: Cabling = field(default_factory=Cabling)
 
 
 DECLARATIONS: dict[type, str] = guard(Cluster)  # every declaration class, and where it sits in a Cluster
-
-
-# --------------------------------------------------------------------------- the built fabric
-
-
-@dataclass(frozen=True)
-class Node:
-    name: str
-    role: Role
-    group: int | None = None  # BE group of a GPU node or rail leaf, numbered across pods
-    pod: int | None = None  # BE pod of a GPU node, rail leaf or spine (5-stage fabrics only)
-    rails: tuple[int, ...] = ()  # the rails a rail leaf carries (one, or `Backend.rails_per_leaf`)
-
-    @property
-    def is_switch(self) -> bool:
-        return self.role.is_switch
-
-
-@dataclass(frozen=True)
-class Link:
-    """One cable. `a` is the lower end (host or leaf), `b` the upper (leaf, spine, OOB).
-
-    A port of None is a switch data port that the plan numbers.
-    """
-
-    a: str
-    b: str
-    plane: Plane
-    speed: int
-    a_port: str | None = None
-    b_port: str | None = None
-    rail: int | None = None
-    declared: bool = False  # came from Cluster.cables, not from a builder
-
-
-@dataclass(frozen=True)
-class Fabric:
-    """A validated cluster: every node and link. Frozen; build it with `build()`."""
-
-    cluster: Cluster
-    nodes: tuple[Node, ...]
-    links: tuple[Link, ...]
-
-    @property
-    def name(self) -> str:
-        return self.cluster.name
-
-    def node(self, name: str) -> Node:
-        for n in self.nodes:
-            if n.name == name:
-                return n
-        raise KeyError(name)
-
-    def nodes_with(self, *roles: Role) -> tuple[Node, ...]:
-        return tuple(n for n in self.nodes if n.role in roles)
-
-    def links_in(self, plane: Plane) -> tuple[Link, ...]:
-        return tuple(link for link in self.links if link.plane is plane)
-
-    @property
-    def switches(self) -> tuple[Node, ...]:
-        return tuple(n for n in self.nodes if n.is_switch)
-
-    @property
-    def hosts(self) -> tuple[Node, ...]:
-        return tuple(n for n in self.nodes if not n.is_switch)
 
 
 def rail_nic(rail: int) -> str:

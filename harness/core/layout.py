@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 
-from harness.core.declarations import (FE_NIC, FE_NIC2, MGMT_NIC, STORAGE_NIC, Cluster, Link, Node, Plane, Role, rail_nic,
-                                  switch_mgmt_port)
+from harness.core.declarations import (FE_NIC, FE_NIC2, MGMT_NIC, STORAGE_NIC, Cluster, NicRole, Plane, Role,
+                                  rail_nic, switch_mgmt_port)
+from harness.core.fabric import Link, Node
 from harness.core.errors import Problem
 
 
@@ -108,7 +109,7 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
         for r in range(max(gpu.gpus_per_node, 0)):
             leaf = leaf_of.get((g, r))
             if leaf is not None:
-                links.append(Link(host, leaf, Plane.BE, gpu.nic_speed, a_port=rail_nic(r), rail=r))
+                links.append(Link(host, leaf, Plane.BE, gpu.nic_speed, a_port=rail_nic(r), rail=r, nic=NicRole.RAIL))
     for leaf in be_leaves:
         rail = leaf.rails[0] if len(leaf.rails) == 1 else None  # a multi-rail leaf's uplinks carry all its rails
         for spine in spines_of[leaf.pod or 1]:
@@ -137,10 +138,11 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
         for i, host in enumerate(fe_hosts):
             speed = gpu.fe_speed if i < len(gpu_names) else fe.host_speed
             rack = racks[i // per_rack]
-            for leaf, nic in zip(rack, (FE_NIC, FE_NIC2)):
-                links.append(Link(host, leaf, Plane.FE, speed, a_port=nic))
+            for leaf, nic, role in zip(rack, (FE_NIC, FE_NIC2), (NicRole.FE, NicRole.FE2)):
+                links.append(Link(host, leaf, Plane.FE, speed, a_port=nic, nic=role))
             if fe.storage_nics and i < len(gpu_names):  # in the same rack, to the same leaf
-                storage_links.append(Link(host, rack[0], Plane.FE, fe.storage_nic_speed, a_port=STORAGE_NIC))
+                storage_links.append(Link(host, rack[0], Plane.FE, fe.storage_nic_speed, a_port=STORAGE_NIC,
+                                                  nic=NicRole.STORAGE))
         links += storage_links
     for leaf in fe_leaves:
         for spine in fe_spines:
@@ -152,7 +154,8 @@ def _expand(cluster: Cluster) -> tuple[list[Node], list[Link]]:
         if n.role is Role.OOB:
             continue
         port = switch_mgmt_port() if n.is_switch else MGMT_NIC
-        links.append(Link(n.name, "oob1", Plane.MGMT, cluster.mgmt.speed, a_port=port))
+        links.append(Link(n.name, "oob1", Plane.MGMT, cluster.mgmt.speed, a_port=port,
+                          nic=None if n.is_switch else NicRole.MGMT))
     return nodes, links
 
 
@@ -170,6 +173,12 @@ def host_nics(cluster: Cluster, node: Node) -> dict[str, Plane]:
         nics[STORAGE_NIC] = Plane.FE
     nics[MGMT_NIC] = Plane.MGMT
     return nics
+
+
+def nic_role(name: str) -> NicRole:
+    """What one of fablab's own host NIC names is for."""
+    fixed = {FE_NIC: NicRole.FE, FE_NIC2: NicRole.FE2, STORAGE_NIC: NicRole.STORAGE, MGMT_NIC: NicRole.MGMT}
+    return fixed.get(name, NicRole.RAIL)
 
 
 def _nic_speed(cluster: Cluster, node: Node, nic: str) -> int:
@@ -247,5 +256,6 @@ def _cables(cluster: Cluster, nodes: list[Node], laid: list[Link], ok) -> tuple[
         for end, port in ((a.name, c.a_port), (b.name, c.b_port)):
             if port is not None:
                 taken[(end, port)] = f"cabled by {where}"
-        links.append(Link(a.name, b.name, plane, c.speed or group, a_port=c.a_port, b_port=c.b_port, declared=True))
+        links.append(Link(a.name, b.name, plane, c.speed or group, a_port=c.a_port, b_port=c.b_port, declared=True,
+                          nic=None if host is None else nic_role(nic)))
     return links, problems

@@ -13,19 +13,21 @@ import math
 from collections import Counter
 
 from harness.core import declcheck
+from harness.core.cabling.apply import apply as apply_cabling
 from harness.core.codec import CodecError, from_plain, to_plain
 from harness.core.declarations import (  # the declaration types: importable from here as well
-    ACL_ACTIONS, ACL_PROTOCOLS, Acl, AclRule, Addressing, BACKEND_KINDS, Backend, Bfd, Cable, Cluster,
-    DECLARATIONS, HOST_ASN, Hardware, ECMP_HASHES, FE_NIC, FE_NIC2, Fabric, Frontend, GpuNodes, Link, Lossless, MGMT_NIC, Management, Node,
+    ACL_ACTIONS, ACL_PROTOCOLS, Acl, AclRule, Addressing, BACKEND_KINDS, Backend, Bfd, Cable, Cabling, Cluster,
+    DECLARATIONS, HOST_ASN, Hardware, ECMP_HASHES, FE_NIC, FE_NIC2, Frontend, GpuNodes, Lossless, MGMT_NIC, Management,
     Objectives, Plane, ROCE_MTUS, Role, Routing, SPEEDS_GBPS, STORAGE_NIC, Tenant, _NAME, check_lab_name,
     rail_nic, switch_mgmt_port)
+from harness.core.fabric import Fabric, Link, Node
 from harness.core.errors import Problem, TopologyError
 from harness.core.layout import _cables, _expand, gpu_node_names, host_nics
 from harness.core.tenancy import check_tenancy
 
 __all__ = [
     "ACL_ACTIONS", "ACL_PROTOCOLS", "Acl", "AclRule", "Addressing", "BACKEND_KINDS", "Backend", "Bfd", "Cable",
-    "Cluster", "DECLARATIONS", "ECMP_HASHES", "FE_NIC", "FE_NIC2", "Fabric", "Frontend", "GpuNodes", "HOST_ASN", "Hardware", "Link", "Lossless",
+    "Cabling", "Cluster", "DECLARATIONS", "ECMP_HASHES", "FE_NIC", "FE_NIC2", "Fabric", "Frontend", "GpuNodes", "HOST_ASN", "Hardware", "Link", "Lossless",
     "MGMT_NIC", "Management", "Node", "Objectives", "Plane", "ROCE_MTUS", "Role", "Routing", "SPEEDS_GBPS",
     "STORAGE_NIC", "Tenant", "build", "check_lab_name", "check_lossless", "cluster_from_dict",
     "cluster_to_dict", "gpu_node_names", "host_nics", "oversubscription", "rail_nic", "switch_mgmt_port",
@@ -54,8 +56,11 @@ def build(cluster: Cluster) -> Fabric:
     fabric = None
     if checked.can_expand:
         nodes, links = _expand(cluster)
+        later = []
+        if ok("cabling") and (cluster.cabling.names or cluster.cabling.cables):  # your names, ports: cabling/apply.py
+            nodes, links, later = apply_cabling(cluster, nodes, links)
         cable_links, cable_problems = _cables(cluster, nodes, links, ok)
-        later = cable_problems
+        later += cable_problems
         fabric = Fabric(cluster, tuple(nodes), tuple(links + cable_links))
         later += _check_fabric(fabric, balance=settled(*_BE_SHAPE))
         if ok("tenants", "acl", "addressing") and settled(*_HOSTS):

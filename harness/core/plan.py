@@ -23,7 +23,8 @@ from ipaddress import IPv4Interface, IPv4Network
 from harness.core.acl import compile_acl
 from harness.core.errors import Problem, TopologyError
 from harness.core.portmap import assign_rows
-from harness.core.model import (ECMP_HASHES, HOST_ASN, STORAGE_NIC, Fabric, Link, Plane, Role, oversubscription,
+from harness.core.declarations import NicRole
+from harness.core.model import (ECMP_HASHES, HOST_ASN, Fabric, Link, Plane, Role, oversubscription,
                            switch_mgmt_port)
 from harness.core.planned import (  # the plan's types: importable from here as well
     SWITCH_ROLES_ORDER, Bom, CableRow, HostPlan, Nic, Plan, Port, SwitchPlan, TenantMember, TenantPlan)
@@ -205,7 +206,7 @@ def _link_addresses(fabric: Fabric, gpu_nodes, fe_host_links: list[Link], rail_b
             base = rail_blocks[lk.rail].network_address + 2 * gpu_index[lk.a]
             link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
     for i, lk in enumerate(fe_host_links):
-        if (lk.a, lk.a_port) in in_tenants or lk.a_port == STORAGE_NIC:
+        if (lk.a, lk.a_port) in in_tenants or lk.nic is NicRole.STORAGE:
             continue  # an L2 tenant member (a storage NIC always is); the other hosts keep their /31s
         base = fe_block.network_address + 2 * i
         link_addr[(lk.a, lk.a_port)] = (IPv4Interface(f"{base}/31"), IPv4Interface(f"{base + 1}/31"))
@@ -253,7 +254,7 @@ def _host_plans(fabric: Fabric, n: _Numbering) -> list[HostPlan]:
                 continue
             if lk.plane is Plane.MGMT:
                 nics.append(Nic(lk.a_port, Plane.MGMT, n.mgmt_addr[node.name], None, (), 1500,
-                                lk.b, n.end_port(lk, True)))
+                                lk.b, n.end_port(lk, True), role=lk.nic))
                 continue
             if (node.name, lk.a_port) in n.in_tenants:
                 nics += _tenant_nics(n.in_tenants[(node.name, lk.a_port)], lk, n.end_port(lk, True), n.tenant_mtu)
@@ -267,7 +268,7 @@ def _host_plans(fabric: Fabric, n: _Numbering) -> list[HostPlan]:
             else:  # a routed host's routes come from BGP: a default over both its leaves
                 routes = () if node.name in n.host_lo else (n.fe_net,)
             nics.append(Nic(lk.a_port, lk.plane, host_side, leaf_side.ip, routes, n.mtu_of[lk.plane],
-                            lk.b, n.end_port(lk, True), rail=lk.rail))
+                            lk.b, n.end_port(lk, True), rail=lk.rail, role=lk.nic))
         hosts.append(HostPlan(node.name, node.role, tuple(nics), group=node.group, pod=node.pod,
                               loopback=n.host_lo.get(node.name), asn=n.host_asn.get(node.name)))
     return hosts
@@ -331,7 +332,7 @@ def _tenant_nics(memberships: tuple[_Membership, ...], lk: Link, leaf_port: str,
     """One tenant: the FE NIC itself, untagged. Several: a VLAN interface per tenant on it."""
     if len(memberships) == 1:
         m = memberships[0]
-        return [Nic(lk.a_port, Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant)]
+        return [Nic(lk.a_port, Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant, role=lk.nic)]
     return [Nic(f"{lk.a_port}.{m.vlan}", Plane.FE, m.address, None, (), mtu, lk.b, leaf_port, tenant=m.tenant,
                 parent=lk.a_port, vlan=m.vlan) for m in memberships]
 

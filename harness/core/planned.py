@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
-from harness.core.declarations import STORAGE_NIC, Fabric, Plane, Role
+from harness.core.declarations import NicRole, Plane, Role
+from harness.core.fabric import Fabric
 from harness.core.hwsku import PortRow
 from harness.core.tenancy import PortRange
 
@@ -139,6 +140,7 @@ class Nic:
     tenant: str | None = None  # an FE NIC in a tenant: an L2 member, addressed in the tenant's subnet
     parent: str | None = None  # a tagged tenant NIC's physical NIC (fe0.101 on fe0)
     vlan: int | None = None
+    role: NicRole | None = None  # what it is for, whatever its name (None: a tenant's tagged NIC)
 
     @property
     def physical(self) -> str:
@@ -187,7 +189,7 @@ class HostPlan:
     @property
     def fe_nics(self) -> tuple[Nic, ...]:
         """The routed (not tenant) FE NICs that carry the host's FE traffic: one, or two when dual-homed."""
-        return tuple(n for n in self.nics if n.plane is Plane.FE and n.tenant is None and n.name != STORAGE_NIC)
+        return tuple(n for n in self.nics if n.plane is Plane.FE and n.tenant is None and n.role is not NicRole.STORAGE)
 
     def nic(self, name: str) -> Nic:
         for n in self.nics:

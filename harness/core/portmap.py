@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from harness.core.declarations import Fabric, Link, Node, Role
+from harness.core.declarations import Role
+from harness.core.fabric import Fabric, Link, Node
 from harness.core.errors import Problem
 from harness.core.hwsku import HWSKUS, HwSku, PortRow, assign, choose, hwsku
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 
 from harness.core.errors import Problem
-from harness.core.declarations import (ACL_ACTIONS, ACL_PROTOCOLS, FE_NIC, STORAGE_NIC, AclRule, Fabric, Plane,
+from harness.core.declarations import (ACL_ACTIONS, ACL_PROTOCOLS, FE_NIC, STORAGE_NIC, AclRule, NicRole, Plane,
                                   Role, Tenant)
+from harness.core.fabric import Fabric
 
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8: a tenant frame's MTU is the FE's minus this
 FIRST_VLAN = 100
@@ -71,9 +72,25 @@ def members(fabric: Fabric, tenant: Tenant) -> tuple[str, ...]:
 
 
 def member_nics(fabric: Fabric, tenant: Tenant) -> tuple[tuple[str, str], ...]:
-    """(host, NIC) of every member: the tenant's `nic` where the host has it, else its FE NIC."""
-    has = {(lk.a, lk.a_port) for lk in fabric.links_in(Plane.FE)}
-    return tuple((h, tenant.nic if (h, tenant.nic) in has else FE_NIC) for h in members(fabric, tenant))
+    """(host, NIC) of every member: the tenant's `nic` where the host has it, else its FE NIC.
+    `st0` and `fe0` mean the storage and the FE NIC whatever a cabling plan names them."""
+    nic_of = _nics_by_role(fabric)
+    want = _ROLE_OF.get(tenant.nic)
+    out = []
+    for h in members(fabric, tenant):
+        if want is None:  # a NIC by its own name
+            has = any(lk.a == h and lk.a_port == tenant.nic for lk in fabric.links_in(Plane.FE))
+            out.append((h, tenant.nic if has else nic_of.get((h, NicRole.FE), FE_NIC)))
+        else:
+            out.append((h, nic_of.get((h, want)) or nic_of.get((h, NicRole.FE), FE_NIC)))
+    return tuple(out)
+
+
+_ROLE_OF = {FE_NIC: NicRole.FE, STORAGE_NIC: NicRole.STORAGE}
+
+
+def _nics_by_role(fabric: Fabric) -> dict[tuple[str, NicRole], str]:
+    return {(lk.a, lk.nic): lk.a_port for lk in fabric.links_in(Plane.FE) if lk.nic is not None and lk.a_port}
 
 
 def _match(hosts, pattern: str) -> list[str]:
@@ -176,7 +193,9 @@ def check_tenancy(fabric: Fabric) -> list[Problem]:
             subnets.append((t.name, net))
     if c.frontend.storage_nics and all(isinstance(t, Tenant) and isinstance(t.members, tuple) for t in c.tenants):
         joined = {m for t in c.tenants for m in member_nics(fabric, t)}
-        loose = [h.name for h in fabric.nodes_with(Role.GPU) if (h.name, STORAGE_NIC) not in joined]
+        nic_of = _nics_by_role(fabric)
+        loose = [h.name for h in fabric.nodes_with(Role.GPU)
+                 if (h.name, nic_of.get((h.name, NicRole.STORAGE), STORAGE_NIC)) not in joined]
         if loose:
             p.append(Problem("frontend.storage_nics", f"{len(loose)} storage NICs are in no tenant "
                              f"({', '.join(loose[:4])}{', ...' if len(loose) > 4 else ''})",

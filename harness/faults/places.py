@@ -3,7 +3,8 @@ place for it (no tenants, no spine tier, no rail-only leaf of several rails)."""
 from __future__ import annotations
 
 from harness.core.errors import HarnessError
-from harness.core.model import FE_NIC, Plane, Role
+from harness.core.declarations import NicRole
+from harness.core.model import Plane, Role
 from harness.core.plan import Plan
 from harness.faults.targets import Cable, Nic, Port, Ports, Route, Switch, Switches
 
@@ -41,7 +42,7 @@ def fe_and_be_switch(plan: Plan) -> Cable | None:
 
 def fe_host(plan: Plan) -> Nic | None:
     return next((Nic(h.name) for h in plan.hosts
-                 if not h.routed and any(n.name == FE_NIC and n.gateway for n in h.nics)), None)
+                 if not h.routed and any(n.role is NicRole.FE and n.gateway for n in h.nics)), None)
 
 
 def be_uplink(plan: Plan) -> Cable | None:

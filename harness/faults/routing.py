@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 
 from harness.core.errors import HarnessError, InputError
-from harness.core.model import FE_NIC
+from harness.core.declarations import NicRole
 from harness.faults.protocol import Applied
 from harness.faults.targets import Nic, Route, Switch, Switches
 from harness.plumbing.labview import LabView
@@ -40,7 +40,10 @@ class Leak:
 
 
 def _leak_nic(lab: LabView, target: Nic):
-    nic = lab.plan.host(target.host).nic(target.nic or FE_NIC)
+    host = lab.plan.host(target.host)
+    nic = host.nic(target.nic) if target.nic else next((n for n in host.nics if n.role is NicRole.FE), None)
+    if nic is None:
+        raise InputError(f"--on {target}: {target.host} has no FE NIC; name one as HOST:NIC")
     if nic.gateway is None or nic.peer not in {s.name for s in lab.plan.switches}:
         raise InputError(f"--on {target}: {target.host}:{nic.name} is not on a routed link to a leaf (a tenant "
                          "member's NIC is an L2 port: no route to leak)")

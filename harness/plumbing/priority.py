@@ -51,17 +51,18 @@ _held: list[int] = []  # the locked directory's fd while held (nested turns shar
 
 
 @contextmanager
-def timed_turn(run_dir: Path, wait_s: float = 600.0) -> Iterator[float]:
-    """The machine's one timed experiment while the body runs (run_dir: the lab's run
-    directory); yields the seconds it waited for its turn.
+def timed_turn(run_dir: Path, shared: bool = False, wait_s: float = 600.0) -> Iterator[float]:
+    """The machine's timed experiment while the body runs (run_dir: the lab's run directory);
+    yields the seconds it waited for its turn.
 
     Labs side by side on one machine measure each other: a failover's sender fell 160 ms
-    behind another lab's realtime senders at the same priority (SCHED_FIFO does not preempt an
-    equal), and a gray failure's reroute waited behind another lab's traffic. So the parts
-    whose verdict rests on time (a failover's traffic, an incast's fan-ins) take turns across
-    labs: an exclusive flock on the directory every lab's run directory sits in (run_dir's
-    parent), which no lab owns and which a dead holder releases by exiting. Nested turns in
-    one process share the first. Raises LabError naming the wait after `wait_s` (a holder that hangs)."""
+    behind other labs' realtime senders at the same priority (SCHED_FIFO does not preempt an
+    equal). So the parts whose verdict rests on time take turns across labs, on a flock of the
+    directory every lab's run directory sits in (run_dir's parent), which no lab owns and which
+    a dead holder releases by exiting. `shared`: light realtime traffic (a RoCE failover's
+    paced QPs, a fifth of a core) may overlap others of its kind, never a heavy one (an
+    incast's fan-in, a TCP failover's streams), which has the machine to itself. Nested turns
+    in one process share the first. LabError naming the wait after `wait_s` (a holder that hangs)."""
     with _turn:
         if _held:
             _held.append(_held[-1])
@@ -75,7 +76,7 @@ def timed_turn(run_dir: Path, wait_s: float = 600.0) -> Iterator[float]:
 
         def take() -> bool:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
                 return False
             return True

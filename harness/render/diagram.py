@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.core.model import FE_NIC2, Plane, Role
+from harness.core.declarations import NicRole
+from harness.core.model import Plane, Role
 from harness.core.plan import Plan
 from harness.render.templates import render_template
 
@@ -96,6 +97,7 @@ def topology_svg(plan: Plan, states: dict[tuple[str, str], str] | None = None) -
         _Box(10, 530, width - 20, 50, "Management (OOB)", "#f3f3f3", "#555555"),
     ]
     lines = []
+    second_nics = {(lk.a, lk.a_port) for lk in f.links if lk.nic is NicRole.FE2}
     for row in plan.cables:
         if row.a_node not in pos or row.b_node not in pos:
             continue
@@ -108,7 +110,7 @@ def topology_svg(plan: Plan, states: dict[tuple[str, str], str] | None = None) -
         if row.plane is Plane.BE:
             color, stroke = _BE_SHARED if row.rail is None else rail_color(row.rail), 1.2 if row.speed < 800 else 2.0
         else:
-            second = row.a_port == FE_NIC2 and not f.node(row.a_node).is_switch
+            second = (row.a_node, row.a_port) in second_nics
             color, stroke = _FE_SECOND if second else _FE, 1.2
         key = (f"{row.a_node}:{row.a_port}", f"{row.b_node}:{row.b_port}")
         state = (states or {}).get(key, "")

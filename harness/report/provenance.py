@@ -74,9 +74,12 @@ def declaration_sha256(cluster) -> str:
     with sorted keys and compact separators. Equal declarations give equal hashes, whatever
     file or built-in they came from; any change to any field gives another. `cluster` is a
     Cluster, or the plain data of one (a running lab's state)."""
-    from harness.core.model import cluster_to_dict
+    from harness.core.codec import to_plain
+    from harness.core.model import Cabling, cluster_to_dict
 
     data = cluster if isinstance(cluster, dict) else cluster_to_dict(cluster)
+    if data.get("cabling") == to_plain(Cabling()):  # no cabling plan: the hash it had before Cabling was
+        data = {k: v for k, v in data.items() if k != "cabling"}
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 

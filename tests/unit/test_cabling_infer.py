@@ -7,7 +7,8 @@ import pytest
 
 from harness.core.cabling.csv_plans import read_cable_csv, read_sonic_mgmt
 from harness.core.cabling.infer import infer, natural
-from harness.core.declarations import Plane, Role
+from harness.core.cabling.shape import shape
+from harness.core.declarations import NicRole, Plane, Role
 from harness.core.errors import TopologyError
 
 
@@ -33,14 +34,15 @@ def cluster_csv(groups: int = 2, per_group: int = 2, rails: int = 4, spines: int
     for s in range(1, spines + 1):
         for g in order:
             for r in range(rails):
-                rows.append(f"ctsw-{s:02d},Ethernet{8 * ((g - 1) * rails + r)},rtsw-g{g}-r{r},Ethernet{248 + 8 * s},400G")
+                down = f"Ethernet{8 * ((g - 1) * rails + r)}"
+                rows.append(f"ctsw-{s:02d},{down},rtsw-g{g}-r{r},Ethernet{248 + 8 * s},400G")
     hosts = nodes + [f"cpu-x{k}" for k in range(1, cpus + 1)]
     pairs = [(f"fetor-{k}", f"fetor-{k + 1}") for k in range(1, fe_leaves, 2)] if dual else \
         [(f"fetor-{k}",) for k in range(1, fe_leaves + 1)]
     per = -(-len(hosts) // len(pairs))
     for i, h in enumerate(hosts):
         rack = pairs[i // per]
-        port = f"Ethernet{4 * (i % per)}"
+        port = f"Ethernet{i % per}"  # 100G ports of an Arista-7060X6-64PE-C224O8: cage 1 as 8 x 100G
         rows.append(f"{h},eno1,{rack[0]},{port},100G")
         if dual:
             rows.append(f"{h},eno2,{rack[1]},{port},100G")
@@ -48,7 +50,7 @@ def cluster_csv(groups: int = 2, per_group: int = 2, rails: int = 4, spines: int
             rows.append(f"{h},ens9f1,{rack[0]},Ethernet{4 * (i % per) + 128},200G")
     for s in range(1, fe_spines + 1):
         for k in range(1, fe_leaves + 1):
-            rows.append(f"fetor-{k},Ethernet{248 + 8 * s},fesp-{s},Ethernet{8 * (k - 1)},400G")
+            rows.append(f"fetor-{k},Ethernet{92 + 4 * s},fesp-{s},Ethernet{8 * (k - 1)},400G")  # cage 13: 2 x 400G
     return "\n".join(rows) + "\n"
 
 
@@ -69,11 +71,11 @@ def test_roles_rails_and_groups_come_from_the_graph_with_the_plans_names():
     assert (leaf.group, leaf.rails) == (2, (3,))  # numbered by name, though the spines list group 2 first
     assert got.device("gpu-a01").group == 1 and got.device("gpu-a04").group == 2
     nic = next(w for w in got.wires if str(w.a) == "gpu-a03:enp14s0np0")
-    assert (str(nic.b), nic.plane, nic.rail, nic.nic) == ("rtsw-g2-r2:Ethernet0", Plane.BE, 2, "rail")
+    assert (str(nic.b), nic.plane, nic.rail, nic.nic) == ("rtsw-g2-r2:Ethernet0", Plane.BE, 2, NicRole.RAIL)
     up = next(w for w in got.wires if str(w.a) == "rtsw-g1-r0:Ethernet256")  # the leaf is the lower end
     assert (str(up.b), up.plane, up.speed_mbps) == ("ctsw-01:Ethernet0", Plane.BE, 400_000)
     fe = next(w for w in got.wires if str(w.a) == "gpu-a01:eno1")
-    assert (fe.plane, fe.nic) == (Plane.FE, "fe")
+    assert (fe.plane, fe.nic) == (Plane.FE, NicRole.FE)
 
 
 def test_a_nic_on_the_wrong_rails_leaf_is_named_and_a_clean_plan_is_the_control():
@@ -104,10 +106,10 @@ def test_an_fe_be_cable_is_refused_naming_both_ends():
 def test_storage_and_dual_homed_nics_are_told_apart_by_their_leaves():
     got = read(cluster_csv(storage=True))
     parts = {str(w.a): w.nic for w in got.wires if w.a.device == "gpu-a01" and w.plane is Plane.FE}
-    assert parts == {"gpu-a01:eno1": "fe", "gpu-a01:ens9f1": "storage"}
+    assert parts == {"gpu-a01:eno1": NicRole.FE, "gpu-a01:ens9f1": NicRole.STORAGE}
     got = read(cluster_csv(dual=True))
     parts = {str(w.a): (w.nic, w.b.device) for w in got.wires if w.a.device == "gpu-a01" and w.plane is Plane.FE}
-    assert parts == {"gpu-a01:eno1": ("fe", "fetor-1"), "gpu-a01:eno2": ("fe2", "fetor-2")}
+    assert parts == {"gpu-a01:eno1": (NicRole.FE, "fetor-1"), "gpu-a01:eno2": (NicRole.FE2, "fetor-2")}
 
 
 def test_a_rail_only_backend_has_no_groups():
@@ -136,4 +138,38 @@ def test_a_sonic_mgmt_graph_with_types_and_an_oob_switch():
     assert got.device("str-leaf-r1").role is Role.BE_LEAF and got.device("str-fe-1").role is Role.FE_LEAF
     assert got.device("str-gpu-1").role is Role.GPU
     # a GPU's eth0 here is an FE NIC (to an FE leaf), not a management port: the graph decides
-    assert next(w for w in got.wires if str(w.a) == "str-gpu-1:eth0").nic == "fe"
+    assert next(w for w in got.wires if str(w.a) == "str-gpu-1:eth0").nic is NicRole.FE
+
+
+# ---------------------------------------------------------------------- the declaration a plan is
+
+def shaped(text: str, devices: str | None = None):
+    return shape(read(text, devices), "plan")
+
+
+def test_a_plan_declares_its_counts_speeds_and_hardware():
+    got = shaped(cluster_csv(groups=2, per_group=3, rails=4, spines=2, fe_leaves=2, fe_spines=1, cpus=2))
+    assert got.problems == ()
+    c = got.cluster
+    assert (c.gpu.count, c.gpu.gpus_per_node, c.gpu.nic_speed, c.gpu.fe_speed) == (6, 4, 400, 100)
+    be = c.backend
+    assert (be.kind, be.rails, be.rails_per_leaf, be.groups, be.spines, be.uplinks_per_spine, be.uplink_speed) == (
+        "rail-optimized", 4, 1, 2, 2, 1, 400)
+    fe = c.frontend
+    assert (fe.leaves, fe.spines, fe.cpu_servers, fe.storage_servers, fe.gateways, fe.dual_homed) == (2, 1, 2, 0, 0,
+                                                                                                     False)
+    only = shaped(cluster_csv(groups=1, per_group=3, spines=0)).cluster.backend
+    assert (only.kind, only.spines, only.rails) == ("rail-only", 0, 4)
+
+
+def test_a_leaf_short_of_an_uplink_and_a_slower_nic_are_named():
+    text = cluster_csv()
+    assert shaped(text).problems == ()  # the control
+    lines = text.splitlines()
+    missing = [x for x in lines if not x.startswith("ctsw-02,Ethernet16,rtsw-g1-r2,")]
+    slow = [x.replace("gpu-a03,enp13s0np0,rtsw-g2-r1,Ethernet0,400G", "gpu-a03,enp13s0np0,rtsw-g2-r1,Ethernet0,200G")
+            for x in missing]
+    problems = [str(p) for p in shaped("\n".join(slow) + "\n").problems]
+    assert any(p.startswith("rtsw-g1-r2 - ctsw-02: 0 cables where every other leaf has 1") for p in problems)
+    assert any("gpu-a03:enp13s0np0 - rtsw-g2-r1:Ethernet0 runs 200G where the other rail NICs run 400G" in p
+               and p.startswith("cables.csv:") for p in problems)

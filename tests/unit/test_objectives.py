@@ -7,7 +7,7 @@ from dataclasses import fields, replace
 import pytest
 
 from harness.core.errors import TopologyError
-from harness.core.model import (Acl, AclRule, Addressing, Bfd, Cluster, Hardware, Lossless, Management, Objectives, Routing, Tenant, build,
+from harness.core.model import (Acl, AclRule, Addressing, Bfd, Cabling, Cluster, Hardware, Lossless, Management, Objectives, Routing, Tenant, build,
                            cluster_from_dict, cluster_to_dict)
 from topologies import BUILTINS
 
@@ -73,7 +73,8 @@ def test_every_section_survives_the_state_file():
                        objectives=Objectives(hard_ms=20), lossless=Lossless(roce_priority=4, roce_dscp=24),
                        tenants=(Tenant("solo", vni=7, members=("gpu0[1-2]", "role:storage"), vlan=7),),
                        acl=Acl(rules=(AclRule("deny", "role:gpu", "tenant:solo", "udp", "5000-5999"),),
-                               default="deny"), hardware=Hardware(fe_spine="Arista-7060X6-64PE"))
+                               default="deny"), hardware=Hardware(fe_spine="Arista-7060X6-64PE"),
+                       cabling=Cabling(names=(("gpu01", "gpu-a01"),), source="plan.csv"))
     assert all(getattr(declared, f.name) != getattr(base(), f.name)
                for f in fields(Cluster) if f.name not in ("name", "gpu", "backend", "frontend", "cables"))
     assert cluster_from_dict(json.loads(json.dumps(cluster_to_dict(declared)))) == declared

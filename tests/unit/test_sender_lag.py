@@ -21,8 +21,11 @@ def _emits(stall_at: int | None, stall_s: float, sent: list[tuple[int, int]]):
 def test_a_stall_longer_than_a_slot_is_a_lag_span():
     sent: list[tuple[int, int]] = []
     _, spans = _run_paced(_emits(5, 0.08, sent), [range(20)], 20, rate_pps=100.0)  # slot 10 ms
-    assert len(spans) == 1
-    due, out = spans[0]
+    # A machine other tests keep busy may add a span of its own a slot or two long: the
+    # stall's is the one over 50 ms, and there is exactly one such.
+    stalls = [s for s in spans if s[1] - s[0] > 0.05e9]
+    assert len(stalls) == 1
+    due, out = stalls[0]
     assert 0.05e9 < out - due < 0.2e9  # the packet after the stall went out ~70 ms late
     assert sent[5][1] <= due <= sent[6][1] and out >= sent[6][1] - 1e6
 

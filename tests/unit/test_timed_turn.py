@@ -88,3 +88,31 @@ def test_a_nested_turn_shares_the_first_and_the_turn_ends_with_the_outer(tmp_pat
             assert inner == 0.0
         assert _probe(tmp_path / "lab") == "waited"  # the inner turn's end did not let go
     assert _probe(tmp_path / "lab") == "got it"
+
+
+SHARED = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from harness.core.errors import LabError
+    from harness.plumbing.priority import timed_turn
+    try:
+        with timed_turn(Path(sys.argv[1]), shared=sys.argv[2] == "shared", wait_s=0.3):
+            print("got it")
+    except LabError:
+        print("waited")
+""")
+
+
+def test_light_turns_share_the_machine_and_a_heavy_one_waits_for_them(tmp_path):
+    (tmp_path / "lab").mkdir()
+
+    def probe(kind: str) -> str:
+        return subprocess.run([sys.executable, "-c", SHARED, str(tmp_path / "lab"), kind], capture_output=True,
+                              text=True, timeout=60).stdout.strip()
+
+    with timed_turn(tmp_path / "lab", shared=True):
+        assert probe("shared") == "got it"  # another failover beside this one
+        assert probe("exclusive") == "waited"  # an incast waits
+    assert probe("exclusive") == "got it"  # the control: once the light ones are done
+    with timed_turn(tmp_path / "lab"):
+        assert probe("shared") == "waited"  # nothing beside a heavy one

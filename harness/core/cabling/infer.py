@@ -32,8 +32,9 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 
+from harness.core.cabling.apply import fe_roles, natural
 from harness.core.cabling.plan import CablingPlan, CableRow, End, Where
-from harness.core.declarations import Plane, Role
+from harness.core.declarations import NicRole, Plane, Role
 from harness.core.errors import Problem, TopologyError
 
 _MGMT_PORT = re.compile(r"^(eth0|mgmt\d*|management\d*|ma\d+|me0|fxp0)$", re.IGNORECASE)
@@ -79,13 +80,14 @@ class Wire:
     where: Where
     rail: int | None = None
     speed_mbps: int | None = None
-    nic: str = ""  # a host end's part: "rail", "fe", "fe2", "storage", "mgmt"
+    nic: NicRole | None = None  # what the host end is for
 
 
 @dataclass(frozen=True)
 class Inferred:
     devices: tuple[Placed, ...]
     wires: tuple[Wire, ...]
+    problems: tuple[Problem, ...] = ()  # what does not fit; infer() raises them, place() keeps them
 
     def device(self, name: str) -> Placed:
         return next(d for d in self.devices if d.name == name)
@@ -94,13 +96,16 @@ class Inferred:
         return tuple(d for d in self.devices if d.role in roles)
 
 
-def natural(text: str) -> tuple:
-    """`gpu-a2` before `gpu-a10`, `Ethernet8` before `Ethernet16`."""
-    return tuple(int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", text))
-
-
 def infer(plan: CablingPlan) -> Inferred:
     """Every device's role, every cable's plane and rail; TopologyError with every problem."""
+    placed = place(plan)
+    if placed.problems:
+        raise TopologyError(list(placed.problems), source="the cabling plan")
+    return placed
+
+
+def place(plan: CablingPlan) -> Inferred:
+    """As infer(), the problems kept in the result (to be told with what follows from it)."""
     return _Inference(plan).run()
 
 
@@ -149,14 +154,13 @@ class _Inference:
 
     def run(self) -> Inferred:
         said = {n: self.said(n) for n in self.names}
-        switch = {n for n, s in said.items() if s in ("switch", "leaf", "spine") or (isinstance(s, Role) and s.is_switch)}
+        switch = {n for n, s in said.items()
+                  if s in ("switch", "leaf", "spine") or (isinstance(s, Role) and s.is_switch)}
         oob = self._oob(said, switch)
         roles, planes = self._tiers(said, switch, oob)
         wires = self._wires(roles, planes, oob)
         devices, wires = self._place(roles, wires)
-        if self.problems:
-            raise TopologyError(self.problems, source="the cabling plan")
-        return Inferred(devices, wires)
+        return Inferred(devices, wires, tuple(sorted(self.problems, key=lambda p: natural(p.field))))
 
     def _far(self, c: CableRow, name: str) -> End:
         return c.b if c.a.device == name else c.a
@@ -243,7 +247,8 @@ class _Inference:
         for p, t in zip(parts, told):
             if len(t) > 1:
                 self.problem(self.at(sorted(p, key=natural)[0]), "switches of both planes are cabled together: "
-                             + ", ".join(sorted(p, key=natural)), "the FE and the BE are apart: take out the FE–BE cable")
+                             + ", ".join(sorted(p, key=natural)),
+                             "the FE and the BE are apart: take out the FE–BE cable")
         fe = [i for i, t in enumerate(told) if t == {Plane.FE}]
         if not fe:
             untold = [i for i, t in enumerate(told) if not t]
@@ -261,7 +266,8 @@ class _Inference:
                 fe = top
             elif len(parts) > 1:
                 self.problem("the cabling plan", "cannot tell the frontend from the backend: "
-                             + "; ".join(", ".join(sorted(parts[i], key=natural)) for i in top) + " reach as many hosts",
+                             + "; ".join(", ".join(sorted(parts[i], key=natural)) for i in top)
+                             + " reach as many hosts",
                              "give the devices a role column (fe-leaf, fe-spine, be-leaf, be-spine, ...)")
         for i, p in enumerate(parts):
             for x in p:
@@ -281,7 +287,7 @@ class _Inference:
             a, b = (c.a, c.b) if rank[ra] <= rank[rb] else (c.b, c.a)
             lo, hi = roles[a.device], roles[b.device]
             if hi is Role.OOB:
-                wires.append(Wire(a, b, Plane.MGMT, c.where, speed_mbps=c.speed_mbps, nic="mgmt"))
+                wires.append(Wire(a, b, Plane.MGMT, c.where, speed_mbps=c.speed_mbps, nic=NicRole.MGMT))
                 continue
             if rank[lo] == rank[hi]:
                 self.problem(str(c.where), f"{a} and {b} are both {lo.value}s: a cable joins two tiers",
@@ -329,30 +335,28 @@ class _Inference:
                               leaf_rails.get(n, ()) if roles[n] is Role.BE_LEAF else (), d.hwsku if d else None))
         return tuple(out), self._host_nics(roles, wires, rail_of)
 
-    def _host_nics(self, roles: dict[str, Role], wires: tuple[Wire, ...], rail_of: dict[End, int]
+    def _host_nics(self, roles_of: dict[str, Role], wires: tuple[Wire, ...], rail_of: dict[End, int]
                    ) -> tuple[Wire, ...]:
         """Each host end named for what it is: rail NIC, FE NIC, second FE NIC, storage NIC."""
         fe: dict[str, list[Wire]] = defaultdict(list)
         for w in wires:
-            if w.plane is Plane.FE and not roles[w.a.device].is_switch:
+            if w.plane is Plane.FE and not roles_of[w.a.device].is_switch:
                 fe[w.a.device].append(w)
-        part: dict[End, str] = {}
+        part: dict[End, NicRole] = {}
         for h, ws in fe.items():
-            ws = sorted(ws, key=lambda w: natural(w.a.port))
-            part[ws[0].a] = "fe"
-            for w in ws[1:]:
-                kind = "storage" if w.b.device == ws[0].b.device else "fe2"
-                taken = [x for x in ws if part.get(x.a) == kind]
-                if taken or (kind == "storage" and roles[h] is not Role.GPU):
+            roles = fe_roles([(w.a.port, w.b.device) for w in ws])
+            for w in ws:
+                role = roles[w.a.port]
+                if role is None or (role is NicRole.STORAGE and roles_of[h] is not Role.GPU):
                     self.problem(str(w.where), f"{h} has {len(ws)} FE NICs ({', '.join(x.a.port for x in ws)})",
                                  "a host has one FE NIC (two on a pair of leaves, dual-homed), a GPU node one "
                                  "storage NIC beside it on the same leaf")
                     continue
-                part[w.a] = kind
+                part[w.a] = role
         out = []
         for w in wires:
             if w.a in rail_of:
-                w = replace(w, rail=rail_of[w.a], nic="rail")
+                w = replace(w, rail=rail_of[w.a], nic=NicRole.RAIL)
             elif w.a in part:
                 w = replace(w, nic=part[w.a])
             out.append(w)

@@ -1,0 +1,117 @@
+"""A cabling plan as the declaration it is: a `Cluster` whose `Cabling` carries the plan's
+names and ports, so that it builds, renders, boots and is checked like any declaration, and
+`fablab import` can write it out as one.
+
+The plan is placed (infer.py) and shaped into counts and speeds (shape.py); fablab lays that
+shape out as it would any, and each node it lays is matched to the plan's: GPU nodes group by
+group (the plan's groups by pod, then by their first node's name) and by name within one,
+BE leaves by group and rail, super-spines by name, each pod's spines by the first super-spine
+they reach and then by name, FE leaves, FE spines and servers by name. The plan's every cable
+goes into `Cabling.cables`; building the declaration then puts the plan's ports on fablab's
+cables and names what does not fit (cabling/apply.py).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+from harness.core.cabling.infer import Inferred, Placed, natural, place
+from harness.core.cabling.plan import CablingPlan
+from harness.core.cabling.shape import shape
+from harness.core.declarations import Cable, Cabling, Cluster, Role
+from harness.core.fabric import Fabric, Node
+from harness.core.errors import Problem, TopologyError
+from harness.core.model import build
+
+
+def cluster_of(plan: CablingPlan, name: str, source: str = "") -> Cluster:
+    """The declaration `plan` is, named `name`; TopologyError with every problem found, each
+    naming the plan's device:port or file:line."""
+    placed = place(plan)
+    try:
+        later = shape(placed, name).problems
+    except (KeyError, StopIteration, ValueError):  # a device placement failed: what depends on it waits
+        if not placed.problems:
+            raise
+        later = ()
+    if placed.problems or later:
+        raise TopologyError([*placed.problems, *later], source=source or "the cabling plan")
+    shaped = shape(placed, name)
+    try:
+        laid = build(shaped.cluster)
+    except TopologyError as e:  # counts fablab does not build (a leaf's ports over its HwSKU's ...)
+        raise TopologyError([replace(p, field=f"{p.field} (of the declaration the plan makes: fablab import)")
+                             for p in e.problems], source=source or "the cabling plan") from None
+    names, problems = _names(placed, laid)
+    if problems:
+        raise TopologyError(problems, source=source or "the cabling plan")
+    cables = tuple(Cable(w.a.device, w.b.device, w.a.port, w.b.port,
+                         w.speed_mbps // 1000 if w.speed_mbps else None) for w in placed.wires)
+    return replace(shaped.cluster, cabling=Cabling(tuple(sorted(names.items(), key=lambda x: natural(x[1]))),
+                                                   cables, source))
+
+
+def name_of(path: Path) -> str:
+    """A lab-name-like name from a plan's file name: `sonic_lab_links.csv` -> `sonic-lab`."""
+    stem = path.name.split(".")[0].lower().replace("_", "-")
+    for tail in ("-links", "-cables", "-cabling"):
+        stem = stem.removesuffix(tail)
+    return stem or "plan"
+
+
+def _names(placed: Inferred, laid: Fabric) -> tuple[dict[str, str], list[Problem]]:
+    """fablab's node name -> the plan's, for every node the plan has."""
+    to: dict[str, str] = {}
+    problems: list[Problem] = []
+
+    def pair(mine: list[Node], theirs: list[Placed], what: str) -> None:
+        if len(mine) != len(theirs):
+            problems.append(Problem("the cabling plan", f"{len(theirs)} {what} where its shape lays {len(mine)}",
+                                    "make the groups alike (`fablab import` shows the declaration)"))
+        to.update({a.name: b.name for a, b in zip(mine, theirs)})
+
+    def mine(*roles: Role) -> list[Node]:
+        return list(laid.nodes_with(*roles))
+
+    def theirs(*roles: Role) -> list[Placed]:
+        return sorted(placed.with_role(*roles), key=lambda d: natural(d.name))
+
+    groups: dict[int | None, list[Placed]] = defaultdict(list)
+    for d in theirs(Role.GPU):
+        groups[d.group].append(d)
+    order = sorted(groups, key=lambda g: (groups[g][0].pod or 0, natural(groups[g][0].name)))
+    group_to = {g: (i + 1 if g is not None else None) for i, g in enumerate(order)}
+    for g in order:
+        pair([n for n in mine(Role.GPU) if n.group == group_to[g]], groups[g],
+             f"GPU nodes in the group of {groups[g][0].name}")
+    for leaf in mine(Role.BE_LEAF):
+        match = [d for d in theirs(Role.BE_LEAF) if group_to.get(d.group) == leaf.group and d.rails == leaf.rails]
+        if len(match) == 1:
+            to[leaf.name] = match[0].name
+        else:
+            problems.append(Problem("the cabling plan", f"no leaf of rail {'/'.join(map(str, leaf.rails))} in "
+                                    f"group {leaf.group}", "cable each group's rails to leaves of their own"))
+    supers = theirs(Role.BE_SUPERSPINE)
+    pair(mine(Role.BE_SUPERSPINE), supers, "super-spines")
+    rank = {d.name: i for i, d in enumerate(supers)}
+    first_above: dict[str, int] = {}
+    for w in placed.wires:
+        if w.b.device in rank:
+            first_above[w.a.device] = min(first_above.get(w.a.device, len(rank)), rank[w.b.device])
+    spines = theirs(Role.BE_SPINE)
+    pods = sorted({d.pod for d in spines}, key=lambda p: (p is None, p or 0))
+    for i, pod in enumerate(pods):
+        plan = sorted((d for d in spines if d.pod == pod), key=lambda d: (first_above.get(d.name, 0), natural(d.name)))
+        pair([s for s in mine(Role.BE_SPINE) if s.pod == (i + 1 if pod is not None else None)], plan,
+             f"spines in pod {i + 1}" if pod is not None else "spines")
+    for role, what in ((Role.FE_LEAF, "FE leaves"), (Role.FE_SPINE, "FE spines"), (Role.CPU, "CPU servers"),
+                       (Role.STORAGE, "storage servers"), (Role.GATEWAY, "gateways")):
+        pair(mine(role), theirs(role), what)
+    oob = theirs(Role.OOB)
+    if len(oob) > 1:
+        problems.append(Problem("the cabling plan", "OOB switches " + ", ".join(d.name for d in oob),
+                                "fablab's management network is one switch: keep one"))
+    if oob:
+        pair(mine(Role.OOB), oob[:1], "OOB switches")
+    return to, problems

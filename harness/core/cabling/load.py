@@ -1,0 +1,48 @@
+"""A cabling plan read from where it is kept: which file is which format, and the devices file
+beside it.
+
+- `*_links.csv` with a sonic-mgmt header: its devices file is the one beside it with `_links`
+  read as `_devices` (sonic-mgmt's `sonic_<lab>_links.csv` / `sonic_<lab>_devices.csv`).
+- a cable list (`a_device,a_port,b_device,b_port[,speed]`): `devices.csv` beside it, if there.
+- `*.clab.yml` / `*.clab.yaml`, or YAML with `topology.nodes`: a containerlab file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.core.cabling.clab_plan import read_clab
+from harness.core.cabling.csv_plans import read_cable_csv, read_sonic_mgmt, sniff
+from harness.core.cabling.plan import CablingPlan, PlanFormat
+from harness.core.errors import InputError
+
+PLAN_SUFFIXES = (".csv", ".yml", ".yaml")
+
+
+def is_plan(path: Path) -> bool:
+    """A path fablab reads as a cabling plan (by its name; the content then decides the format)."""
+    return path.suffix.lower() in PLAN_SUFFIXES
+
+
+def read_plan(path: Path) -> CablingPlan:
+    if not path.is_file():
+        raise InputError(f"no cabling plan at {path}")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot be read as text ({e})") from None
+    if path.suffix.lower() in (".yml", ".yaml"):
+        return read_clab(text, str(path))
+    fmt = sniff(text)
+    if fmt is PlanFormat.SONIC_MGMT:
+        devices = path.with_name(path.name.replace("_links", "_devices")) if "_links" in path.name else None
+        if devices is not None and devices.is_file():
+            return read_sonic_mgmt(text, str(path), devices.read_text(), str(devices))
+        return read_sonic_mgmt(text, str(path))
+    if fmt is PlanFormat.CABLE_CSV:
+        devices = path.with_name("devices.csv")
+        if devices.is_file() and devices != path:
+            return read_cable_csv(text, str(path), devices.read_text(), str(devices))
+        return read_cable_csv(text, str(path))
+    raise InputError(f"{path}: not a cabling plan fablab reads: its header is neither sonic-mgmt's "
+                     "(StartDevice,StartPort,EndDevice,EndPort,...) nor a cable list's "
+                     "(a_device,a_port,b_device,b_port[,speed])")

@@ -1,0 +1,181 @@
+"""The declaration a placed cabling plan is: counts, speeds and hardware as a `Cluster`, and
+every way the plan strays from a shape fablab builds, named by device:port.
+
+fablab's backend is regular (every group the same nodes and rails, every leaf the same
+uplinks to every spine of its pod); a plan that is not is told where, rather than emulated
+as something else. A speed not given in the plan is the declaration's default for that kind
+of link; one given differently on one cable than on its like is named. Storage NICs in a plan
+join the storage plane, an L2 tenant (VNI 10900) of the GPU nodes and storage servers.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from harness.core.cabling.infer import Inferred, Placed, Wire, natural
+from harness.core.declarations import (SPEEDS_GBPS, STORAGE_NIC, Backend, Cluster, Frontend, GpuNodes, Hardware,
+                                       NicRole, Plane, Role, Tenant)
+from harness.core.errors import Problem
+
+
+STORAGE_VNI = 10900  # the storage plane's VNI where a plan has storage NICs (ai-cluster's)
+
+
+@dataclass(frozen=True)
+class Shaped:
+    cluster: Cluster
+    problems: tuple[Problem, ...]
+
+
+def shape(placed: Inferred, name: str) -> Shaped:
+    return _Shape(placed, name).run()
+
+
+class _Shape:
+    def __init__(self, placed: Inferred, name: str) -> None:
+        self.p = placed
+        self.name = name
+        self.problems: list[Problem] = []
+
+    def run(self) -> Shaped:
+        be, fe = self._backend(), self._frontend()
+        gpu = self._gpu()
+        # fablab keeps a storage NIC in an L2 tenant, the storage plane; a plan says nothing of tenants
+        members = ("role:gpu", "role:storage") if fe.storage_servers else ("role:gpu",)
+        tenants = (Tenant("storage", vni=STORAGE_VNI, members=members, nic=STORAGE_NIC),) if fe.storage_nics else ()
+        c = Cluster(self.name, gpu=gpu, backend=be, frontend=fe, hardware=self._hardware(), tenants=tenants)
+        return Shaped(c, tuple(self.problems))
+
+    def wires(self, test: Callable[[Wire], bool]) -> list[Wire]:
+        return [w for w in self.p.wires if test(w)]
+
+    def role(self, name: str) -> Role:
+        return self.p.device(name).role
+
+    def speed(self, wires: Iterable[Wire], what: str, default: int) -> int:
+        """The Gb/s most of `wires` run (those without a speed: the default); each other one named."""
+        ws = list(wires)
+        given = Counter(w.speed_mbps // 1000 for w in ws if w.speed_mbps)
+        if not given:
+            return default
+        speed, _ = given.most_common(1)[0]
+        for w in ws:
+            if w.speed_mbps and w.speed_mbps // 1000 != speed:
+                self.problems.append(Problem(str(w.where), f"{w.a} - {w.b} runs {w.speed_mbps // 1000}G where the "
+                                             f"other {what} run {speed}G", f"give it {speed}G, or re-cable"))
+        if speed not in SPEEDS_GBPS:
+            self.problems.append(Problem(str(ws[0].where), f"{what} at {speed}G: not a speed fablab lays",
+                                         "use one of " + ", ".join(f"{s}G" for s in SPEEDS_GBPS)))
+            return default
+        return speed
+
+    # ------------------------------------------------------------------ GPU nodes
+
+    def _gpu(self) -> GpuNodes:
+        nodes = self.p.with_role(Role.GPU)
+        rails = self.wires(lambda w: w.nic is NicRole.RAIL)
+        per = Counter(w.a.device for w in rails)
+        width = Counter(per.values()).most_common(1)[0][0] if per else 0
+        for n in nodes:
+            if per[n.name] != width:
+                self.problems.append(Problem(n.name, f"{n.name} has {per[n.name]} BE NICs where the other GPU "
+                                             f"nodes have {width}", "give every GPU node a NIC on every rail"))
+        d = GpuNodes()
+        return GpuNodes(count=len(nodes), gpus_per_node=width,
+                        nic_speed=self.speed(rails, "rail NICs", d.nic_speed),
+                        fe_speed=self.speed(self.wires(lambda w: w.nic in (NicRole.FE, NicRole.FE2)
+                                                       and self.role(w.a.device) is Role.GPU),
+                                            "GPU nodes' FE NICs", d.fe_speed))
+
+    # ------------------------------------------------------------------ backend
+
+    def _backend(self) -> Backend:
+        leaves, spines = self.p.with_role(Role.BE_LEAF), self.p.with_role(Role.BE_SPINE)
+        supers = self.p.with_role(Role.BE_SUPERSPINE)
+        d = Backend()
+        if not leaves:
+            self.problems.append(Problem("the cabling plan", "no backend: no switch carries GPU NICs",
+                                         "cable each GPU node's rail NICs to its rail leaves"))
+            return d
+        rails = max((r for leaf in leaves for r in leaf.rails), default=-1) + 1
+        per_leaf = Counter(len(leaf.rails) for leaf in leaves).most_common(1)[0][0]
+        for leaf in leaves:
+            if len(leaf.rails) != per_leaf:
+                self.problems.append(Problem(leaf.name, f"{leaf.name} carries {len(leaf.rails)} rails where the "
+                                             f"other leaves carry {per_leaf}", "give every leaf as many rails"))
+        if not spines:
+            return replace(d, kind="rail-only", rails=rails, rails_per_leaf=per_leaf, groups=1, spines=0)
+        pods = sorted({s.pod for s in spines if s.pod is not None}) or [None]
+        groups = {leaf.group for leaf in leaves}
+        up = self.wires(lambda w: w.plane is Plane.BE and self.role(w.a.device) is Role.BE_LEAF)
+        uplinks = self._uplinks(leaves, spines, up)
+        spines_per_pod = Counter(s.pod for s in spines)
+        per_pod = Counter(spines_per_pod.values()).most_common(1)[0][0]
+        ss_links = self.wires(lambda w: self.role(w.a.device) is Role.BE_SPINE and w.plane is Plane.BE)
+        per_ss = Counter(Counter((w.a.device, w.b.device) for w in ss_links).values())
+        return replace(d, kind="rail-optimized", rails=rails, rails_per_leaf=per_leaf,
+                       groups=max(len(groups) // len(pods), 1), spines=per_pod, uplinks_per_spine=uplinks,
+                       uplink_speed=self.speed([*up, *ss_links], "BE uplinks", d.uplink_speed),
+                       pods=len(pods) if supers else 1, superspines=len(supers),
+                       uplinks_per_superspine=per_ss.most_common(1)[0][0] if per_ss else 1)
+
+    def _uplinks(self, leaves: tuple[Placed, ...], spines: tuple[Placed, ...], up: list[Wire]) -> int:
+        """Cables from each leaf to each spine of its pod: as many to every one."""
+        count = Counter((w.a.device, w.b.device) for w in up)
+        usual = Counter(count.values()).most_common(1)[0][0] if count else 1
+        for leaf in sorted(leaves, key=lambda x: natural(x.name)):
+            for s in sorted((s for s in spines if s.pod == leaf.pod), key=lambda x: natural(x.name)):
+                k = count[(leaf.name, s.name)]
+                if k != usual:
+                    self.problems.append(Problem(f"{leaf.name} - {s.name}", f"{k} cables where every other leaf has "
+                                                 f"{usual} to each spine", "cable every leaf alike to every spine of "
+                                                 "its pod (an uplink missing, or one too many)"))
+        return usual
+
+    # ------------------------------------------------------------------ frontend
+
+    def _frontend(self) -> Frontend:
+        d = Frontend()
+        leaves, spines = self.p.with_role(Role.FE_LEAF), self.p.with_role(Role.FE_SPINE)
+        if not leaves or not spines:
+            self.problems.append(Problem("the cabling plan", "no frontend: " + ("no FE leaf" if not leaves else
+                                                                                "no FE spine"),
+                                         "cable the FE leaves, their spines and every host's FE NIC"))
+            return d
+        fe = self.wires(lambda w: w.plane is Plane.FE)
+        hosts = self.wires(lambda w: w.nic in (NicRole.FE, NicRole.FE2) and self.role(w.a.device) is not Role.GPU)
+        up = self.wires(lambda w: w.plane is Plane.FE and self.role(w.a.device) is Role.FE_LEAF)
+        return replace(d, leaves=len(leaves), spines=len(spines),
+                       cpu_servers=len(self.p.with_role(Role.CPU)), storage_servers=len(self.p.with_role(Role.STORAGE)),
+                       gateways=len(self.p.with_role(Role.GATEWAY)),
+                       dual_homed=any(w.nic is NicRole.FE2 for w in fe),
+                       storage_nics=any(w.nic is NicRole.STORAGE for w in fe),
+                       host_speed=self.speed(hosts, "servers' FE NICs", d.host_speed),
+                       uplink_speed=self.speed(up, "FE uplinks", d.uplink_speed),
+                       storage_nic_speed=self.speed(self.wires(lambda w: w.nic is NicRole.STORAGE), "storage NICs",
+                                                    d.storage_nic_speed))
+
+    # ------------------------------------------------------------------ hardware
+
+    def _hardware(self) -> Hardware:
+        """The HwSKU of each role, where the plan names one; switches of one role on two is named."""
+        field = {Role.BE_LEAF: "be_leaf", Role.BE_SPINE: "be_spine", Role.BE_SUPERSPINE: "superspine",
+                 Role.FE_LEAF: "fe_leaf", Role.FE_SPINE: "fe_spine"}
+        chosen: dict[str, str | None] = {}
+        by_role: dict[Role, list[Placed]] = defaultdict(list)
+        for dev in self.p.devices:
+            if dev.role in field:
+                by_role[dev.role].append(dev)
+        for role, devs in by_role.items():
+            skus = Counter(d.hwsku for d in devs if d.hwsku)
+            if not skus:
+                continue
+            sku, _ = skus.most_common(1)[0]
+            for dev in devs:
+                if dev.hwsku and dev.hwsku != sku:
+                    self.problems.append(Problem(dev.name, f"{dev.name} is a {dev.hwsku} where the other "
+                                                 f"{role.value}s are {sku}",
+                                                 "fablab runs one HwSKU per role: make them alike"))
+            chosen[field[role]] = sku
+        return Hardware(**chosen)

@@ -1,0 +1,108 @@
+"""A cabling plan as a TOPOLOGY (harness/core/cabling/declare.py, apply.py): it builds with the
+plan's own names and ports, reads back fablab's own renders cable for cable, and is written
+out by `fablab import` as a declaration that loads back equal."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import yaml
+
+from harness.catalog import load_cluster, load_fabric
+from harness.cli.main import main
+from harness.core.cabling.clab_plan import read_clab
+from harness.core.cabling.csv_plans import read_cable_csv
+from harness.core.cabling.declare import cluster_of, name_of
+from harness.core.declarations import NicRole, Role
+from harness.core.errors import TopologyError
+from harness.core.model import build
+from harness.core.plan import make_plan
+from harness.render import artifacts
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from test_cabling_infer import cluster_csv  # noqa: E402  (the plan builder the inference tests use)
+
+SMALL = ("ai-cluster", "dual-homed", "pods", "multi-rail", "rail-only")
+
+
+def _cabling(plan) -> set:
+    return {(c.a_node, c.a_port, c.b_node, c.b_port, c.plane) for c in plan.cables}
+
+
+def _clab(topology: str) -> str:
+    plan = make_plan(load_fabric(topology))
+    return artifacts(plan)[f"{plan.name}.clab.yml"]
+
+
+@pytest.mark.parametrize("topology", SMALL)
+def test_fablabs_own_render_read_back_as_a_plan_is_the_same_fabric_cable_for_cable(topology):
+    declared = make_plan(load_fabric(topology))
+    back = make_plan(build(cluster_of(read_clab(_clab(topology), f"{topology}.clab.yml"), topology)))
+    assert _cabling(back) == _cabling(declared)
+    assert {(n.name, n.role, n.group, n.pod, n.rails) for n in back.fabric.nodes} == \
+        {(n.name, n.role, n.group, n.pod, n.rails) for n in declared.fabric.nodes}
+
+
+@pytest.mark.parametrize("topology", ("ai-cluster", "pods"))
+def test_without_fablabs_labels_the_graph_alone_places_the_backend(topology):
+    """An engineer's clab file has no fablab.* labels: the BE (groups, rails, pods, spines,
+    super-spines) comes from the graph alone; servers with no role are CPU servers."""
+    data = yaml.safe_load(_clab(topology))
+    for node in data["topology"]["nodes"].values():
+        node.pop("labels", None)
+    back = make_plan(build(cluster_of(read_clab(yaml.safe_dump(data), "bare.clab.yml"), topology)))
+    declared = make_plan(load_fabric(topology))
+    be = {Role.BE_LEAF, Role.BE_SPINE, Role.BE_SUPERSPINE, Role.GPU}
+    assert {(n.name, n.role, n.group, n.pod, n.rails) for n in back.fabric.nodes if n.role in be} == \
+        {(n.name, n.role, n.group, n.pod, n.rails) for n in declared.fabric.nodes if n.role in be}
+    assert {c for c in _cabling(back) if c[4].value == "be"} == {c for c in _cabling(declared) if c[4].value == "be"}
+    servers = {n.name: n.role for n in back.fabric.nodes if n.name.startswith(("stor", "gw"))}
+    assert servers and set(servers.values()) <= {Role.CPU, Role.STORAGE}  # no role column: storage only by its NIC
+
+
+def test_an_engineers_plan_keeps_its_names_ports_and_nic_names():
+    plan = make_plan(build(cluster_of(read_cable_csv(cluster_csv(), "lab_cables.csv"), "lab")))
+    leaf = plan.switch("rtsw-g1-r0")
+    assert {(p.name, p.peer, p.peer_port) for p in leaf.fabric_ports} == {
+        ("Ethernet256", "ctsw-01", "Ethernet0"), ("Ethernet264", "ctsw-02", "Ethernet0")}
+    gpu = plan.host("gpu-a03")
+    assert [(n.name, n.peer, n.peer_port, n.rail, n.role) for n in gpu.nics if n.role is NicRole.RAIL] == [
+        (f"enp{12 + r}s0np0", f"rtsw-g2-r{r}", "Ethernet0", r, NicRole.RAIL) for r in range(4)]
+    # spines listed group 2 first in the plan: ctsw-01's ports are the plan's, not fablab's order
+    spine = plan.switch("ctsw-01")
+    assert ("Ethernet32", "rtsw-g2-r0", "Ethernet256") in {(p.name, p.peer, p.peer_port) for p in spine.fabric_ports}
+    assert name_of(__import__("pathlib").Path("sonic_lab_links.csv")) == "sonic-lab"
+
+
+def test_a_plan_a_cable_short_is_refused_naming_the_leaf_and_spine():
+    text = "\n".join(x for x in cluster_csv().splitlines() if not x.startswith("ctsw-02,Ethernet16,")) + "\n"
+    with pytest.raises(TopologyError) as e:
+        cluster_of(read_cable_csv(text, "lab_cables.csv"), "lab")
+    assert "rtsw-g1-r2 - ctsw-02: 0 cables where every other leaf has 1" in str(e.value)
+    cluster_of(read_cable_csv(cluster_csv(), "lab_cables.csv"), "lab")  # the control
+
+
+def test_a_declared_cabling_with_a_cable_the_layout_has_no_place_for_is_named():
+    c = cluster_of(read_cable_csv(cluster_csv(), "lab_cables.csv"), "lab")
+    build(c)  # the control
+    from dataclasses import replace
+
+    from harness.core.declarations import Cable
+    extra = replace(c, cabling=replace(c.cabling, cables=(*c.cabling.cables,
+                                                          Cable("gpu-a01", "rtsw-g2-r0", "enp20s0np0", "Ethernet100"))))
+    with pytest.raises(TopologyError) as e:
+        build(extra)
+    assert "gpu-a01:enp20s0np0 - rtsw-g2-r0:Ethernet100: a cable the fabric has no place for" in str(e.value)
+
+
+def test_fablab_import_writes_a_declaration_that_loads_back_equal(tmp_path, capsys):
+    plan = tmp_path / "lab_cables.csv"
+    plan.write_text(cluster_csv(storage=False, cpus=2))
+    target = tmp_path / "lab.py"
+    assert main(["import", str(plan), "-o", str(target)]) == 0
+    assert load_cluster(str(target)) == load_cluster(str(plan))
+    assert "cabling=Cabling(" in target.read_text() and "'enp12s0np0'" in target.read_text()
+    assert main(["import", str(plan), "-o", str(target)]) == 2  # no silent overwrite
+    assert "--force" in capsys.readouterr().err
+    assert main(["import", str(plan), "-o", str(target), "--force"]) == 0
+    assert not list(tmp_path.glob(".*"))  # nothing half-written left beside it
