@@ -30,7 +30,7 @@ def _result(target: str, against: str | None):
     if Path(target).is_dir():
         if plan is None:
             raise InputError(f"{target} is a render directory: name the declaration its configs must meet, e.g. "
-                             f"`fablab audit --against ai-cluster {target}` (a built-in name or a .py file). "
+                             f"`fablab audit --against ai-cluster {target}` (a built-in name, a .py file or a cabling plan). "
                              "The lossless.json beside the configs travels with them, so it cannot judge them")
         return judge_audit(plan, configs_of_dir(Path(target), contract_of(plan)))
     if target in Lab.names():
@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "(exit 0 clean, 3 findings, 2 bad input)")
     s.add_argument("target", help="a `fablab render` output directory, or a running lab")
     s.add_argument("--against", metavar="TOPOLOGY",
-                   help="the declaration to hold the configs to (built-in name or .py file); required for a "
+                   help="the declaration to hold the configs to (built-in name, .py file or cabling plan); required for a "
                         "directory; a running lab defaults to the declaration it was booted from")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_audit)

@@ -319,7 +319,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("check", help="run the checks on a running lab (exit 0 pass, 3 a check failed, 2 bad input)")
     s.add_argument("lab", help="a lab booted by `fablab up`")
     s.add_argument("--against", metavar="TOPOLOGY",
-                   help="refuse (exit 2) unless the lab was booted from this declaration (built-in name or .py file)")
+                   help="refuse (exit 2) unless the lab was booted from this declaration (built-in name, .py file or "
+                        "cabling plan)")
     _report_options(s)
     s.set_defaults(func=cmd_check)
 

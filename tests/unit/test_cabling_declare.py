@@ -4,6 +4,7 @@ out by `fablab import` as a declaration that loads back equal."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -71,7 +72,12 @@ def test_an_engineers_plan_keeps_its_names_ports_and_nic_names():
     # spines listed group 2 first in the plan: ctsw-01's ports are the plan's, not fablab's order
     spine = plan.switch("ctsw-01")
     assert ("Ethernet32", "rtsw-g2-r0", "Ethernet256") in {(p.name, p.peer, p.peer_port) for p in spine.fabric_ports}
-    assert name_of(__import__("pathlib").Path("sonic_lab_links.csv")) == "sonic-lab"
+
+
+@pytest.mark.parametrize("file, name", [("sonic_lab_links.csv", "sonic-lab"), ("DC 7 Cabling.csv", "dc-7"),
+                                        ("7x.clab.yml", "x"), ("a" * 40 + ".csv", "a" * 24), ("__.csv", "plan")])
+def test_a_plans_file_name_gives_a_usable_lab_name(file, name):
+    assert name_of(Path(file)) == name
 
 
 def test_a_plan_a_cable_short_is_refused_naming_the_leaf_and_spine():

@@ -12,6 +12,7 @@ cables and names what does not fit (cabling/apply.py).
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 from harness.core.cabling.infer import Inferred, Placed, natural, place
 from harness.core.cabling.plan import CablingPlan
 from harness.core.cabling.shape import shape
-from harness.core.declarations import Cable, Cabling, Cluster, Role
+from harness.core.declarations import LAB_NAME_MAX, Cable, Cabling, Cluster, Role
 from harness.core.fabric import Fabric, Node
 from harness.core.errors import Problem, TopologyError
 from harness.core.model import build
@@ -53,11 +54,13 @@ def cluster_of(plan: CablingPlan, name: str, source: str = "") -> Cluster:
 
 
 def name_of(path: Path) -> str:
-    """A lab-name-like name from a plan's file name: `sonic_lab_links.csv` -> `sonic-lab`."""
-    stem = path.name.split(".")[0].lower().replace("_", "-")
+    """A lab name from a plan's file name: `sonic_lab_links.csv` -> `sonic-lab`, `DC 7 Cabling.csv`
+    -> `dc-7`: lower case, letters, digits and '-', starting with a letter, at most 24."""
+    stem = re.sub(r"[^a-z0-9]+", "-", path.name.split(".")[0].lower()).strip("-")
     for tail in ("-links", "-cables", "-cabling"):
         stem = stem.removesuffix(tail)
-    return stem or "plan"
+    stem = stem.lstrip("0123456789-")
+    return stem[:LAB_NAME_MAX].rstrip("-") or "plan"
 
 
 def _names(placed: Inferred, laid: Fabric) -> tuple[dict[str, str], list[Problem]]:
