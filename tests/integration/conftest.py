@@ -15,12 +15,24 @@ from harness.runtime import processes
 from harness.runtime.state import NS_PREFIX
 
 
+# The files that take longest, longest first (seconds of wall clock with three labs side by side,
+# docs/performance.md): xdist's --dist loadfile hands files to workers in collection order, so
+# these start at once and make test's workers end together rather than one running on alone.
+LONGEST_FIRST = ("tests/integration/test_faults_lab.py", "tests/integration/test_lessons.py", "labs/test_failover.py",
+                 "labs/test_rdma.py", "tests/integration/test_rdma_vm.py",
+                 "tests/integration/test_lessons_second_half.py", "tests/integration/test_netns_runtime.py",
+                 "tests/integration/test_mystery_lab.py", "labs/test_your_configs.py", "labs/test_pods.py",
+                 "labs/test_dual_homed.py", "labs/test_fe_tcp.py")
+
+
 def pytest_collection_modifyitems(config, items):
     reason = skip_reason("netns")
     if reason:
         for item in items:
             if "integration" in str(item.fspath):
                 item.add_marker(pytest.mark.skip(reason=reason))
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: a file keeps its order
 
 
 @pytest.fixture
