@@ -327,10 +327,13 @@ def test_a_paced_tcp_stream_keeps_its_rate_and_shows_a_stall(testbed):
         quiet = server.result(30).streams[0]
     assert 0.6 < client.bytes * 8 / 1e6 / 2.0 / 8.0 < 1.2  # near 8 Mb/s
     assert quiet.max_gap_ns < 150e6
-    # the sender records its kernel's retransmission timeout (200 ms floor + srtt) and lost nothing
+    # the sender records its kernel's retransmission timeout (200 ms floor + srtt), never backed
+    # off, and every byte arrived. Not "no retransmission": beside make test's five labs a quiet
+    # stream once retransmitted a segment (e25cc01); a late ACK can make a sender resend (a
+    # tail-loss probe, a spurious timeout) with nothing lost. The outage's below is the property.
     sender = client.streams[0]
     assert sender.rto and all(200_000 <= rto_us < 1_000_000 and backoff == 0 for _, rto_us, backoff in sender.rto)
-    assert sender.retransmits == ()
+    assert quiet.bytes == client.bytes
     with start_tcp_server(NS_B, TcpServerSpec(streams=1, timeout_s=30)) as server:
         proc = TrafficProcess(NS_A, "harness.traffic.tcp", spec, TcpResult)
         with proc:
