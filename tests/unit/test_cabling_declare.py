@@ -112,3 +112,12 @@ def test_fablab_import_writes_a_declaration_that_loads_back_equal(tmp_path, caps
     assert "--force" in capsys.readouterr().err
     assert main(["import", str(plan), "-o", str(target), "--force"]) == 0
     assert not list(tmp_path.glob(".*"))  # nothing half-written left beside it
+
+
+def test_a_port_name_no_linux_interface_can_take_is_refused_before_boot():
+    text = cluster_csv()
+    build(cluster_of(read_cable_csv(text, "lab_cables.csv"), "lab"))  # the control: enp12s0np0 fits
+    long = text.replace("gpu-a01,enp12s0np0,", "gpu-a01,enp12s0f0np0v1234,")
+    with pytest.raises(TopologyError) as e:
+        build(cluster_of(read_cable_csv(long, "lab_cables.csv"), "lab"))
+    assert "gpu-a01:enp12s0f0np0v1234 cannot name a Linux interface (at most 15 characters" in str(e.value)

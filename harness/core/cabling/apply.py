@@ -33,6 +33,9 @@ def fe_roles(nics: list[tuple[str, str]]) -> dict[str, NicRole | None]:
 # A node name of yours: what namespaces, containers, FRR's pathspace and the unix sockets under it
 # (108 bytes with /var/run/frr/fl_<lab>_<node>/) all take.
 NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
+# A port becomes an interface of the lab's namespace under its own name: IFNAMSIZ - 1.
+IFNAME_MAX = 15
+IFNAME = re.compile(r"^[^\s/:]+$")
 
 
 def names_problems(cab) -> list[Problem]:
@@ -56,6 +59,12 @@ def names_problems(cab) -> list[Problem]:
         if not isinstance(c, Cable) or not all(isinstance(x, str) and x for x in (c.a, c.b, c.a_port, c.b_port)):
             problems.append(Problem(f"cabling.cables[{i}]", f"{c!r} does not name both devices and both ports",
                                     "write Cable('gpu-a01', 'rtsw-g1-r0', 'enp12s0np0', 'Ethernet0')"))
+            continue
+        for device, port in ((c.a, c.a_port), (c.b, c.b_port)):
+            if len(port) > IFNAME_MAX or not IFNAME.match(port):
+                problems.append(Problem(f"cabling.cables[{i}]", f"{device}:{port} cannot name a Linux interface "
+                                        f"(at most {IFNAME_MAX} characters, no '/', ':' or blank)",
+                                        "shorten it in the plan: fablab names each lab interface for its port"))
     return problems
 
 
