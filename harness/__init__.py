@@ -24,6 +24,7 @@ LAZY: dict[str, str] = {
     **dict.fromkeys(("Acl", "AclRule", "Addressing", "Backend", "Bfd", "Cable", "Cabling", "Cluster", "Fabric",
                      "Frontend", "GpuNodes", "Hardware", "Link", "Lossless", "Management", "Node", "Objectives",
                      "Plane", "Role", "Routing", "Tenant", "build"), "harness.core.model"),
+    "HwSku": "harness.core.hwsku",
     "Plan": "harness.core.plan",
     "make_plan": "harness.core.plan",
     "Lab": "harness.lab",

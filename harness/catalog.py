@@ -5,6 +5,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from harness.core import declguard
 from harness.core.cabling.declare import cluster_of, name_of
 from harness.core.cabling.load import is_plan, read_plan
 from harness.core.errors import HarnessError, InputError, Problem, TopologyError
@@ -50,19 +51,24 @@ def _from_file(path: Path) -> Cluster:
     # No __pycache__ beside the engineer's file: reading a declaration writes nothing.
     writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
-        spec.loader.exec_module(module)
-        obj = getattr(module, "cluster", None)
-        if obj is None and callable(getattr(module, "build", None)):
-            obj = module.build()
+        # A declaration class called wrongly (a misspelt field) is recorded and the file read on,
+        # so that its other problems are found too (harness.core.declguard).
+        with declguard.collecting(str(path)) as calls:
+            spec.loader.exec_module(module)
+            obj = getattr(module, "cluster", None)
+            if obj is None and callable(getattr(module, "build", None)):
+                obj = module.build()
     except TopologyError as e:  # a declaration class called with a field it has not (or without one it needs)
         raise TopologyError(e.problems, source=_where(path, e)) from None
     except HarnessError:
         raise
     except Exception as e:  # the user's file: report what broke in it, with where
-        raise InputError(f"{_where(path, e)}: {type(e).__name__}: {e}{_near_name(e)}") from e
+        raise InputError(f"{_where(path, e)}: {type(e).__name__}: {e}{_near_name(e)}{_and(calls)}") from e
     finally:
         sys.dont_write_bytecode = writes
         sys.modules.pop(name, None)
+    if calls:
+        _refuse(path, obj, calls)
     if isinstance(obj, Fabric):
         obj = obj.cluster
     if obj is None:
@@ -73,6 +79,27 @@ def _from_file(path: Path) -> Cluster:
                                      "set `cluster = Cluster(name=..., ...)` or return one from `build()`")],
                             source=str(path))
     return obj
+
+
+def _refuse(path: Path, obj: object, calls: list) -> None:
+    """A file that called a declaration class wrongly: those problems and every other one."""
+    if isinstance(obj, Fabric):
+        obj = obj.cluster
+    if not isinstance(obj, Cluster):
+        problems = declguard.placed(None, calls).problems
+        raise TopologyError(problems, source=str(path))
+    placed = declguard.placed(obj, calls)
+    try:
+        build(obj, placed)
+    except TopologyError as e:
+        raise TopologyError(e.problems, source=str(path)) from None
+    raise TopologyError(placed.problems, source=str(path))  # not reached: build refuses what it is given
+
+
+def _and(calls: list) -> str:
+    """The wrong calls recorded before another error stopped the file, said with it."""
+    problems = declguard.placed(None, calls).problems
+    return "".join(f"\n  - {p}" for p in problems)
 
 
 def _near_name(e: Exception) -> str:

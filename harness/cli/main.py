@@ -16,7 +16,7 @@ from harness.plumbing import interrupt
 from harness.catalog import TOPOLOGY_HELP, builtins, load_fabric
 from harness.cli.console import err, out
 from harness.core.errors import HarnessError, InputError, TopologyError
-from harness.core.hwsku import HWSKUS
+from harness.core.hwsku import AUTOMATIC, CATALOG
 from harness.core.images import HOST_IMAGE, SONIC_IMAGE
 from harness.core.model import build
 from harness.core.plan import make_plan, summary
@@ -44,20 +44,22 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_hwskus(args: argparse.Namespace) -> int:
-    """The HwSKUs fablab carries: what `Hardware(...)` may name, and what the plan picks from."""
+    """The HwSKUs fablab ships: what `Hardware(...)` or a plan's HwSku column may name; the plan
+    itself picks from those marked automatic."""
     rows = [{"name": h.name, "data_ports": h.data_ports,
              "ports": {f"{sp // 1000}G": k for sp, k in sorted(Counter(r.speed for r in h.data_rows).items(),
                                                              reverse=True)},
-             "names": h.span} for h in HWSKUS]
+             "names": h.span, "breakout": bool(h.cages), "automatic": h.name in AUTOMATIC} for h in CATALOG]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    table = Table(title="HwSKUs fablab carries (Hardware(be_leaf=..., ...); the default matches the links' speed)")
-    for col in ("HwSKU", "data ports", "by speed", "port names"):
+    table = Table(title="HwSKUs fablab ships: what Hardware(be_leaf=...) may name (automatic: what the plan "
+                        "picks from for a role that names none)")
+    for col in ("HwSKU", "data ports", "by speed", "port names", "breakout", "automatic"):
         table.add_column(col)
     for r in rows:
         table.add_row(r["name"], str(r["data_ports"]), ", ".join(f"{k} × {sp}" for sp, k in r["ports"].items()),
-                      r["names"])
+                      r["names"], "yes" if r["breakout"] else "", "yes" if r["automatic"] else "")
     out.print(table)
     return 0
 
@@ -200,7 +202,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_list)
 
-    s = sub.add_parser("hwskus", help="the SONiC HwSKUs fablab carries (what Hardware(...) may name)")
+    s = sub.add_parser("hwskus", help="the SONiC HwSKUs fablab ships (what Hardware(...) may name)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_hwskus)
 

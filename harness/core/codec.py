@@ -48,8 +48,10 @@ def to_plain(obj: Any, tags: Mapping[type, str] | None = None, extras: tuple[str
         return {str(k): to_plain(v, tags, extras) for k, v in obj.items()}
     if isinstance(obj, (tuple, list, set, frozenset)):
         return [to_plain(v, tags, extras) for v in obj]
-    if obj is None or isinstance(obj, (str, int, float, bool)):
+    if obj is None or isinstance(obj, (str, float, bool)):
         return obj
+    if isinstance(obj, int):
+        return int(obj)  # a subclass (a derived default, harness.core.defaults) as the plain number
     return str(obj)
 
 

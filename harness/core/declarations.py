@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from harness.core.declguard import guard
+from harness.core.defaults import follow
 from harness.core.errors import Problem
+from harness.core.hwsku import HwSku
 
 
 class Plane(str, Enum):
@@ -95,11 +97,11 @@ _SWITCH_MGMT_PORT = "eth0"  # SONiC's management port name
 class GpuNodes:
     """GPU servers: one BE NIC per GPU (NIC r on rail r), one FE NIC, one mgmt port."""
 
-    count: int = 8
-    gpus_per_node: int = 4
-    nic_speed: int = 400
-    fe_speed: int = 100
-    prefix: str = "gpu"
+    count: int = 8  # GPU nodes, >= 1
+    gpus_per_node: int = 4  # GPUs per node, each with its BE NIC on its rail; >= 1
+    nic_speed: int = 400  # Gb/s of each BE (rail) NIC
+    fe_speed: int = 100  # Gb/s of each GPU node's FE NIC
+    prefix: str = "gpu"  # GPU node names: gpu01, gpu02, ...
 
 
 @dataclass(frozen=True)
@@ -120,24 +122,27 @@ class Backend:
     super-spine while their radix allows (pods × spines × uplinks_per_superspine <=
     superspine_ports), else in planes, spine j of every pod to plane j's S / spines
     super-spines. `pods=1` (the default) is the 3-stage fabric and has no super-spine.
+    Left None, `spines` and the uplinks follow the rest of the declaration (harness.core.defaults):
+    no spine on rail-only, and as many uplinks as make the fabric non-blocking, unless
+    `allow_oversubscription=True` declares it oversubscribed on purpose.
     """
 
-    kind: str = "rail-optimized"
-    rails: int = 4
-    rails_per_leaf: int = 1
-    groups: int = 2
-    spines: int = 2
-    leaf_ports: int = 64
-    spine_ports: int = 64
-    uplink_speed: int = 800
-    uplinks_per_spine: int = 1
-    pods: int = 1
-    superspines: int = 0
-    superspine_ports: int = 64
-    uplinks_per_superspine: int = 1
-    mtu: int = 9100
-    allow_oversubscription: bool = False
-    ecmp_hash: str = "l4"
+    kind: str = "rail-optimized"  # rail-only: a leaf per rail, no spine; rail-optimized: groups, spines (and pods)
+    rails: int = 4  # one per GPU of a node: equal to gpu.gpus_per_node
+    rails_per_leaf: int = 1  # consecutive rails on one leaf; divides rails
+    groups: int = 2  # rail-optimized: node groups per pod, each with a leaf per rail; divides gpu.count
+    spines: int | None = None  # per pod; None: 0 on rail-only, else 2
+    leaf_ports: int = 64  # data ports of a BE leaf
+    spine_ports: int = 64  # data ports of a BE spine
+    uplink_speed: int = 800  # Gb/s of every leaf-spine and spine-super-spine link
+    uplinks_per_spine: int | None = None  # links from each leaf to each spine; None: non-blocking (or 1)
+    pods: int = 1  # 1: a 3-stage fabric; P >= 2: 5-stage, P pods joined by super-spines
+    superspines: int = 0  # the super-spine tier of a 5-stage fabric (0 with one pod)
+    superspine_ports: int = 64  # data ports of a super-spine
+    uplinks_per_superspine: int | None = None  # links from a spine to each super-spine; None: non-blocking (or 1)
+    mtu: int = 9100  # IP MTU of every BE port, 1280..9216; must hold a RoCE frame (lossless.roce_mtu)
+    allow_oversubscription: bool = False  # True: less up than down is declared on purpose (uplinks default to 1)
+    ecmp_hash: str = "l4"  # l3 or l4: the hosts' multipath hash (fib_multipath_hash_policy)
 
 
 @dataclass(frozen=True)
@@ -149,40 +154,40 @@ class Frontend:
     (fe-l1/fe-l2, fe-l3/fe-l4, ...), routed: the host runs BGP to both leaves and announces
     its own /32 (docs/concepts.md, "A dual-homed frontend")."""
 
-    spines: int = 2
-    leaves: int = 2
-    leaf_ports: int = 48
-    spine_ports: int = 32
-    host_speed: int = 100
-    uplink_speed: int = 400
-    cpu_servers: int = 0
-    storage_servers: int = 2
-    gateways: int = 1
-    mtu: int = 1500
-    ecmp_hash: str = "l4"
-    storage_nics: bool = False
-    storage_nic_speed: int = 200
-    dual_homed: bool = False
+    spines: int = 2  # FE spines, >= 1
+    leaves: int = 2  # FE leaves (racks), >= 1; even when dual_homed
+    leaf_ports: int = 48  # data ports of an FE leaf
+    spine_ports: int = 32  # data ports of an FE spine
+    host_speed: int = 100  # Gb/s of the servers' and gateways' FE NICs
+    uplink_speed: int = 400  # Gb/s of every FE leaf-spine link
+    cpu_servers: int = 0  # CPU servers (cpu1, ...), >= 0
+    storage_servers: int = 2  # storage servers (stor1, ...), >= 0
+    gateways: int = 1  # gateways (gw1, ...), >= 0
+    mtu: int = 1500  # IP MTU of every FE port, 1280..9216
+    ecmp_hash: str = "l4"  # l3 or l4: the hosts' multipath hash
+    storage_nics: bool = False  # every GPU node also has a storage NIC st0 on its FE leaf
+    storage_nic_speed: int = 200  # Gb/s of the storage NICs
+    dual_homed: bool = False  # every FE host also has fe1 on the other leaf of its pair, routed (BGP)
 
 
 @dataclass(frozen=True)
 class Management:
     """The out-of-band plane: one L2 switch that every node's management port plugs into."""
 
-    ports: int = 256
-    speed: int = 1
+    ports: int = 256  # ports of the OOB switch
+    speed: int = 1  # Gb/s of every management link
 
 
 @dataclass(frozen=True)
 class Addressing:
     """Disjoint ranges per plane, and the ASN of each spine tier (leaves count up from it)."""
 
-    be: str = "10.0.0.0/16"
-    fe: str = "10.16.0.0/16"
-    mgmt: str = "172.31.0.0/20"
+    be: str = "10.0.0.0/16"  # BE range (IPv4 network), disjoint from the others
+    fe: str = "10.16.0.0/16"  # FE range
+    mgmt: str = "172.31.0.0/20"  # management range
     tenants: str = "10.32.0.0/16"  # FE tenant subnets (one /24 each unless declared)
-    be_asn: int = 64600
-    fe_asn: int = 65100
+    be_asn: int = 64600  # the BE spines' ASN (1..4294967294); leaves count up from it
+    fe_asn: int = 65100  # the FE spines' ASN; leaves count up from it
 
 
 @dataclass(frozen=True)
@@ -197,7 +202,7 @@ class Routing:
     the leaf, not rerouted (there is no other way to that NIC anyway).
     """
 
-    summarize_hosts: bool = False
+    summarize_hosts: bool = False  # leaves advertise the fewest prefixes covering their host links
 
 
 @dataclass(frozen=True)
@@ -210,11 +215,11 @@ class Bfd:
     docs/performance.md ("BFD offload"). On containerlab, SONiC-VS's bfdd always runs them.
     """
 
-    profile: str = "fabric"
-    interval_ms: int = 300
-    multiplier: int = 3
-    enabled: bool = True
-    offload: bool = True
+    profile: str = "fabric"  # FRR BFD profile name
+    interval_ms: int = 300  # transmit and receive interval, >= 10
+    multiplier: int = 3  # missed packets before a session is down, >= 1
+    enabled: bool = True  # BFD on every fabric session
+    offload: bool = True  # sessions in the lab's BFD data plane, not bfdd
 
     @property
     def detect_ms(self) -> int:
@@ -233,10 +238,10 @@ class Objectives:
     restore_ms: a failed element coming back.
     """
 
-    hard_ms: float = 50.0
-    remote_ms: float = 250.0
-    gray_ms: float = 1000.0
-    restore_ms: float = 10.0
+    hard_ms: float = 50.0  # carrier loss next to the rerouting switch, > 0
+    remote_ms: float = 250.0  # carrier loss one hop away, > 0
+    gray_ms: float = 1000.0  # a link up that drops everything, > 0
+    restore_ms: float = 10.0  # a failed element coming back, > 0
 
 
 @dataclass(frozen=True)
@@ -248,11 +253,11 @@ class Lossless:
     bytes of payload (an InfiniBand MTU), which every BE port's MTU must hold with the
     headers (`roce_frame_bytes`)."""
 
-    roce_priority: int = 3
-    roce_dscp: int = 26
-    cnp_priority: int = 6
-    cnp_dscp: int = 48
-    roce_mtu: int = 4096
+    roce_priority: int = 3  # traffic class, queue, PG and PFC priority of RoCE, 0..7
+    roce_dscp: int = 26  # DSCP of RoCE traffic, 0..63
+    cnp_priority: int = 6  # strict-priority queue of CNPs, 0..7, not roce_priority
+    cnp_dscp: int = 48  # DSCP of CNPs, 0..63, not roce_dscp
+    roce_mtu: int = 4096  # InfiniBand MTU of RoCE payloads: 256, 512, 1024, 2048 or 4096
 
     @property
     def roce_frame_bytes(self) -> int:
@@ -275,12 +280,12 @@ class Tenant:
     `nic`: the NIC members join through where they have it (`st0`, the GPU nodes' storage
     NIC, makes the tenant the storage plane; hosts without it join with `fe0`)."""
 
-    name: str
-    vni: int
-    members: tuple[str, ...]
-    vlan: int | None = None
-    subnet: str | None = None
-    nic: str = "fe0"
+    name: str  # tenant name
+    vni: int  # VXLAN VNI of its L2 segment
+    members: tuple[str, ...]  # host names, shell patterns (gpu0[1-4]) or roles (role:storage)
+    vlan: int | None = None  # VLAN on the leaves; None: 100 + its index
+    subnet: str | None = None  # its subnet; None: the i-th /24 of addressing.tenants
+    nic: str = "fe0"  # the NIC members join through: fe0, or st0 (the storage plane)
 
 
 ACL_ACTIONS = ("permit", "deny")
@@ -294,20 +299,20 @@ class AclRule:
     host name. `dst_ports`/`src_ports`: "" (any), "2049" or "8000-8100" (TCP/UDP only).
     First match wins, in declaration order."""
 
-    action: str
-    src: str = "any"
-    dst: str = "any"
-    protocol: str = "any"
-    dst_ports: str = ""
-    src_ports: str = ""
+    action: str  # permit or deny
+    src: str = "any"  # any, tenant:NAME, role:ROLE or a host name
+    dst: str = "any"  # any, tenant:NAME, role:ROLE or a host name
+    protocol: str = "any"  # any, icmp, tcp or udp
+    dst_ports: str = ""  # '' (any), '2049' or '8000-8100' (tcp, udp)
+    src_ports: str = ""  # '' (any), '2049' or '8000-8100' (tcp, udp)
 
 
 @dataclass(frozen=True)
 class Acl:
     """The FE edge ACL: its rules, and what happens to IPv4 traffic no rule matches."""
 
-    rules: tuple[AclRule, ...] = ()
-    default: str = "permit"
+    rules: tuple[AclRule, ...] = ()  # first match wins, in declaration order
+    default: str = "permit"  # permit or deny: traffic no rule matches
 
 
 @dataclass(frozen=True)
@@ -321,26 +326,27 @@ class Cable:
     of faster or slower links, unless `mixed_speed=True` says it is on purpose.
     """
 
-    a: str
-    b: str
-    a_port: str | None = None
-    b_port: str | None = None
-    speed: int | None = None
-    mixed_speed: bool = False
+    a: str  # a node's name
+    b: str  # the other node's name
+    a_port: str | None = None  # a's port (Ethernet<N>) or NIC (rail<r>, fe0, st0, mgmt0); None: the plan picks
+    b_port: str | None = None  # b's port or NIC; None: the plan picks
+    speed: int | None = None  # Gb/s; None: the speed of the links it joins
+    mixed_speed: bool = False  # True: another speed than the links it joins, on purpose
 
 
 @dataclass(frozen=True)
 class Hardware:
-    """The SONiC HwSKU each switch role runs: its name in SONiC's device tree (e.g.
-    'Arista-7060X6-64PE-P32O64'; `fablab hwskus` lists those fablab carries). None, the default:
-    the plan picks one whose ports are as fast as the switch's links. A link faster than its
-    port is refused; a slower one runs on a faster port at the link's speed."""
+    """The SONiC HwSKU each switch role runs: a name of fablab's catalogue (e.g.
+    'Arista-7060X6-64PE-P32O64', 'ACS-SN5600'; `fablab hwskus` lists them), or any other HwSKU
+    of SONiC's device tree read from its folder (`HwSku.from_sonic('device/<vendor>/<platform>/<HwSKU>')`).
+    None, the default: the plan picks one whose ports are as fast as the switch's links. A link
+    faster than its port is refused; a slower one runs on a faster port at the link's speed."""
 
-    be_leaf: str | None = None
-    be_spine: str | None = None
-    superspine: str | None = None
-    fe_leaf: str | None = None
-    fe_spine: str | None = None
+    be_leaf: str | HwSku | None = None
+    be_spine: str | HwSku | None = None
+    superspine: str | HwSku | None = None
+    fe_leaf: str | HwSku | None = None
+    fe_spine: str | HwSku | None = None
 
 
 @dataclass(frozen=True)
@@ -359,32 +365,40 @@ class Cabling:
       (dual-homed). Hosts cable to the FE leaves your plan says, not fablab's racks.
     - A node with no cable to the OOB switch gets fablab's management port on it.
     - source: the plan it came from, for messages.
+    - hwskus: a switch whose HwSKU is not its role's (`Hardware`): a plan of mixed hardware.
     """
 
     names: tuple[tuple[str, str], ...] = ()
     cables: tuple[Cable, ...] = ()
     source: str = ""
+    hwskus: tuple[tuple[str, str], ...] = ()  # (your switch, its HwSKU) where it is not its role's in Hardware
+
+    def hwsku_of(self, node: str) -> str | None:
+        return next((sku for name, sku in self.hwskus if name == node), None)
 
 
 @dataclass(frozen=True)
 class Cluster:
     """The whole declaration of one AI cluster."""
 
-    name: str
-    gpu: GpuNodes = field(default_factory=GpuNodes)
-    backend: Backend = field(default_factory=Backend)
-    frontend: Frontend = field(default_factory=Frontend)
-    mgmt: Management = field(default_factory=Management)
-    addressing: Addressing = field(default_factory=Addressing)
-    bfd: Bfd = field(default_factory=Bfd)
-    routing: Routing = field(default_factory=Routing)
-    cables: tuple[Cable, ...] = ()
-    objectives: Objectives = field(default_factory=Objectives)
-    lossless: Lossless = field(default_factory=Lossless)
-    tenants: tuple[Tenant, ...] = ()
-    acl: Acl = field(default_factory=Acl)
-    hardware: Hardware = field(default_factory=Hardware)
-    cabling: Cabling = field(default_factory=Cabling)
+    name: str  # lower-case letters, digits and '-', from a letter; at most 24 to be booted
+    gpu: GpuNodes = field(default_factory=GpuNodes)  # the GPU nodes
+    backend: Backend = field(default_factory=Backend)  # the GPU (compute) fabric
+    frontend: Frontend = field(default_factory=Frontend)  # the north-south Clos
+    mgmt: Management = field(default_factory=Management)  # the out-of-band plane
+    addressing: Addressing = field(default_factory=Addressing)  # IPv4 ranges and ASNs
+    bfd: Bfd = field(default_factory=Bfd)  # BFD on every fabric session
+    routing: Routing = field(default_factory=Routing)  # what leaves advertise
+    cables: tuple[Cable, ...] = ()  # cables beyond what the builders lay
+    objectives: Objectives = field(default_factory=Objectives)  # loss windows each QP may suffer
+    lossless: Lossless = field(default_factory=Lossless)  # the lossless RoCEv2 contract
+    tenants: tuple[Tenant, ...] = ()  # FE tenants (EVPN-VXLAN)
+    acl: Acl = field(default_factory=Acl)  # the FE edge ACL
+    hardware: Hardware = field(default_factory=Hardware)  # the HwSKU of each switch role
+    cabling: Cabling = field(default_factory=Cabling)  # your names and ports, from a cabling plan
+
+    def __post_init__(self) -> None:  # backend fields left None follow the rest (harness.core.defaults)
+        object.__setattr__(self, "backend", follow(self))
 
 
 DECLARATIONS: dict[type, str] = guard(Cluster)  # every declaration class, and where it sits in a Cluster

@@ -22,8 +22,10 @@ import types
 import typing
 from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
 
+from harness.core.declguard import CallProblems
 from harness.core.errors import Problem, TopologyError
-from harness.core.hwsku import names as hwsku_names
+from harness.core.hwsku import CATALOG, catalogue_hint, names as hwsku_names
+from harness.core.defaults import MAX_UPLINKS
 from harness.core.declarations import BACKEND_KINDS, DECLARATIONS, ECMP_HASHES, SPEEDS_GBPS, Cluster
 
 MAX_NODES = 1024  # nodes of every kind, switches and the OOB switch included (xlarge: 229, gpu4096: 892)
@@ -46,7 +48,7 @@ class Limit:
     hint: str = PLAN_HINT
 
 
-_PORTS = Limit(4096, "{v} ports, over the {high} a switch may declare", "the HwSKUs fablab carries have at most 232 data ports (`fablab hwskus`)")
+_PORTS = Limit(4096, "{v} ports, over the {high} a switch may declare", f"the HwSKUs fablab ships have at most {max(h.data_ports for h in CATALOG)} data ports (`fablab hwskus`)")
 LIMITS: dict[str, Limit] = {
     "GpuNodes.count": Limit(MAX_NODES),
     "GpuNodes.gpus_per_node": Limit(16),
@@ -54,11 +56,11 @@ LIMITS: dict[str, Limit] = {
     "Backend.rails_per_leaf": Limit(16),
     "Backend.pods": Limit(16),
     "Backend.superspines": Limit(128),
-    "Backend.uplinks_per_superspine": Limit(16),
+    "Backend.uplinks_per_superspine": Limit(MAX_UPLINKS),
     "Backend.superspine_ports": _PORTS,
     "Backend.groups": Limit(128),
     "Backend.spines": Limit(128),
-    "Backend.uplinks_per_spine": Limit(16),
+    "Backend.uplinks_per_spine": Limit(MAX_UPLINKS),
     "Backend.leaf_ports": _PORTS,
     "Backend.spine_ports": _PORTS,
     "Frontend.spines": Limit(128),
@@ -79,7 +81,9 @@ LIMITS: dict[str, Limit] = {
 _SPEED = (SPEEDS_GBPS, "{v}G is not a port speed", f"use one of {', '.join(f'{s}G' for s in SPEEDS_GBPS)}")
 _HASH = (tuple(ECMP_HASHES), "unknown ECMP hash {v!r}", f"valid: {', '.join(ECMP_HASHES)}")
 # Enum-like fields: (values, message, hint). A value outside is one problem; nothing derived follows.
-_HWSKU = (hwsku_names(), "unknown HwSKU {v!r}", f"fablab carries: {', '.join(hwsku_names())}")
+# A HwSku object (HwSku.from_sonic) is checked as the dataclass it is; a name must be the catalogue's.
+_HWSKU = (hwsku_names(), "unknown HwSKU {v!r}", catalogue_hint())
+_ROLES = ("be_leaf", "be_spine", "superspine", "fe_leaf", "fe_spine")
 CHOICES: dict[str, tuple[tuple, str, str]] = {
     "Backend.kind": (BACKEND_KINDS, "unknown backend kind {v!r}", f"valid kinds: {', '.join(BACKEND_KINDS)}"),
     "Backend.ecmp_hash": _HASH,
@@ -92,7 +96,7 @@ CHOICES: dict[str, tuple[tuple, str, str]] = {
     "Frontend.storage_nic_speed": _SPEED,
     "Management.speed": _SPEED,
     "Cable.speed": _SPEED,
-    **{f"Hardware.{role}": _HWSKU for role in ("be_leaf", "be_spine", "superspine", "fe_leaf", "fe_spine")},
+    **{f"Hardware.{role}": _HWSKU for role in _ROLES},
 }
 
 # How to write a field that has no default to show, or that needs more words than its type.
@@ -107,8 +111,10 @@ EXAMPLES = {
     "Acl.rules": "rules=(AclRule('deny', src='role:gpu', dst='role:gateway'),)",
     "AclRule.dst_ports": "dst_ports='2049' or '8000-8100' ('' for any)",
     "AclRule.src_ports": "src_ports='2049' or '8000-8100' ('' for any)",
+    **{f"Hardware.{r}": f"{r}='ACS-SN5600' (`fablab hwskus`) or {r}=HwSku.from_sonic(DIR)" for r in _ROLES},
 }
-_WHAT = {"Tenant.members": "a non-empty tuple of host names or patterns"}
+_WHAT = {"Tenant.members": "a non-empty tuple of host names or patterns",
+         **{f"Hardware.{r}": "a HwSKU's name or a HwSku" for r in _ROLES}}
 
 # What layout._expand reads: expansion (and every check over the expanded graph) runs only
 # when these passed whole.
@@ -147,19 +153,24 @@ def _under(path: str, parent: str) -> bool:
     return path.startswith(parent) and path[len(parent):len(parent) + 1] in (".", "[")
 
 
-def check(cluster: object) -> Checked:
-    """Types, choices and limits of every field, and the totals the counts would expand to."""
+def check(cluster: object, calls: CallProblems | None = None) -> Checked:
+    """Types, choices and limits of every field, and the totals the counts would expand to.
+    `calls`: the wrong calls of declaration classes found as its file was read (declguard),
+    said first; a field they left not as meant counts as failed, and is not said again."""
     if not isinstance(cluster, Cluster):
         raise TopologyError([Problem("cluster", f"{show(cluster)} is {kind_of(cluster)}, not a Cluster",
                                      "declare cluster = Cluster(name='mylab', gpu=GpuNodes(...), ...)")])
     out: list[tuple[str, Problem]] = []
     cluster = _walk(cluster, Cluster, "", out)
-    bad = {path for path, _ in out}
+    failed = calls.failed if calls is not None else frozenset()
+    out = [(path, p) for path, p in out if not any(related(path, f) for f in failed)]
+    bad = {path for path, _ in out} | failed
     if not any(related(s, b) for s in EXPANDED for b in bad):
         out += _totals(cluster)
     out += _members(cluster, bad)
     name = cluster.name if isinstance(cluster.name, str) else show(cluster.name)
-    return Checked(cluster, tuple(p for _, p in out), frozenset(path for path, _ in out), name)
+    said = calls.problems if calls is not None else ()
+    return Checked(cluster, (*said, *(p for _, p in out)), frozenset({path for path, _ in out} | failed), name)
 
 
 # --------------------------------------------------------------------------- the typed walk
@@ -194,7 +205,8 @@ def _value(value, t, where: str, key: str, out: list[tuple[str, Problem]]):
     optional = False
     if isinstance(t, types.UnionType):
         args = [a for a in t.__args__ if a is not type(None)]
-        optional, t = len(args) < len(t.__args__), args[0]
+        # of several (str | HwSku), the one the value is; a value of none is checked as the first
+        optional, t = len(args) < len(t.__args__), next((a for a in args if _is(value, a)), args[0])
     if value is None and optional:
         return value
     if not _is(value, t):

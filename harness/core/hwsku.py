@@ -7,81 +7,73 @@ interface `eth<i>`, and a PORT is bridged to the interface that owns its first l
 master). So a PORT only carries traffic when its name, lanes and alias are the HwSKU's own,
 and a switch has no more ports than its HwSKU has rows.
 
-The rows below are transcribed from SONiC's device tree (device/*/*/<HwSKU>/port_config.ini,
-the same in 202411 and master); tests/unit/test_hwsku.py compares them with the files.
+fablab ships a catalogue of HwSKUs as data (harness/core/hwskus/, one file per platform, read
+by harness.core.hwskudata; tests/unit/test_hwsku.py compares each row with SONiC's files):
+`hwsku(name)` finds any of them, and that is what a name in `Hardware(...)` or a plan's HwSku
+column may select. The plan's own choice (`choose`, for a role that names none) picks from
+HWSKUS only, the five it always picked from, so automatic plans stay as they were. Any other
+HwSKU of SONiC's device tree is read from its folder: `HwSku.from_sonic(DIR)`.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core.breakout import Cage, Layout, Mode, PortRow, child_ports
+from harness.core.errors import Problem, TopologyError
+from harness.core.hwskudata import shipped
+from harness.core.sonicdevice import read_hwsku
+
+__all__ = ["AUTOMATIC", "CATALOG", "DEFAULT_HWSKU", "HWSKUS", "Assignment", "Cage", "HwSku", "Mode", "PortRow",
+           "assign", "catalogue_hint", "choose", "hwsku", "known", "names", "resolve", "speed_matched",
+           "unknown_hint"]
 
 DEFAULT_HWSKU = "Force10-S6000"  # the HWSKU docker-sonic-vs runs unless told otherwise
-
-
-@dataclass(frozen=True)
-class PortRow:
-    """One row of a HwSKU's port_config.ini."""
-
-    name: str  # SONiC port name, e.g. Ethernet8
-    lanes: tuple[int, ...]
-    alias: str
-    index: int  # front-panel index as the HwSKU numbers it (0- or 1-based, per vendor)
-    speed: int  # Mb/s
-    position: int  # 0-based row number in the file (a broken-out port: the row owning its first lane)
-    broken_out: bool = False  # a port of a cage broken out by BREAKOUT_CFG, not a row of the file
-
-    @property
-    def clab(self) -> str:
-        """The docker-sonic-vs interface that owns this row's lanes."""
-        return f"eth{self.position + 1}"
-
-    @property
-    def lanes_text(self) -> str:
-        return ",".join(str(lane) for lane in self.lanes)
-
-
-@dataclass(frozen=True)
-class Cage:
-    """A front-panel cage of a platform with dynamic port breakout: SONiC's parent port (the key
-    of BREAKOUT_CFG), its lanes, and the breakout mode the HwSKU gives it (hwsku.json's
-    default_brkout_mode)."""
-
-    parent: str
-    lanes: tuple[int, ...]
-    index: int
-    default_mode: str
-
-
-# The breakout modes of a 7060X6-64PE cage (platform.json of x86_64-arista_7060x6_64pe): mode ->
-# (ports, Mb/s each); port k of n is Ethernet<parent + 8k/n>, alias etp<cage><a..h> when n > 1.
-X6_MODES = {"1x800G[400G]": (1, 800000), "1x400G": (1, 400000), "2x400G": (2, 400000), "4x200G": (4, 200000),
-            "8x100G": (8, 100000)}
+# What the plan chooses from for a role that names no HwSKU, in this order (it breaks ties):
+# the five it chose from before the catalogue grew, so that no automatic plan (nor the renders,
+# golden files and recorded hashes that follow from one) changes with it.
+AUTOMATIC = ("Force10-S6000", "Arista-7060X6-64PE", "Arista-7060X6-64PE-P32O64", "Arista-7060X6-64PE-O128S2",
+             "Arista-7060X6-64PE-C224O8")
 
 
 @dataclass(frozen=True)
 class HwSku:
+    """A SONiC HwSKU: its port_config.ini rows in file order (the data ports first, then slow
+    service ports used only when a cable names them) and, on a platform with dynamic port
+    breakout, its data cages. `Hardware(be_leaf=...)` takes one, or a name of fablab's
+    catalogue (`fablab hwskus`)."""
+
     name: str
     rows: tuple[PortRow, ...]
     data_ports: int  # the leading rows; the rest are slow service ports, used only when named
     cages: tuple[Cage, ...] = ()  # a platform with breakout modes (none: the ports are the rows)
-    modes: tuple[tuple[str, int, int], ...] = ()  # (mode, ports, Mb/s each) every cage accepts
+    source: str = ""  # the SONiC folder it was read from (from_sonic); "" for one fablab ships
+
+    @classmethod
+    def from_sonic(cls, path: str | Path, name: str | None = None) -> HwSku:
+        """The HwSKU of a sonic-buildimage folder, `device/<vendor>/<platform>/<HwSKU>/` (or the
+        platform folder and the HwSKU's name): its port_config.ini, or its hwsku.json with
+        the platform's platform.json. A TopologyError names the file, line and fix of a fault."""
+        return _from(read_hwsku(path, name))
+
+    @classmethod
+    def named(cls, name: str) -> HwSku:
+        """The HwSKU of that name in fablab's catalogue (`fablab hwskus`)."""
+        return hwsku(name)
 
     def cage_rows(self, cage: Cage) -> tuple[PortRow, ...]:
         return tuple(r for r in self.data_rows if r.lanes[0] in cage.lanes)
 
-    def mode_for(self, speed: int) -> str | None:
-        """The breakout mode whose ports run at `speed` Mb/s (the most ports per cage)."""
-        fits = [(n, mode) for mode, n, each in self.modes if each == speed]
-        return max(fits)[1] if fits else None
-
-    def broken_out(self, cage: Cage, mode: str) -> tuple[PortRow, ...]:
-        """The ports of `cage` in `mode`. docker-sonic-vs wires each to the row owning its first lane."""
-        n, speed = next((k, each) for m, k, each in self.modes if m == mode)
-        width = len(cage.lanes) // n
-        base = int(cage.parent.removeprefix("Ethernet"))
+    def broken_out(self, cage: Cage, mode: str) -> tuple[PortRow, ...] | None:
+        """The ports of `cage` in `mode`, each on the row owning its first lane (docker-sonic-vs
+        wires it there); None when a port's first lane is no row's, as nothing could carry it."""
         owner = {lane: r.position for r in self.rows for lane in r.lanes}
-        return tuple(PortRow(f"Ethernet{base + k * width}", cage.lanes[k * width:(k + 1) * width],
-                             f"etp{cage.index}{'abcdefgh'[k] if n > 1 else ''}", cage.index, speed,
-                             owner[cage.lanes[k * width]], broken_out=True) for k in range(n))
+        ports = child_ports(cage, mode)
+        if any(lanes[0] not in owner for _, lanes, *_ in ports):
+            return None
+        return tuple(PortRow(name, lanes, alias, index, speed, owner[lanes[0]], broken_out=True)
+                     for name, lanes, alias, index, speed in ports)
 
     @property
     def data_rows(self) -> tuple[PortRow, ...]:
@@ -99,91 +91,45 @@ class HwSku:
         return f"{self.rows[0].name}..{self.rows[self.data_ports - 1].name}"
 
 
-# --------------------------------------------------------------------------- the data
-
-# First lane of each cage, in row order. Lanes of a cage are consecutive from there.
-_S6000_CAGES = (25, 29, 33, 37, 45, 41, 1, 5, 13, 9, 17, 21, 53, 49, 57, 61,
-                69, 65, 73, 77, 109, 105, 113, 117, 125, 121, 81, 85, 93, 89, 101, 97)
-_7060X6_CAGES = (17, 1, 9, 25, 57, 41, 33, 49, 89, 73, 65, 81, 121, 105, 97, 113,
-                 153, 137, 129, 145, 185, 169, 161, 177, 217, 201, 193, 209, 249, 233, 225, 241,
-                 273, 257, 265, 281, 313, 297, 289, 305, 345, 329, 321, 337, 377, 361, 353, 369,
-                 409, 393, 385, 401, 441, 425, 417, 433, 473, 457, 449, 465, 505, 489, 481, 497)
-# The two 10G SFP ports after the 64 OSFP cages of the 7060X6-64PE: (name, lane, cage).
-_7060X6_SFP = (("Ethernet512", 513, 65), ("Ethernet513", 515, 66))
+def _from(layout: Layout) -> HwSku:
+    return HwSku(layout.name, layout.rows, layout.data_ports, layout.cages, layout.source)
 
 
-def _cages(cages: tuple[int, ...], lanes: int, split: int, step: int, alias: str, first_index: int,
-           speed: int) -> list[PortRow]:
-    """Rows of cages broken out in `split` ports each, named Ethernet<step*k> for the k-th row.
-
-    `alias` is formatted with n (the Ethernet number), c (1-based cage) and s (breakout letter).
-    """
-    rows: list[PortRow] = []
-    width = lanes // split
-    for c, first in enumerate(cages):
-        for s in range(split):
-            k = len(rows)
-            rows.append(PortRow(
-                name=f"Ethernet{step * k}", lanes=tuple(range(first + s * width, first + (s + 1) * width)),
-                alias=alias.format(n=step * k, c=c + 1, s="ab"[s] if split > 1 else ""),
-                index=c + first_index, speed=speed, position=k))
-    return rows
+CATALOG: tuple[HwSku, ...] = tuple(_from(layout) for layout in shipped())
+_BY_NAME = {h.name: h for h in CATALOG}
+HWSKUS: tuple[HwSku, ...] = tuple(_BY_NAME[name] for name in AUTOMATIC)
 
 
-def _x6(split_of: dict[int, int]) -> list[PortRow]:
-    """Rows of a 7060X6-64PE HwSKU whose cage c (1-based, in order) is broken out into
-    split_of[c] ports of 800G / split each (a cage not listed is unused): the k-th port of cage c
-    is Ethernet<8(c-1) + 8k/split>, alias etp<c><letter>, its 8/split lanes from the cage's."""
-    rows: list[PortRow] = []
-    for c, split in split_of.items():
-        first, width = _7060X6_CAGES[c - 1], 8 // split
-        for s in range(split):
-            rows.append(PortRow(
-                name=f"Ethernet{8 * (c - 1) + s * width}", lanes=tuple(range(first + s * width, first + (s + 1) * width)),
-                alias=f"etp{c}{'abcdefgh'[s] if split > 1 else ''}", index=c, speed=800000 // split,
-                position=len(rows)))
-    return rows
+def names() -> tuple[str, ...]:
+    """Every HwSKU fablab ships: what a name in Hardware(...) or a plan's HwSku column may select."""
+    return tuple(h.name for h in CATALOG)
 
 
-_SPLIT_MODE = {(1, 800000): "1x800G[400G]", (2, 400000): "2x400G", (4, 200000): "4x200G", (8, 100000): "8x100G"}
-
-
-def _x6_sku(name: str, split_of: dict[int, int]) -> HwSku:
-    rows = _x6(split_of)
-    cages = tuple(Cage(f"Ethernet{8 * (c - 1)}", tuple(range(_7060X6_CAGES[c - 1], _7060X6_CAGES[c - 1] + 8)), c,
-                       _SPLIT_MODE[(split, 800000 // split)]) for c, split in split_of.items())
-    return HwSku(name, _sfp(rows), len(rows), cages, tuple((m, n, each) for m, (n, each) in X6_MODES.items()))
-
-
-def _sfp(rows: list[PortRow]) -> tuple[PortRow, ...]:
-    extra = [PortRow(name, (lane,), f"etp{cage}", cage, 10000, len(rows) + i)
-             for i, (name, lane, cage) in enumerate(_7060X6_SFP)]
-    return tuple(rows + extra)
-
-
-def _registry() -> tuple[HwSku, ...]:
-    s6000 = _cages(_S6000_CAGES, 4, 1, 4, "fortyGigE0/{n}", 0, 40000)
-    cages = range(1, 65)
-    return (
-        HwSku(DEFAULT_HWSKU, tuple(s6000), len(s6000)),  # Dell S6000: 32 × 40G, no breakout
-        # the 7060X6-64PE's 64 OSFP cages (+ 2 × 10G SFP), in four layouts:
-        _x6_sku("Arista-7060X6-64PE", {c: 1 for c in cages}),  # 64 × 800G
-        # a leaf of 400G down and 800G up: cages 1-32 whole, 33-64 as 2 × 400G
-        _x6_sku("Arista-7060X6-64PE-P32O64", {c: 1 if c <= 32 else 2 for c in cages}),
-        _x6_sku("Arista-7060X6-64PE-O128S2", {c: 2 for c in cages}),  # 128 × 400G
-        # a leaf of 100G down and 400G up: the odd cages only, four as 2 × 400G, the rest as 8 × 100G
-        _x6_sku("Arista-7060X6-64PE-C224O8", {c: 2 if c in (13, 17, 45, 49) else 8 for c in range(1, 65, 2)}),
-    )
-
-
-HWSKUS: tuple[HwSku, ...] = _registry()
+def known(name: str) -> bool:
+    return name in _BY_NAME
 
 
 def hwsku(name: str) -> HwSku:
-    for h in HWSKUS:
-        if h.name == name:
-            return h
-    raise KeyError(f"unsupported HwSKU {name!r}; supported: {', '.join(h.name for h in HWSKUS)}")
+    """The HwSKU of that name in fablab's catalogue; a TopologyError naming the nearest otherwise."""
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    raise TopologyError([Problem("hwsku", f"unknown HwSKU {name!r}", unknown_hint(name))])
+
+
+def unknown_hint(name: str) -> str:
+    near = difflib.get_close_matches(name, names(), n=3, cutoff=0.6)
+    said = f"did you mean {near[0]}?" + (f" (also near: {', '.join(near[1:])}) " if near[1:] else " ") if near else ""
+    return said + catalogue_hint()
+
+
+def catalogue_hint() -> str:
+    return (f"`fablab hwskus` lists the {len(CATALOG)} fablab ships; HwSku.from_sonic(DIR) reads another from "
+            "its folder of SONiC's device tree")
+
+
+def resolve(value: str | HwSku) -> HwSku:
+    """A Hardware field's value as a HwSku: itself, or the catalogue's HwSKU of that name."""
+    return value if isinstance(value, HwSku) else hwsku(value)
 
 
 @dataclass(frozen=True)
@@ -208,17 +154,20 @@ def assign(h: HwSku, speeds: list[int], named: frozenset[str] = frozenset(),
     modes = {c.parent: c.default_mode for c in h.cages}
     if breakout:
         for speed in sorted(need):
-            mode = h.mode_for(speed)
             for cage in reversed(h.cages):
-                if mode is None or len(free.get(speed, ())) >= need[speed]:
+                if len(free.get(speed, ())) >= need[speed]:
                     break
+                mode = cage.mode_for(speed)
                 rows = h.cage_rows(cage)
-                spare = rows and all(r.speed > speed for r in rows) and \
+                spare = mode and rows and all(r.speed > speed for r in rows) and \
                     len(free.get(rows[0].speed, ())) - need.get(rows[0].speed, 0) >= len(rows)
                 if not spare or any(r not in free[rows[0].speed] for r in rows):
                     continue
+                ports = h.broken_out(cage, mode)
+                if ports is None:
+                    continue
                 free[rows[0].speed] = [r for r in free[rows[0].speed] if r not in rows]
-                free.setdefault(speed, []).extend(h.broken_out(cage, mode))
+                free.setdefault(speed, []).extend(ports)
                 free[speed].sort(key=lambda r: (r.position, r.lanes[0]))
                 modes[cage.parent] = mode
     for rows in free.values():
@@ -256,7 +205,3 @@ def choose(speeds: list[int]) -> HwSku | None:
     if matched:
         return min(matched, key=lambda h: (unused(h), h.data_ports))
     return min(usable, key=lambda h: (max(r.speed for r in h.data_rows), h.data_ports), default=None)
-
-
-def names() -> tuple[str, ...]:
-    return tuple(h.name for h in HWSKUS)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from collections import Counter
 
 from harness.core import declcheck
 from harness.core.cabling.apply import apply as apply_cabling
@@ -20,7 +19,9 @@ from harness.core.declarations import (  # the declaration types: importable fro
     DECLARATIONS, HOST_ASN, Hardware, ECMP_HASHES, FE_NIC, FE_NIC2, Frontend, GpuNodes, Lossless, MGMT_NIC, Management,
     Objectives, Plane, ROCE_MTUS, Role, Routing, SPEEDS_GBPS, STORAGE_NIC, Tenant, _NAME, check_lab_name,
     rail_nic, switch_mgmt_port)
+from harness.core.declguard import CallProblems
 from harness.core.fabric import Fabric, Link, Node
+from harness.core.fabriccheck import check_fabric
 from harness.core.errors import Problem, TopologyError
 from harness.core.layout import _cables, _expand, gpu_node_names, host_nics
 from harness.core.tenancy import check_tenancy
@@ -37,15 +38,16 @@ __all__ = [
 # --------------------------------------------------------------------------- build + validate
 
 
-def build(cluster: Cluster) -> Fabric:
+def build(cluster: Cluster, calls: CallProblems | None = None) -> Fabric:
     """Expand and validate a declaration; raise TopologyError listing every problem.
 
     First every field's type, choice and limit (harness.core.declcheck); then the declaration's
     rules, skipping what reads a field that failed; then, when gpu, backend, frontend and
     mgmt passed whole and the totals are within what fablab can plan, the expansion and the
-    checks over the expanded graph (cables, port budgets, tenants).
+    checks over the expanded graph (cables, port budgets, tenants). `calls`: the wrong calls
+    of declaration classes its file made (harness.core.declguard), said with the rest.
     """
-    checked = declcheck.check(cluster)
+    checked = declcheck.check(cluster, calls)
     cluster, ok = checked.cluster, checked.ok
     problems = _check_declaration(cluster, ok)
     said = {p.field for p in (*checked.problems, *problems)}
@@ -62,7 +64,7 @@ def build(cluster: Cluster) -> Fabric:
         cable_links, cable_problems = _cables(cluster, nodes, links, ok)
         later += cable_problems
         fabric = Fabric(cluster, tuple(nodes), tuple(links + cable_links))
-        later += _check_fabric(fabric, balance=settled(*_BE_SHAPE))
+        later += check_fabric(fabric, balance=settled(*_BE_SHAPE))
         if ok("tenants", "acl", "addressing") and settled(*_HOSTS):
             later += check_tenancy(fabric)
         problems += [p for p in later if p.field not in said]  # one problem per field the user wrote
@@ -281,61 +283,6 @@ def _check_addressing(addr: Addressing, ok) -> list[Problem]:
         if ok(fname) and not 1 <= (asn := getattr(addr, fname.split(".")[1])) <= 4294967294:
             p.append(Problem(fname, f"ASN {asn} out of range", "use a private ASN, e.g. 64600"))
     return p
-
-
-def _check_fabric(f: Fabric, balance: bool = True) -> list[Problem]:
-    p: list[Problem] = []
-    c = f.cluster
-    counts = Counter(n.name for n in f.nodes)
-    for name, k in sorted(counts.items()):
-        if k > 1:
-            p.append(Problem("nodes", f"duplicate node name {name!r} ({k} nodes)",
-                             "change a prefix (e.g. gpu.prefix) so that names stay unique"))
-    budget = {
-        Role.BE_LEAF: ("backend.leaf_ports", c.backend.leaf_ports),
-        Role.BE_SPINE: ("backend.spine_ports", c.backend.spine_ports),
-        Role.BE_SUPERSPINE: ("backend.superspine_ports", c.backend.superspine_ports),
-        Role.FE_LEAF: ("frontend.leaf_ports", c.frontend.leaf_ports),
-        Role.FE_SPINE: ("frontend.spine_ports", c.frontend.spine_ports),
-        Role.OOB: ("mgmt.ports", c.mgmt.ports),
-    }
-    used = Counter()
-    for link in f.links:
-        for end, port in ((link.a, link.a_port), (link.b, link.b_port)):
-            if port != switch_mgmt_port():
-                used[end] += 1
-    for n in f.switches:
-        fname, ports = budget[n.role]
-        if used[n.name] > ports:
-            p.append(Problem(fname, f"{n.name} needs {used[n.name]} ports but has {ports}",
-                             _port_hint(n.role)))
-    # both stages: every leaf, and every spine of a 5-stage fabric towards the super-spines
-    for role, towards, fix in ((Role.BE_LEAF, "", "add spines or uplinks_per_spine, raise uplink_speed"),
-                               (Role.BE_SPINE, " towards the super-spines", "add superspines or uplinks_per_superspine")):
-        for sw in f.nodes_with(role):
-            down = sum(lk.speed for lk in f.links if lk.b == sw.name and lk.plane is Plane.BE)
-            up = sum(lk.speed for lk in f.links if lk.a == sw.name and lk.plane is Plane.BE)
-            if balance and up and down > up and not c.backend.allow_oversubscription:
-                p.append(Problem("backend", f"{sw.name} is oversubscribed {down / up:.2f}:1{towards} "
-                                            f"({down}G down, {up}G up); the BE must be non-blocking",
-                                 f"{fix}, or set allow_oversubscription=True on purpose"))
-    return p
-
-
-def _port_hint(role: Role) -> str:
-    if role is Role.BE_LEAF:
-        return ("raise backend.leaf_ports, lower backend.rails_per_leaf, or use more groups (rail-optimized) so "
-                "each leaf serves fewer nodes")
-    if role is Role.BE_SPINE:
-        return "raise backend.spine_ports, or add spines"
-    if role is Role.BE_SUPERSPINE:
-        return ("raise backend.superspine_ports, or make superspines a multiple of spines (planes: spine j of "
-                "every pod to plane j)")
-    if role is Role.FE_LEAF:
-        return "raise frontend.leaf_ports, or add FE leaves"
-    if role is Role.FE_SPINE:
-        return "raise frontend.spine_ports"
-    return "raise mgmt.ports"
 
 
 def oversubscription(fabric: Fabric, leaf: str) -> float | None:

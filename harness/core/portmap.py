@@ -1,23 +1,31 @@
 """Which SONiC HwSKU each routed switch runs, and which of its rows each cable end takes.
 
-The HwSKU of a role is the one `Hardware` declares, else the plan's choice: one whose ports are
-as fast as the switch's links (harness.core.hwsku.choose). Every link takes a row of its own
-speed, else of the slowest faster speed; a link faster than every port of a declared HwSKU is
-refused, naming the field.
+The HwSKU of a role is the one `Hardware` declares (a name of fablab's catalogue, or a HwSku
+read from SONiC's files), else the plan's choice: one whose ports are as fast as the switch's
+links (harness.core.hwsku.choose). Every link takes a row of its own speed, else of the slowest
+faster speed; a link faster than every port of a declared HwSKU is refused, naming the field.
 """
 from __future__ import annotations
 
 from collections import Counter
 
-from harness.core.declarations import Role
+from harness.core.declarations import Hardware, Role
 from harness.core.fabric import Fabric, Link, Node
 from harness.core.errors import Problem
-from harness.core.hwsku import HWSKUS, HwSku, PortRow, assign, choose, hwsku
+from harness.core.hwsku import CATALOG, HWSKUS, HwSku, PortRow, assign, choose, resolve, speed_matched
 
 
 # The field of `Hardware` that names each routed role's HwSKU.
 HARDWARE_FIELD = {Role.BE_LEAF: "be_leaf", Role.BE_SPINE: "be_spine", Role.BE_SUPERSPINE: "superspine",
                   Role.FE_LEAF: "fe_leaf", Role.FE_SPINE: "fe_spine"}
+
+
+def running(hardware: Hardware, role: Role, name: str) -> HwSku:
+    """The HwSKU a planned switch of `role` runs as (its plan names it `name`): the HwSku object
+    its role declares (one read from SONiC's files has no name in the catalogue), else the
+    catalogue's of that name."""
+    declared = getattr(hardware, HARDWARE_FIELD[role], None) if role in HARDWARE_FIELD else None
+    return declared if isinstance(declared, HwSku) and declared.name == name else resolve(name)
 
 
 def assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]
@@ -44,10 +52,12 @@ def assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]
         named = frozenset(p for lk, is_b in items if (p := lk.b_port if is_b else lk.a_port) is not None)
         auto = [lk.speed for lk, is_b in items if (lk.b_port if is_b else lk.a_port) is None]
         field = HARDWARE_FIELD[node.role]
-        declared = getattr(fabric.cluster.hardware, field)
+        own_sku = fabric.cluster.cabling.hwsku_of(node.name)  # a plan of mixed hardware names it per switch
+        declared = own_sku or getattr(fabric.cluster.hardware, field)
         # the HwSKU follows from the links' speeds (or the declaration), never from a port's name
-        sku = hwsku(declared) if declared else choose([lk.speed for lk, _ in items])
-        where = f"hardware.{field}" if declared else f"switches.{node.name}"
+        sku = resolve(declared) if declared else choose([lk.speed for lk, _ in items])
+        where = f"cabling.hwskus ({node.name})" if own_sku else f"hardware.{field}" if declared \
+            else f"switches.{node.name}"
         found = _sku_problems(node, items) if sku is None else \
             _fit_problems(node, items, named, auto, sku, where, cable_field, breakout=bool(declared))
         if found:
@@ -105,15 +115,20 @@ def _ports_by_speed(sku: HwSku) -> str:
 
 
 def _sku_problems(node: Node, items: list[tuple[Link, bool]]) -> list[Problem]:
-    """No HwSKU fablab carries has the ports: say how many at which speeds, and the nearest."""
+    """No HwSKU the plan picks from has the ports: say how many at which speeds, the nearest,
+    and a HwSKU of the catalogue to declare where one has them."""
     need = Counter(lk.speed for lk, _ in items)
     speeds = ", ".join(f"{k} × {gbps}G" for gbps, k in sorted(need.items(), reverse=True))
     slowest = min(need) * 1000
     best = max(HWSKUS, key=lambda h: sum(1 for r in h.data_rows if r.speed >= slowest))
     fit = sum(1 for r in best.data_rows if r.speed >= slowest)
+    links = [lk.speed for lk, _ in items]
+    fits = [h for h in CATALOG if assign(h, links) is not None]  # the smallest, of the links' speed if one is
+    other = min(fits, key=lambda h: (not speed_matched(h, links), h.data_ports), default=None)
+    declare = f"declare Hardware({HARDWARE_FIELD[node.role]}={other.name!r}), or " if other else ""
     return [Problem(f"switches.{node.name}",
-                    f"{node.name} needs {len(items)} ports ({speeds}); no HwSKU fablab carries has them (the most "
-                    f"at {slowest // 1000}G or faster: {fit}, on {best.name})", _SKU_HINTS[node.role])]
+                    f"{node.name} needs {len(items)} ports ({speeds}); no HwSKU the plan picks from has them (the "
+                    f"most at {slowest // 1000}G or faster: {fit}, on {best.name})", declare + _SKU_HINTS[node.role])]
 
 
 _SKU_HINTS = {

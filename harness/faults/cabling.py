@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.core.errors import HarnessError, InputError, LabError
-from harness.core.hwsku import hwsku
 from harness.core.model import Role
 from harness.core.plan import CableRow
+from harness.core.portmap import running
 from harness.faults.protocol import Applied
 from harness.faults.targets import Cable, Port, Ports
 from harness.plumbing import wait
@@ -45,7 +45,8 @@ def free_port(lab: LabView, switch: str) -> str:
     """The first port of the switch's HwSKU that no cable uses, as an installer would pick."""
     used = {c.a_port for c in lab.all_cables() if c.a_node == switch}
     used |= {c.b_port for c in lab.all_cables() if c.b_node == switch}
-    for row in hwsku(lab.plan.switch(switch).hwsku).rows:
+    sw = lab.plan.switch(switch)
+    for row in running(lab.plan.fabric.cluster.hardware, sw.role, sw.hwsku).rows:
         if row.name not in used:
             return row.name
     raise HarnessError(f"{switch} has no free port left for a stray cable")

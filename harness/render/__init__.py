@@ -15,7 +15,7 @@ from pathlib import Path
 from harness.core.errors import InputError, RenderError
 from harness.core.mgmtnet import with_mgmt_network
 from harness.core.plan import Plan
-from harness.render.cabling import cabling_csv
+from harness.render.cabling import cabling_csv, devices_csv, sonic_devices_csv, sonic_links_csv
 from harness.render.clabernetes import clabernetes_yaml
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE, clab_yaml, routed_host_daemons
 from harness.render.diagram import topology_svg
@@ -46,6 +46,9 @@ def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | No
     out = {
         f"{lab}.clab.yml": clab_yaml(plan, lab, sonic_image, host_image),
         "cabling.csv": cabling_csv(plan),
+        "devices.csv": devices_csv(plan),
+        f"sonic_{lab}_links.csv": sonic_links_csv(plan),
+        f"sonic_{lab}_devices.csv": sonic_devices_csv(plan),
         "topology.svg": topology_svg(plan),
         CONTRACT_FILE: contract_of(plan).to_json(),
     }

@@ -1,19 +1,60 @@
-"""cabling.csv: one row per cable, what a data-center technician works from."""
+"""The cabling, as the formats fablab reads a plan from (harness/core/cabling): what a
+data-center technician works from, and what `fablab show` / `fablab import` take back.
+
+- `cabling.csv` + `devices.csv`: a cable list, one row per cable (`a_device,a_port,b_device,
+  b_port,speed`, then fablab's own plane, rail and media columns, which a reader ignores), and
+  every device with its role, HwSKU and management address.
+- `sonic_<lab>_links.csv` + `sonic_<lab>_devices.csv`: sonic-mgmt's connection graph
+  (BandWidth in Mb/s; Type DevSonic or Server, and a Role column sonic-mgmt leaves alone).
+
+Reading any of them back gives the same plan, cable for cable (tests/unit/test_plan_round_trip.py).
+"""
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 
+from harness.core.declarations import Plane, Role
 from harness.core.plan import Plan
 
-COLUMNS = ("a_node", "a_port", "b_node", "b_port", "plane", "rail", "speed", "media")
+COLUMNS = ("a_device", "a_port", "b_device", "b_port", "speed", "plane", "rail", "media")
+DEVICE_COLUMNS = ("name", "role", "hwsku", "mgmt_ip")
+SONIC_LINK_COLUMNS = ("StartDevice", "StartPort", "EndDevice", "EndPort", "BandWidth", "VlanID", "VlanMode")
+SONIC_DEVICE_COLUMNS = ("Hostname", "ManagementIp", "HwSku", "Type", "Role")
+
+
+def _csv(header: Iterable[str], rows: Iterable[Iterable[object]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
 
 
 def cabling_csv(plan: Plan) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for row in plan.cables:
-        writer.writerow((row.a_node, row.a_port, row.b_node, row.b_port, row.plane.value,
-                         "" if row.rail is None else row.rail, f"{row.speed}G", row.media))
-    return out.getvalue()
+    return _csv(COLUMNS, ((r.a_node, r.a_port, r.b_node, r.b_port, f"{r.speed}G", r.plane.value,
+                           "" if r.rail is None else r.rail, r.media) for r in plan.cables))
+
+
+def _devices(plan: Plan) -> list[tuple[str, Role, str, str]]:
+    """(name, role, HwSKU, management address) of every node, in the fabric's order."""
+    sku = {s.name: s.hwsku for s in plan.switches}
+    mgmt = {s.name: str(s.mgmt) for s in plan.switches}
+    for h in plan.hosts:
+        mgmt.update({h.name: str(n.address) for n in h.nics if n.plane is Plane.MGMT})
+    return [(n.name, n.role, sku.get(n.name, ""), mgmt.get(n.name, "")) for n in plan.fabric.nodes]
+
+
+def devices_csv(plan: Plan) -> str:
+    return _csv(DEVICE_COLUMNS, ((name, role.value, sku, ip) for name, role, sku, ip in _devices(plan)))
+
+
+def sonic_links_csv(plan: Plan) -> str:
+    return _csv(SONIC_LINK_COLUMNS, ((r.a_node, r.a_port, r.b_node, r.b_port, r.speed * 1000, "", "")
+                                     for r in plan.cables))
+
+
+def sonic_devices_csv(plan: Plan) -> str:
+    return _csv(SONIC_DEVICE_COLUMNS, ((name, ip, sku, "DevSonic" if role.is_switch else "Server", role.value)
+                                       for name, role, sku, ip in _devices(plan)))

@@ -64,6 +64,8 @@ def config_db(plan: Plan, sw: SwitchPlan) -> dict:
             "lanes": row.lanes_text, "mtu": str(p.mtu), "speed": str(p.speed * 1000),
             "description": f"{p.peer}:{p.peer_port}",
         }
+        # what the cable reaches, as SONiC's minigraph writes it (sonic-device_neighbor.yang)
+        db.setdefault("DEVICE_NEIGHBOR", {})[p.name] = {"name": p.peer, "port": p.peer_port}
         if p.unnumbered:
             db["INTERFACE"][p.name] = {"ipv6_use_link_local_only": "enable"}
         elif p.address is not None:

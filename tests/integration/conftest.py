@@ -19,7 +19,7 @@ from harness.runtime.state import NS_PREFIX
 # docs/performance.md): xdist's --dist loadfile hands files to workers in collection order, so
 # these start at once and make test's workers end together rather than one running on alone.
 LONGEST_FIRST = ("tests/integration/test_faults_lab.py", "tests/integration/test_lessons.py", "labs/test_failover.py",
-                 "labs/test_rdma.py", "tests/integration/test_rdma_vm.py",
+                 "labs/test_rdma.py", "tests/integration/test_rdma_vm.py", "tests/integration/test_your_plan.py",
                  "tests/integration/test_lessons_second_half.py", "tests/integration/test_netns_runtime.py",
                  "tests/integration/test_mystery_lab.py", "labs/test_your_configs.py", "labs/test_pods.py",
                  "labs/test_dual_homed.py", "labs/test_fe_tcp.py")

@@ -121,3 +121,53 @@ def test_a_port_name_no_linux_interface_can_take_is_refused_before_boot():
     with pytest.raises(TopologyError) as e:
         build(cluster_of(read_cable_csv(long, "lab_cables.csv"), "lab"))
     assert "gpu-a01:enp12s0f0np0v1234 cannot name a Linux interface (at most 15 characters" in str(e.value)
+
+
+@pytest.mark.parametrize("spines, oversubscribed", [(2, False), (1, True)])
+def test_an_oversubscribed_leaf_is_refused_once_naming_its_ports(spines, oversubscribed):
+    """Two 400G NICs under each leaf and one 400G uplink: every leaf 2:1, said once with the
+    count and one leaf's ports; two uplinks each (the control) is non-blocking."""
+    text = cluster_csv(per_group=2, spines=spines)
+    if not oversubscribed:
+        cluster_of(read_cable_csv(text, "lab_cables.csv"), "lab")
+        return
+    with pytest.raises(TopologyError) as e:
+        cluster_of(read_cable_csv(text, "lab_cables.csv"), "lab")
+    [p] = e.value.problems
+    assert p.field == "rtsw-g1-r0:Ethernet256 and 7 more"
+    assert "8 BE leaves are oversubscribed 2.00:1, e.g. rtsw-g1-r0: 800G down (Ethernet0, Ethernet8), 400G up " \
+           "(Ethernet256)" in p.message
+    assert p.hint.startswith("cable 1 more 400G uplink on each")
+
+
+def _with_skus(skus: dict[str, str]) -> tuple[str, str]:
+    text = cluster_csv()
+    names = dict.fromkeys(x for line in text.splitlines()[1:] for x in line.split(",")[0:3:2])
+    return text, "name,hwsku\n" + "".join(f"{n},{skus.get(n, '')}\n" for n in names)
+
+
+def test_a_plan_of_mixed_hardware_runs_each_switch_as_its_own_hwsku():
+    """Most leaves an Arista 7060X6 of 128 × 400G, one an NVIDIA SN5600 (ACS-SN5600, 64 × 800G):
+    the role takes the usual one, the odd leaf its own, its ports the SN5600's lanes."""
+    leaves = {f"rtsw-g{g}-r{r}": "Arista-7060X6-64PE-O128S2" for g in (1, 2) for r in range(4)}
+    text, devices = _with_skus(leaves)
+    same = make_plan(build(cluster_of(read_cable_csv(text, "lab_cables.csv", devices), "lab")))
+    assert {same.switch(n).hwsku for n in leaves} == {"Arista-7060X6-64PE-O128S2"}  # the control
+    mixed = {**leaves, "rtsw-g2-r3": "ACS-SN5600"}
+    text, devices = _with_skus(mixed)
+    c = cluster_of(read_cable_csv(text, "lab_cables.csv", devices), "lab")
+    assert c.hardware.be_leaf == "Arista-7060X6-64PE-O128S2" and c.cabling.hwskus == (("rtsw-g2-r3", "ACS-SN5600"),)
+    plan = make_plan(build(c))
+    odd = plan.switch("rtsw-g2-r3")
+    assert odd.hwsku == "ACS-SN5600" and plan.switch("rtsw-g2-r2").hwsku == "Arista-7060X6-64PE-O128S2"
+    up = next(p for p in odd.ports if p.name == "Ethernet256")
+    assert up.row.lanes == tuple(range(256, 264))  # SN5600's cage 33: lanes 256..263
+
+
+def test_an_unknown_hwsku_in_a_plan_is_named_by_its_switch_with_the_nearest():
+    text, devices = _with_skus({"rtsw-g1-r0": "ACS-SN560"})
+    with pytest.raises(TopologyError) as e:
+        cluster_of(read_cable_csv(text, "lab_cables.csv", devices), "lab")
+    [p] = e.value.problems
+    assert p.field == "rtsw-g1-r0" and "'ACS-SN560' is not one fablab knows" in p.message
+    assert "did you mean ACS-SN5600?" in p.hint

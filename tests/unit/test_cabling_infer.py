@@ -88,19 +88,49 @@ def test_a_nic_on_the_wrong_rails_leaf_is_named_and_a_clean_plan_is_the_control(
     assert "cables.csv:" in text
 
 
+@pytest.mark.parametrize("leaf_names", [("rtsw-g{g}-r{r}", 0), ("be-rail{r}-g{g}", 1), ("L{g}x{r}", None)])
+def test_two_nodes_disagreeing_on_a_leaf_blame_the_one_against_the_leafs_name_else_say_both(leaf_names):
+    """Two nodes of a group, one with its NICs swapped: each leaf takes one NIC of each rail, a
+    tie. The leaf's name (0- or 1-based) names the swapped node; with no rail in the name, the
+    tie is said with both NICs."""
+    form, base = leaf_names
+
+    def renamed(text):
+        for g in (1, 2):
+            for r in range(4):
+                text = text.replace(f"rtsw-g{g}-r{r},", form.format(g=g, r=r + (base or 0)) + ",")
+        return text
+
+    read(renamed(cluster_csv(per_group=2)))  # the control
+    with pytest.raises(TopologyError) as e:
+        read(renamed(cluster_csv(per_group=2, swap=("gpu-a01:enp12s0np0", "gpu-a01:enp13s0np0"))))
+    text = str(e.value)
+    if base is not None:
+        assert "gpu-a01:enp12s0np0 is gpu-a01's rail 0 NIC" in text and "gpu-a02" not in text
+    else:
+        assert "takes NICs of 2 rails, as many of each" in text and "gpu-a02:enp12s0np0 (rail 0)" in text
+
+
 def roles_csv(text: str, roles: dict[str, str]) -> str:
     """A devices.csv listing every device of `text`, with a role where `roles` gives one."""
     names = dict.fromkeys(x for line in text.splitlines()[1:] for x in line.split(",")[0:3:2])
     return "name,role\n" + "".join(f"{n},{roles.get(n, '')}\n" for n in names)
 
 
-def test_an_fe_be_cable_is_refused_naming_both_ends():
+@pytest.mark.parametrize("far", ["rtsw-g1-r0", "ctsw-01"])
+@pytest.mark.parametrize("with_roles", [True, False])
+def test_an_fe_be_cable_is_refused_naming_both_ends_with_or_without_roles(far, with_roles):
+    """An FE leaf cabled to a BE leaf or a BE spine: named as the one FE–BE cable, file:line and
+    both ports, whether the plan gives roles or the graph alone tells the planes apart."""
     roles = {"fetor-1": "fe-leaf", "fetor-2": "fe-leaf", "rtsw-g1-r0": "be-leaf"}
-    stray = cluster_csv() + "fetor-2,Ethernet200,rtsw-g1-r0,Ethernet200,400G\n"
+    stray = cluster_csv() + f"fetor-2,Ethernet200,{far},Ethernet200,400G\n"
+    line = len(stray.splitlines())
     with pytest.raises(TopologyError) as e:
-        read(stray, roles_csv(stray, roles))
-    assert "switches of both planes are cabled together" in str(e.value)
-    read(cluster_csv(), roles_csv(cluster_csv(), roles))  # the control
+        read(stray, roles_csv(stray, roles) if with_roles else None)
+    assert len(e.value.problems) == 1, str(e.value)
+    assert str(e.value.problems[0]).startswith(f"cables.csv:{line}: fetor-2:Ethernet200 (fe) to {far}:Ethernet200 (be): "
+                                                 "an FE–BE cable")
+    read(cluster_csv(), roles_csv(cluster_csv(), roles) if with_roles else None)  # the control
 
 
 def test_storage_and_dual_homed_nics_are_told_apart_by_their_leaves():
@@ -148,13 +178,13 @@ def shaped(text: str, devices: str | None = None):
 
 
 def test_a_plan_declares_its_counts_speeds_and_hardware():
-    got = shaped(cluster_csv(groups=2, per_group=3, rails=4, spines=2, fe_leaves=2, fe_spines=1, cpus=2))
+    got = shaped(cluster_csv(groups=2, per_group=3, rails=4, spines=3, fe_leaves=2, fe_spines=1, cpus=2))
     assert got.problems == ()
     c = got.cluster
     assert (c.gpu.count, c.gpu.gpus_per_node, c.gpu.nic_speed, c.gpu.fe_speed) == (6, 4, 400, 100)
     be = c.backend
     assert (be.kind, be.rails, be.rails_per_leaf, be.groups, be.spines, be.uplinks_per_spine, be.uplink_speed) == (
-        "rail-optimized", 4, 1, 2, 2, 1, 400)
+        "rail-optimized", 4, 1, 2, 3, 1, 400)
     fe = c.frontend
     assert (fe.leaves, fe.spines, fe.cpu_servers, fe.storage_servers, fe.gateways, fe.dual_homed) == (2, 1, 2, 0, 0,
                                                                                                      False)

@@ -165,20 +165,20 @@ def test_a_typo_in_a_topology_file_is_a_topology_error(data):
                         f"cluster = Cluster(name='t', {section}={cls.__name__}({wrong}=1))\n")
         with pytest.raises(TopologyError) as info:
             load_fabric(str(path))
-    assert info.value.problems[0].field == section
+    assert info.value.problems[0].field == f"{section}.{wrong}"  # the field as written, where it was written
     assert f"{path}, line 2" in str(info.value)
 
 
 # --------------------------------------------------------------------------- the real CLI
 
 FILES = {
-    "rail.py": ("Backend(rail=4)", "backend: Backend has no field 'rail'", "did you mean 'rails'?"),
+    "rail.py": ("Backend(rail=4)", "backend.rail: Backend has no field 'rail'", "did you mean 'rails'?"),
     "count.py": ("GpuNodes(count='8')", "gpu.count: '8' is a str, not an integer"),
     "kind.py": ("Backend(kind='rail_optimized')", "backend.kind: unknown backend kind",
                 "did you mean 'rail-optimized'?"),
     "spines.py": ("Frontend(spines=2**70)", "frontend.spines: 1.18e+21 is over the 128 fablab can plan"),
     "section.py": ("Frontend()", "backend: Frontend(...) is a Frontend, not a Backend"),
-    "missing.py": ("Tenant('a', members=('gpu01',))", "tenants: Tenant() needs 'vni'"),
+    "missing.py": ("Tenant('a', members=('gpu01',))", "tenants[0].vni: Tenant() needs 'vni'"),
 }
 
 

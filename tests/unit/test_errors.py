@@ -46,12 +46,13 @@ def test_rails_differ_from_gpus_per_node():
 
 def test_leaf_port_budget_exceeded():
     c = replace(base(), backend=replace(base().backend, leaf_ports=4))
-    only(c, "backend.leaf_ports", "needs 6 ports but has 4")
+    msg = only(c, "backend.leaf_ports", "8 leaves (be-g1-r0, be-g1-r1, ...) need 6 ports each but have 4")
+    assert "set backend.leaf_ports=6" in msg
 
 
 def test_spine_port_budget_exceeded():
     c = replace(base(), backend=replace(base().backend, spine_ports=4))
-    only(c, "backend.spine_ports", "be-s1 needs 8 ports but has 4")
+    only(c, "backend.spine_ports", "2 spines (be-s1, be-s2) need 8 ports each but have 4")
 
 
 def test_fe_leaf_port_budget_exceeded():
@@ -85,9 +86,9 @@ def test_cable_from_mgmt_to_data_fabric():
 
 
 def test_oversubscribed_be_leaf():
-    c = replace(base(), backend=replace(base().backend, uplink_speed=400))
+    c = replace(base(), backend=replace(base().backend, uplink_speed=400, uplinks_per_spine=1))
     msg = only(c, "backend", "oversubscribed 2.00:1")
-    assert "allow_oversubscription=True" in msg
+    assert "allow_oversubscription=True" in msg and "set backend.uplinks_per_spine=2" in msg
 
 
 def test_oversubscription_declared_on_purpose_is_accepted():
@@ -101,7 +102,7 @@ def test_unknown_backend_kind_lists_valid_kinds():
 
 
 def test_rail_only_with_spines():
-    c = replace(base(), backend=replace(base().backend, kind="rail-only"))
+    c = replace(base(), backend=replace(base().backend, kind="rail-only", spines=2))
     only(c, "backend.spines", "rail-only backend has no spine tier")
 
 
@@ -157,7 +158,7 @@ def test_switch_with_more_ports_than_any_hwsku():
                 frontend=replace(BUILTINS["rail-only"]().frontend, leaves=3))
     problems = plan_problems_of(c)
     assert [p for p in problems if p.startswith("switches.be-r")] == problems and len(problems) == 4
-    assert problems[0] == ("switches.be-r0: be-r0 needs 130 ports (130 × 400G); no HwSKU fablab carries has "
+    assert problems[0] == ("switches.be-r0: be-r0 needs 130 ports (130 × 400G); no HwSKU the plan picks from has "
                            "them (the most at 400G or faster: 128, on Arista-7060X6-64PE-O128S2) (hint: use more "
                            "groups (rail-optimized) so each leaf serves fewer nodes)")
 

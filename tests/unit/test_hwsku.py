@@ -1,53 +1,74 @@
-"""Ports against SONiC's own HwSKU files: the rows fablab embeds, and what it renders from them.
+"""Ports against SONiC's own HwSKU files: the rows fablab ships, and what it renders from them.
 
-The reference port_config.ini files are parsed here on their own, and docker-sonic-vs's lane
-map is rebuilt from them as SONiC builds it (row i, 1-based, gives its lanes to eth<i>), so a
-wrong transcription or a wrong rule in harness/core/hwsku.py cannot check itself.
+The reference port_config.ini, platform.json and hwsku.json files are read, and SONiC's
+breakout rule applied, by tests/sonic_hwsku.py on its own, and docker-sonic-vs's lane map is
+rebuilt here as SONiC builds it (row i, 1-based, gives its lanes to eth<i>), so a wrong data
+file or a wrong rule in harness/core cannot check itself.
 """
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
 import pytest
 import yaml
 
-from harness.core.hwsku import HWSKUS, hwsku
+from harness.core.breakout import child_ports
+from harness.core.hwsku import AUTOMATIC, CATALOG, HWSKUS, hwsku, known, names
+from harness.core.hwskudata import DataError, platform_layouts
 from harness.core.errors import TopologyError
 from harness.core.model import Cable, Cluster, Hardware, build
 from harness.core.plan import make_plan
 from harness.render import artifacts
+from sonic_hwsku import RefRow, entries, platform_of, read_port_config, ref_rows, sonic_ports
 from topologies import BUILTINS
 
 
-@dataclass(frozen=True)
-class RefRow:
-    name: str
-    lanes: tuple[int, ...]
-    alias: str
-    index: int
-    speed: int
+@pytest.mark.parametrize("sku", CATALOG, ids=lambda s: s.name)
+def test_shipped_rows_equal_sonics(sku, hwsku_dir):
+    reference = ref_rows(hwsku_dir, sku.name)
+    shipped = [RefRow(r.name, r.lanes, r.alias, r.index, r.speed) for r in sku.rows]
+    assert shipped == reference
+    assert [r.position for r in sku.rows] == list(range(len(reference)))  # docker-sonic-vs: row i is eth<i+1>
 
 
-def read_port_config(path: Path) -> list[RefRow]:
-    rows = []
-    for line in path.read_text().splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        name, lanes, alias, index, speed = line.split()[:5]
-        rows.append(RefRow(name, tuple(int(x) for x in lanes.split(",")), alias, int(index), int(speed)))
-    return rows
+@pytest.mark.parametrize("sku", [h for h in CATALOG if h.cages], ids=lambda s: s.name)
+def test_shipped_rows_are_what_sonic_derives_from_platform_and_hwsku_json(sku, reference):
+    platform = platform_of(reference, sku.name)
+    if platform is None:
+        pytest.skip(f"no hwsku.json of {sku.name} under {reference / 'sonic-platform'}")
+    derived = sonic_ports(json.loads((platform / "platform.json").read_text()),
+                          json.loads((platform / sku.name / "hwsku.json").read_text()))
+    assert [RefRow(r.name, r.lanes, r.alias, r.index, r.speed) for r in sku.rows] == derived
 
 
-@pytest.mark.parametrize("sku", HWSKUS, ids=lambda s: s.name)
-def test_embedded_rows_equal_the_reference_file(sku, hwsku_dir):
-    reference = read_port_config(hwsku_dir / f"{sku.name}.port_config.ini")
-    embedded = [RefRow(r.name, r.lanes, r.alias, r.index, r.speed) for r in sku.rows]
-    assert embedded == reference
-    assert [r.position for r in sku.rows] == list(range(len(reference)))
+def test_the_catalogue_holds_the_hwskus_the_issue_names():
+    for name in ("ACS-SN5600", "Mellanox-SN5600-O128", "Mellanox-SN5600-C224O8", "Mellanox-SN5600-V256",
+                 "ACS-SN5400", "ACS-MSN4700", "Mellanox-SN4700-O28", "Arista-7060X6-64PE-64x400G",
+                 "Arista-7060X6-64PE-256x200G", "Arista-7060X6-32PE", "Arista-7060X6-64DE", "Dell-Z9864f-O64",
+                 "Nokia-IXR7220-H5-64D"):
+        assert known(name) and hwsku(name).name == name
+    assert len(names()) == len(set(names())) == len(CATALOG) >= 30
+    assert not known("ACS-SN5601")  # the control
+
+
+def _pinned(skus) -> str:
+    data = [[h.name, h.data_ports, [[r.name, list(r.lanes), r.alias, r.index, r.speed, r.position] for r in h.rows],
+             [[c.parent, list(c.lanes), c.index, c.default_mode] for c in h.cages]] for h in skus]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()
+
+
+def test_the_automatic_pool_is_the_five_it_always_was():
+    # the plan chooses from these alone, so automatic plans, their renders and recorded hashes stay
+    assert [h.name for h in HWSKUS] == list(AUTOMATIC) == [
+        "Force10-S6000", "Arista-7060X6-64PE", "Arista-7060X6-64PE-P32O64", "Arista-7060X6-64PE-O128S2",
+        "Arista-7060X6-64PE-C224O8"]
+    # their rows and cages, as transcribed by hand before the catalogue was data
+    assert _pinned(HWSKUS) == "a6ac1f1378c0cc9facafec6c5eae1c67c0244f746c85326cff38a41fe8da5ad8"
+    assert _pinned(CATALOG[:5]) != _pinned(HWSKUS)  # the control: another five hash otherwise
 
 
 def wide(nodes: int) -> Cluster:
@@ -114,12 +135,28 @@ def test_a_declared_hwsku_with_too_few_ports_is_refused():
     assert e.value.problems[0].field == "hardware.be_leaf"
 
 
-def test_an_unknown_hwsku_lists_those_fablab_carries():
+def test_an_unknown_hwsku_names_the_nearest_and_where_the_others_are():
     with pytest.raises(TopologyError) as e:
         build(replace(BUILTINS["ai-cluster"](), hardware=Hardware(fe_leaf="Arista-7060X6-64PE-O128")))
     (p,) = e.value.problems
     assert p.field == "hardware.fe_leaf" and "unknown HwSKU" in p.message
-    assert all(h.name in p.hint for h in HWSKUS) and "did you mean" in p.hint
+    assert "did you mean 'Arista-7060X6-64PE-O128S2'?" in p.hint and "`fablab hwskus` lists the" in p.hint
+    # a name of the catalogue beyond the automatic five is no problem (the control)
+    build(replace(BUILTINS["ai-cluster"](), hardware=Hardware(fe_leaf="Mellanox-SN5600-C224O8")))
+
+
+def test_a_leaf_beyond_the_automatic_hwskus_is_told_which_of_the_catalogue_to_declare():
+    base = BUILTINS["rail-only"]()
+    c = replace(base, gpu=replace(base.gpu, count=200, nic_speed=200), backend=replace(base.backend, leaf_ports=256),
+                frontend=replace(base.frontend, leaves=8))
+    with pytest.raises(TopologyError) as e:
+        build_and_plan(c)
+    p = e.value.problems[0]
+    assert p.field == "switches.be-r0" and "no HwSKU the plan picks from has them" in p.message
+    assert p.hint.startswith("declare Hardware(be_leaf='Arista-7060X6-64DE-256x200G'), or ")
+    # the control: declared, it plans, 200 × 200G on rows of their own speed
+    leaf = build_and_plan(replace(c, hardware=Hardware(be_leaf="Arista-7060X6-64DE-256x200G"))).switch("be-r0")
+    assert len(leaf.ports) == 200 and {p.row.speed for p in leaf.ports} == {200000}
 
 
 def build_and_plan(c):
@@ -142,7 +179,14 @@ def vs_lanemap(rows: list[RefRow]) -> dict[str, tuple[int, ...]]:
     return {f"eth{i}": row.lanes for i, row in enumerate(rows, start=1)}
 
 
-CLUSTERS = {**BUILTINS, "wide40": lambda: wide(40), "wide100": lambda: wide(100)}
+CLUSTERS = {**BUILTINS, "wide40": lambda: wide(40), "wide100": lambda: wide(100),
+            # HwSKUs of the catalogue beyond the automatic five, each with links of its ports' speed
+            "sn5600": lambda: replace(BUILTINS["ai-cluster"](), name="sn5600", hardware=Hardware(
+                be_spine="ACS-SN5600", fe_spine="Mellanox-SN5600-O128", fe_leaf="Mellanox-SN5600-C224O8")),
+            "dell": lambda: replace(BUILTINS["ai-cluster"](), name="dell", hardware=Hardware(
+                be_spine="Dell-Z9864f-O64", fe_spine="Arista-7060X6-64DE-O128S2")),
+            "nokia": lambda: replace(BUILTINS["ai-cluster"](), name="nokia", hardware=Hardware(
+                be_spine="Nokia-IXR7220-H5-64D", fe_spine="Mellanox-SN4700-O32"))}
 
 
 @pytest.fixture(scope="module", params=sorted(CLUSTERS))
@@ -174,7 +218,7 @@ def test_ports_are_their_hwsku_rows_and_cables_land_on_the_lanes_owner(rendered,
     landed = 0
     for cable, link in zip(cables, links):
         ends = [ep.split(":") for ep in link["endpoints"]]
-        assert [n for n, _ in ends] == [cable["a_node"], cable["b_node"]]
+        assert [n for n, _ in ends] == [cable["a_device"], cable["b_device"]]
         for (node, eth), port in zip(ends, (cable["a_port"], cable["b_port"])):
             if node not in dbs:
                 continue
@@ -200,30 +244,70 @@ def test_a_switch_off_the_default_hwsku_tells_docker_sonic_vs_which_to_run(clab_
 
 # --------------------------------------------------------------------------- breakout
 
-@pytest.fixture(scope="session")
-def x6_platform(reference):
-    path = reference / "sonic-platform" / "x86_64-arista_7060x6_64pe"
-    if not path.is_dir():
-        pytest.skip(f"SONiC platform files not found at {path} (set FABLAB_REFERENCE to the reference folder)")
-    return path
-
-
-@pytest.mark.parametrize("sku", [h for h in HWSKUS if h.cages], ids=lambda s: s.name)
-def test_cages_and_their_breakout_modes_are_the_platforms(sku, x6_platform):
-    platform = json.loads((x6_platform / "platform.json").read_text())["interfaces"]
-    defaults = json.loads((x6_platform / sku.name / "hwsku.json").read_text())["interfaces"]
+@pytest.mark.parametrize("sku", [h for h in CATALOG if h.cages], ids=lambda s: s.name)
+def test_cages_and_their_breakout_modes_are_the_platforms(sku, reference):
+    folder = platform_of(reference, sku.name)
+    if folder is None:
+        pytest.skip(f"no hwsku.json of {sku.name} under {reference / 'sonic-platform'}")
+    platform = json.loads((folder / "platform.json").read_text())["interfaces"]
+    defaults = json.loads((folder / sku.name / "hwsku.json").read_text())["interfaces"]
+    data_lanes = {lane for r in sku.data_rows for lane in r.lanes}
+    # every data cage of hwsku.json, in platform order: what BREAKOUT_CFG names
+    assert [c.parent for c in sku.cages] == [p for p, v in platform.items() if p in defaults
+                                             and int(v["lanes"].split(",")[0]) in data_lanes]
     for cage in sku.cages:
         ref = platform[cage.parent]
         assert ",".join(map(str, cage.lanes)) == ref["lanes"] and str(cage.index) == ref["index"].split(",")[0]
         assert cage.default_mode == defaults[cage.parent]["default_brkout_mode"], cage.parent
-        assert sorted(m for m, _, _ in sku.modes) == sorted(ref["breakout_modes"])
-        for mode, _, _ in sku.modes:
-            ports = sku.broken_out(cage, mode)
-            assert [p.alias for p in ports] == ref["breakout_modes"][mode], (cage.parent, mode)
-            assert [lane for p in ports for lane in p.lanes] == list(cage.lanes)  # the cage's lanes, split evenly
-        # the HwSKU's own rows are its cages in their default mode
-        assert [(r.name, r.lanes, r.alias, r.speed) for r in sku.broken_out(cage, cage.default_mode)] == \
-            [(r.name, r.lanes, r.alias, r.speed) for r in sku.cage_rows(cage)]
+        assert sorted(m.text for m in cage.modes) == sorted(ref["breakout_modes"])
+        for mode, aliases in ref["breakout_modes"].items():
+            ports = child_ports(cage, mode)
+            assert [alias for _, _, alias, _, _ in ports] == aliases, (cage.parent, mode)
+            used = sum(lanes for *_, lanes in entries(mode, len(cage.lanes)))
+            assert [lane for _, lanes, *_ in ports for lane in lanes] == list(cage.lanes[:used])  # split evenly
+        # the HwSKU's own rows are its cages in their default mode, each on its own row
+        assert [(r.name, r.lanes, r.alias, r.speed, r.position) for r in sku.broken_out(cage, cage.default_mode)] == \
+            [(r.name, r.lanes, r.alias, r.speed, r.position) for r in sku.cage_rows(cage)]
+
+
+def test_a_port_whose_first_lane_is_no_rows_is_not_broken_out():
+    # Mellanox-SN4700-A96C8V8 runs cages 1-24 as 4 x 25G on their first four lanes: 2 x 200G
+    # would start a port on lane 4, which no row owns (docker-sonic-vs has no interface for it)
+    sku = hwsku("Mellanox-SN4700-A96C8V8")
+    cage = sku.cages[0]
+    assert sku.broken_out(cage, "2x200G[100G,50G,40G,25G,10G,1G]") is None
+    assert sku.broken_out(cage, "4x100G[50G,25G,10G,1G]") is None  # lanes 0, 2, 4, 6
+    # the controls: ports on lanes 0 (the row of etp1a) and 0-3 (the cage's own four rows)
+    assert [p.position for p in sku.broken_out(cage, "1x400G[200G,100G,50G,40G,25G,10G,1G]")] == [0]
+    assert [p.position for p in sku.broken_out(cage, "4x25G(4)[10G,1G]")] == [0, 1, 2, 3]
+
+
+def test_the_data_format_as_documented_reads():
+    import textwrap
+
+    from harness.core import hwskudata
+
+    example = textwrap.dedent(hwskudata.__doc__.split("(`<platform>.yaml`):\n\n")[1].split("\n\nAn alias")[0])
+    (box,) = platform_layouts("example.yaml", example)
+    assert (box.name, len(box.rows), box.data_ports, len(box.cages)) == ("Vendor-Box-O64", 65, 64, 64)
+    assert (box.rows[-1].name, box.rows[-1].alias, box.rows[-1].speed) == ("Ethernet512", "etp65", 25000)
+
+
+def test_a_data_file_that_breaks_a_rule_is_refused_naming_it():
+    good = """platform: p
+groups:
+  - {cages: 2, first: 0, step: 8, lanes: 8, first_lanes: {from: 0, step: 8}, index: 1,
+     alias: ["etp{index}", "etp{index}{letter}"], modes: [1x800G, 2x400G]}
+hwskus:
+  X: {1-2: 2x400G}
+"""
+    (x,) = platform_layouts("p.yaml", good)
+    assert [(r.name, r.lanes[0], r.alias) for r in x.rows] == [("Ethernet0", 0, "etp1a"), ("Ethernet4", 4, "etp1b"),
+                                                               ("Ethernet8", 8, "etp2a"), ("Ethernet12", 12, "etp2b")]
+    for broken in (good.replace("{1-2: 2x400G}", "{1-3: 2x400G}"), good.replace("{1-2: 2x400G}", "{1-2: 4x200G}"),
+                   good.replace("{from: 0, step: 8}", "[0]")):
+        with pytest.raises(DataError, match="p.yaml"):
+            platform_layouts("p.yaml", broken)
 
 
 def test_a_declared_hwsku_breaks_cages_out_for_slower_links():

@@ -50,13 +50,16 @@ def test_rails_per_leaf_over_the_limit():
 
 
 def test_a_leaf_of_two_rails_needs_twice_the_uplinks():
-    msg = only(with_backend(rails_per_leaf=2), "backend", "be-g1-r0-1 is oversubscribed 2.00:1")
-    assert "uplinks_per_spine" in msg
+    msg = only(with_backend(rails_per_leaf=2, uplinks_per_spine=1), "backend",
+               "4 leaves (be-g1-r0-1, be-g1-r2-3, ...) are oversubscribed 2.00:1")
+    assert "set backend.uplinks_per_spine=2" in msg
+    left_out = with_backend(rails_per_leaf=2, uplinks_per_spine=None)  # the default: what is non-blocking
+    assert build(left_out).cluster.backend.uplinks_per_spine == 2
 
 
 def test_a_leaf_of_many_rails_runs_out_of_ports():
     msg = only(with_backend(rails_per_leaf=4, uplinks_per_spine=4, leaf_ports=16), "backend.leaf_ports",
-               "be-g1-r0-3 needs 24 ports but has 16")
+               "2 leaves (be-g1-r0-3, be-g2-r0-3) need 24 ports each but have 16")
     assert "rails_per_leaf" in msg
 
 
@@ -102,9 +105,9 @@ def test_every_rail_keeps_its_own_address_block(plan):
 def test_uplinks_of_a_multi_rail_leaf_carry_no_single_rail(plan):
     rows = [line.split(",") for line in cabling_csv(plan).splitlines()[1:]]
     uplinks = [r for r in rows if r[0].startswith("be-g") and r[2].startswith("be-s")]
-    assert len(uplinks) == 4 * 2 * 2 and all(r[5] == "" for r in uplinks)
+    assert len(uplinks) == 4 * 2 * 2 and all(r[6] == "" for r in uplinks)
     hosts = [r for r in rows if r[1].startswith("rail")]
-    assert all(r[5] == r[1].removeprefix("rail") for r in hosts)
+    assert all(r[6] == r[1].removeprefix("rail") for r in hosts)
 
 
 def test_a_leaf_of_several_rails_is_non_blocking_with_enough_uplinks(plan):

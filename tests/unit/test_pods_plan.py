@@ -35,7 +35,7 @@ def test_one_pod_needs_no_superspine():
 
 
 def test_a_spine_count_of_the_wrong_type_is_named_not_a_crash():
-    only(with_backend(pods(), spines=None), "backend.spines", "not an integer")
+    only(with_backend(pods(), spines="2"), "backend.spines", "not an integer")  # None: the default (2)
 
 
 def test_a_rail_only_backend_has_no_pods():
@@ -54,8 +54,9 @@ def test_superspines_that_fit_neither_mesh_nor_planes():
 
 
 def test_an_oversubscribed_spine_is_refused():
-    msg = only(with_backend(pods(), uplinks_per_superspine=1), "backend", "be-p1-s1 is oversubscribed 4.00:1 towards")
-    assert "uplinks_per_superspine" in msg
+    msg = only(with_backend(pods(), uplinks_per_superspine=1), "backend",
+               "4 spines (be-p1-s1, be-p1-s2, ...) are oversubscribed 4.00:1 towards")
+    assert "set backend.uplinks_per_superspine=4" in msg
 
 
 def test_names_and_counts(plan):

@@ -109,7 +109,7 @@ def test_cabling_csv_has_every_cable(builtin):
     plan, files = builtin
     rows = list(csv.DictReader(io.StringIO(files["cabling.csv"])))
     assert len(rows) == len(plan.fabric.links)
-    assert set(rows[0]) == {"a_node", "a_port", "b_node", "b_port", "plane", "rail", "speed", "media"}
+    assert set(rows[0]) == {"a_device", "a_port", "b_device", "b_port", "plane", "rail", "speed", "media"}
     assert {r["plane"] for r in rows} == {"be", "fe", "mgmt"}
 
 

@@ -66,6 +66,10 @@ def configs():
     declared[CUSTOM_COMBINED] = load_cluster(str(Path(__file__).resolve().parents[2] / "docs/examples/combined.py"))
     declared[CUSTOM_BREAKOUT] = replace(BUILTINS["ai-cluster"](), hardware=Hardware(
         be_leaf="Arista-7060X6-64PE", fe_leaf="Arista-7060X6-64PE"))
+    # leaves and spines on NVIDIA SN5600s, SONiC's lanes: the BE leaves' 800G cages broken out for
+    # 400G hosts (BREAKOUT_CFG), the spines on their 800G rows, the FE leaves' 100G hosts on 8 x 100G rows
+    declared[CUSTOM_SN5600] = replace(BUILTINS["ai-cluster"](), hardware=Hardware(
+        be_leaf="ACS-SN5600", be_spine="ACS-SN5600", fe_leaf="Mellanox-SN5600-C224O8"))
     for topology, cluster in declared.items():
         plan = make_plan(build(cluster))
         files = artifacts(plan)
@@ -90,10 +94,12 @@ CUSTOM_TENANTS = "ai-cluster+trunks"
 CUSTOM_RAIL_VRFS = "multi-rail+rail-only"
 CUSTOM_BREAKOUT = "ai-cluster-broken-out"  # 64 × 800G leaves, cages broken out for slower links
 CUSTOM_COMBINED = "docs-examples-combined"  # pods, two rails per leaf, dual-homed FE, broken-out BE leaves
+CUSTOM_SN5600 = "ai-cluster-sn5600"  # HwSKUs beyond the automatic five, named in Hardware
 
 
 @pytest.mark.parametrize("release", RELEASES)
-@pytest.mark.parametrize("topology", sorted(BUILTINS) + [CUSTOM_LOSSLESS, CUSTOM_TENANTS, CUSTOM_RAIL_VRFS])
+@pytest.mark.parametrize("topology", sorted(BUILTINS) + [CUSTOM_LOSSLESS, CUSTOM_TENANTS, CUSTOM_RAIL_VRFS,
+                                                         CUSTOM_SN5600])
 def test_config_db_passes_sonic_yang(verdicts, topology, release):
     rejected = [f"{switch}: {error}" for (rel, topo, switch), errors in sorted(verdicts.items())
                 if rel == release and topo == topology for error in errors]
@@ -154,3 +160,34 @@ def test_yang_check_rejects_a_port_in_an_undeclared_vrf(yanglint, schemas, confi
     found = validate(yanglint, schemas[release], {"good": good, "broken": broken}, tmp_path)
     assert found["good"] == []
     assert found["broken"], "a port in a missing VRF must be rejected"
+
+
+def test_a_declared_sn5600_renders_sonics_lanes(configs, reference):
+    """The ACS-SN5600 leaves and spines of CUSTOM_SN5600: every PORT on SONiC's lanes for it,
+    a row of its port_config.ini or (broken out) a port platform.json gives the cage's mode."""
+    from sonic_hwsku import read_port_config
+
+    ini = reference / "sonic-hwsku" / "ACS-SN5600.port_config.ini"
+    platform = reference / "sonic-platform" / "x86_64-nvidia_sn5600-r0" / "platform.json"
+    if not ini.is_file() or not platform.is_file():
+        pytest.skip(f"SONiC's ACS-SN5600 files not found under {reference}")
+    rows = {r.name: r for r in read_port_config(ini)}
+    cages = json.loads(platform.read_text())["interfaces"]
+    checked = 0
+    for switch in ("be-g1-r0", "be-s1"):
+        db = configs[(CUSTOM_SN5600, switch)]
+        assert db["DEVICE_METADATA"]["localhost"]["hwsku"] == "ACS-SN5600"
+        modes = {parent: v["brkout_mode"] for parent, v in db["BREAKOUT_CFG"].items()}  # every cage's
+        for port, fields in db["PORT"].items():
+            parent = f"Ethernet{int(port[8:]) // 8 * 8}"  # the SN5600's cages are Ethernet0, 8, ... of 8 lanes
+            aliases = cages[parent]["breakout_modes"][modes[parent]]
+            width = 8 // len(aliases)
+            k = (int(port[8:]) - int(parent[8:])) // width
+            lanes = cages[parent]["lanes"].split(",")[k * width:(k + 1) * width]
+            assert (fields["lanes"], fields["alias"]) == (",".join(lanes), aliases[k]), (switch, port)
+            if len(aliases) == 1:  # a cage in its own mode: the row of port_config.ini
+                assert (fields["lanes"], fields["alias"]) == (",".join(map(str, rows[port].lanes)), rows[port].alias)
+            checked += 1
+    leaf = {v["brkout_mode"] for v in configs[(CUSTOM_SN5600, "be-g1-r0")]["BREAKOUT_CFG"].values()}
+    assert checked >= 10 and leaf == {"1x800G[400G,200G,100G,50G,40G,25G,10G]",  # 800G up
+                                      "2x400G[200G,100G,50G,40G,25G,10G]"}  # 400G down

@@ -11,6 +11,7 @@ from dataclasses import replace
 from harness.core.declarations import Cable, Cluster, NicRole, Plane, Role, switch_mgmt_port
 from harness.core.fabric import Link, Node
 from harness.core.errors import Problem
+from harness.core.hwsku import known as known_hwsku, unknown_hint
 
 
 def natural(text: str) -> tuple:
@@ -55,6 +56,13 @@ def names_problems(cab) -> list[Problem]:
             problems.append(Problem(f"cabling.names[{i}]", f"{item[1]!r} names two nodes (also names[{seen[item[1]]}])",
                                     "give each node a name of its own"))
         seen.setdefault(item[1], i)
+    for i, item in enumerate(cab.hwskus):
+        if not (isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item)):
+            problems.append(Problem(f"cabling.hwskus[{i}]", f"{item!r} is not a pair of names",
+                                    "write ('rtsw-g1-r0', 'ACS-SN5600'): your switch, then its HwSKU"))
+        elif not known_hwsku(item[1]):
+            problems.append(Problem(f"cabling.hwskus[{i}]", f"{item[0]}'s HwSKU {item[1]!r} is not one fablab knows",
+                                    unknown_hint(item[1])))
     for i, c in enumerate(cab.cables):
         if not isinstance(c, Cable) or not all(isinstance(x, str) and x for x in (c.a, c.b, c.a_port, c.b_port)):
             problems.append(Problem(f"cabling.cables[{i}]", f"{c!r} does not name both devices and both ports",
@@ -89,6 +97,10 @@ def apply(cluster: Cluster, nodes: list[Node], links: list[Link]) -> tuple[list[
     nodes = [replace(n, name=names.get(n.name, n.name)) for n in nodes]
     role = {n.name: n.role for n in nodes}
     at = set(role)
+    for i, (switch, _) in enumerate(cab.hwskus):
+        if switch not in role or not role[switch].is_routed:
+            problems.append(Problem(f"cabling.hwskus[{i}]", f"{switch!r} is no routed switch of the fabric",
+                                    "name a leaf, spine or super-spine as `fablab show` lists it"))
     unknown = sorted({d for c in cab.cables for d in (c.a, c.b) if d not in at}, key=natural)
     for d in unknown:
         i = next(i for i, c in enumerate(cab.cables) if d in (c.a, c.b))

@@ -19,7 +19,7 @@ import yaml
 
 from harness.core.cabling.plan import CablingPlan, CableRow, Device, End, PlanFormat, Where
 from harness.core.errors import Problem, TopologyError
-from harness.core.hwsku import DEFAULT_HWSKU, HWSKUS, hwsku
+from harness.core.hwsku import DEFAULT_HWSKU, hwsku, known, unknown_hint
 
 SONIC_KIND = "sonic-vs"
 NOT_A_DEVICE = ("host", "mgmt-net", "macvlan")  # containerlab's pseudo-nodes of a link end
@@ -57,10 +57,9 @@ def read_clab(text: str, name: str) -> CablingPlan:
         devices[device] = Device(device, Where(name, key_node.start_mark.line + 1), hwsku=sku, kind=kind,
                                  role=labels.get("fablab.role") or labels.get("role"),
                                  mgmt_ip=node.get("mgmt-ipv4"))
-        if kind == SONIC_KIND and sku not in {h.name for h in HWSKUS}:
-            near = difflib.get_close_matches(sku, [h.name for h in HWSKUS], n=1)
+        if kind == SONIC_KIND and not known(sku):
             problems.append(Problem(f"{name}:{key_node.start_mark.line + 1}", f"{key}: HwSKU {sku!r} is not one fablab "
-                                    "knows", f"did you mean {near[0]}?" if near else "`fablab hwskus` lists them"))
+                                    "knows", unknown_hint(sku)))
     cables: list[CableRow] = []
     used: dict[End, Where] = {}
     links = _get(topology, "links")
@@ -127,7 +126,7 @@ def _endpoints(link) -> list[tuple[str, str]] | None:
 
 def _port(sku: str | None, iface: str) -> str | None:
     """The SONiC port of a sonic-vs interface: eth<N> is the N-th row of the HwSKU."""
-    if sku is None or sku not in {h.name for h in HWSKUS}:
+    if sku is None or not known(sku):
         return iface
     h = hwsku(sku)
     if h.row(iface) is not None:

@@ -2,7 +2,7 @@
 
 - sonic-mgmt (`ansible/files/sonic_<lab>_links.csv`, `sonic_<lab>_devices.csv` beside it):
   `StartDevice,StartPort,EndDevice,EndPort,BandWidth,...` (BandWidth in Mb/s) and
-  `Hostname,ManagementIp,HwSku,Type,...`. Its rows may stop short of the header (a devices
+  `Hostname,ManagementIp,HwSku,Type,...` (and a `Role`, where given). Its rows may stop short of the header (a devices
   row without Protocol or Os): a missing trailing cell is an empty one.
 - a cable list, as a DCIM exports one: `a_device,a_port,b_device,b_port[,speed]` and an optional
   `devices.csv`: `name,role,hwsku,mgmt_ip` (role, hwsku and mgmt_ip each optional).
@@ -63,7 +63,7 @@ def read_sonic_mgmt(links: str, links_name: str, devices: str | None = None,
                     devices_name: str = "sonic_lab_devices.csv") -> CablingPlan:
     problems: list[Problem] = []
     listed = _devices(devices, devices_name, "Hostname", {"hwsku": "HwSku", "kind": "Type",
-                                                         "mgmt_ip": "ManagementIp"}, problems) \
+                                                         "mgmt_ip": "ManagementIp", "role": "Role"}, problems) \
         if devices is not None else None
     cables = _cables(links, links_name, SONIC_LINKS, "BandWidth", "M", listed, devices_name, problems)
     return _plan(PlanFormat.SONIC_MGMT, cables, listed, links_name, problems)

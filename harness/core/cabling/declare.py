@@ -31,14 +31,14 @@ def cluster_of(plan: CablingPlan, name: str, source: str = "") -> Cluster:
     naming the plan's device:port or file:line."""
     placed = place(plan)
     try:
-        later = shape(placed, name).problems
+        shaped = shape(placed, name)
     except (KeyError, StopIteration, ValueError):  # a device placement failed: what depends on it waits
         if not placed.problems:
             raise
-        later = ()
-    if placed.problems or later:
+        shaped = None
+    if placed.problems or shaped is None or shaped.problems:
+        later = shaped.problems if shaped is not None else ()
         raise TopologyError([*placed.problems, *later], source=source or "the cabling plan")
-    shaped = shape(placed, name)
     try:
         laid = build(shaped.cluster)
     except TopologyError as e:  # counts fablab does not build (a leaf's ports over its HwSKU's ...)
@@ -50,7 +50,7 @@ def cluster_of(plan: CablingPlan, name: str, source: str = "") -> Cluster:
     cables = tuple(Cable(w.a.device, w.b.device, w.a.port, w.b.port,
                          w.speed_mbps // 1000 if w.speed_mbps else None) for w in placed.wires)
     return replace(shaped.cluster, cabling=Cabling(tuple(sorted(names.items(), key=lambda x: natural(x[1]))),
-                                                   cables, source))
+                                                   cables, source, shaped.hwskus))
 
 
 def name_of(path: Path) -> str:

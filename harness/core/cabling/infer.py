@@ -33,6 +33,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 
 from harness.core.cabling.apply import fe_roles, natural
+from harness.core.cabling.crossing import crossing
 from harness.core.cabling.plan import CablingPlan, CableRow, End, Where
 from harness.core.declarations import NicRole, Plane, Role
 from harness.core.errors import Problem, TopologyError
@@ -202,19 +203,21 @@ class _Inference:
             if n not in tier and self.cables_of[n]:
                 self.problem(self.at(n), f"{n} is a switch with no host, leaf or spine cabled to it",
                              "cable it into the fabric, or drop it from the plan")
+        for c in crossing(data, tier):  # left out of the split; named in _wires
+            rest = [x for x in self.cables_of[c.a.device] if x is not c and c.b.device in (x.a.device, x.b.device)]
+            if not rest:
+                nbrs[c.a.device].discard(c.b.device)
+                nbrs[c.b.device].discard(c.a.device)
         planes = self._planes(said, tier, nbrs, set(hosts))
         roles: dict[str, Role] = {n: Role.OOB for n in oob}
         for n, t in tier.items():
             plane = planes.get(n)
             if plane is None:
                 continue
+            # the FE is leaf-spine: a switch cabled only to its spines is a leaf with no host yet
             want = {("leaf", Plane.BE): Role.BE_LEAF, ("spine", Plane.BE): Role.BE_SPINE,
                     ("superspine", Plane.BE): Role.BE_SUPERSPINE, ("leaf", Plane.FE): Role.FE_LEAF,
-                    ("spine", Plane.FE): Role.FE_SPINE}.get((t, plane))
-            if want is None:
-                self.problem(self.at(n), f"{n} is cabled as a super-spine of the frontend",
-                             "fablab's frontend is leaf-spine: cable it to the BE spines, or drop it")
-                continue
+                    ("spine", Plane.FE): Role.FE_SPINE, ("superspine", Plane.FE): Role.FE_LEAF}[(t, plane)]
             if isinstance(said[n], Role) and said[n] is not want:
                 self.problem(self.at(n), f"{n}'s role says {said[n].value}, but it is cabled as a {want.value}",
                              "fix its role, or its cables")
@@ -289,15 +292,15 @@ class _Inference:
             if hi is Role.OOB:
                 wires.append(Wire(a, b, Plane.MGMT, c.where, speed_mbps=c.speed_mbps, nic=NicRole.MGMT))
                 continue
+            if lo.is_switch and planes.get(a.device) is not planes.get(b.device):
+                self.problem(str(c.where), f"{a} ({planes[a.device].value}) to {b} ({planes[b.device].value}): "
+                             "an FE–BE cable", "take it out: the planes are apart")
+                continue
             if rank[lo] == rank[hi]:
                 self.problem(str(c.where), f"{a} and {b} are both {lo.value}s: a cable joins two tiers",
                              "cable a host to a leaf, a leaf to a spine")
                 continue
             plane = planes.get(b.device) or planes.get(a.device)
-            if lo.is_switch and planes.get(a.device) is not planes.get(b.device):
-                self.problem(str(c.where), f"{a} ({planes[a.device].value}) to {b} ({planes[b.device].value}): "
-                             "an FE–BE cable", "take it out: the planes are apart")
-                continue
             wires.append(Wire(a, b, plane, c.where, speed_mbps=c.speed_mbps))
         return tuple(wires)
 
@@ -320,7 +323,8 @@ class _Inference:
         for ws in be_nics.values():
             for w in ws:
                 by_leaf[w.b.device].append(w)
-        leaf_rails = {leaf: self._leaf_rails(leaf, ws, rail_of) for leaf, ws in by_leaf.items()}
+        named = _rails_by_name(by_leaf)
+        leaf_rails = {leaf: self._leaf_rails(leaf, ws, rail_of, named.get(leaf)) for leaf, ws in by_leaf.items()}
         rail_only = not any(r is Role.BE_SPINE for r in roles.values())
         groups = [] if rail_only else self._groups(be_nics)
         pods = self._pods(groups, wires, roles)
@@ -362,13 +366,23 @@ class _Inference:
             out.append(w)
         return tuple(out)
 
-    def _leaf_rails(self, leaf: str, ws: list[Wire], rail_of: dict[End, int]) -> tuple[int, ...]:
+    def _leaf_rails(self, leaf: str, ws: list[Wire], rail_of: dict[End, int], by_name: int | None
+                    ) -> tuple[int, ...]:
         """The rails a leaf carries: those most of its NICs are. Each node's NICs on it: as many
-        as the leaf has rails (a multi-rail leaf takes each node's NICs of its rails)."""
+        as the leaf has rails (a multi-rail leaf takes each node's NICs of its rails). A tie is
+        broken by the rail the leaf's name gives (rtsw-g1-r0, rail-3), else it is said as one."""
         count = Counter(rail_of[w.a] for w in ws)
         nodes = Counter(w.a.device for w in ws)
         width = max(nodes.values())
-        rails = tuple(sorted(r for r, _ in count.most_common(width)))
+        ranked = sorted(count.items(), key=lambda rc: (-rc[1], rc[0] != by_name, rc[0]))
+        rails = tuple(sorted(r for r, _ in ranked[:width]))
+        tied = len(ranked) > width and ranked[width][1] == ranked[width - 1][1] and by_name not in rails
+        if tied:
+            ends = ", ".join(f"{w.a} (rail {rail_of[w.a]})" for w in sorted(ws, key=lambda w: natural(str(w.a))))
+            self.problem(str(ws[0].where), f"{leaf} takes NICs of {len(count)} rails, as many of each: {ends}",
+                         "a leaf carries one rail (in a group); cable each NIC to its rail's leaf, or name "
+                         "the leaf for its rail (e.g. ...-r0) so the odd one out can be named")
+            return rails
         for w in sorted(ws, key=lambda w: natural(str(w.a))):
             r = rail_of[w.a]
             if r not in rails:
@@ -410,3 +424,19 @@ class _Inference:
             p = order.index(sp) + 1
             pods.update({n: p for n in (*g, *ls, *sp)})
         return pods
+
+
+_RAIL_IN_NAME = re.compile(r"(?:^|[^a-z])r(?:ail)?[-_]?(\d+)$|(?:^|[^a-z])r(?:ail)?[-_]?(\d+)[^0-9]", re.IGNORECASE)
+
+
+def _rails_by_name(by_leaf: dict[str, list[Wire]]) -> dict[str, int]:
+    """The rail each BE leaf's name gives (`-r0`, `rail3`, `r_1`), counted from the lowest such
+    number among them (0- or 1-based plans alike); nothing unless every leaf's name gives one."""
+    found = {}
+    for leaf in by_leaf:
+        m = _RAIL_IN_NAME.search(leaf)
+        if m is None:
+            return {}
+        found[leaf] = int(m.group(1) or m.group(2))
+    base = min(found.values(), default=0)
+    return {leaf: n - base for leaf, n in found.items()}

@@ -17,6 +17,7 @@ from harness.core.cabling.infer import Inferred, Placed, Wire, natural
 from harness.core.declarations import (SPEEDS_GBPS, STORAGE_NIC, Backend, Cluster, Frontend, GpuNodes, Hardware,
                                        NicRole, Plane, Role, Tenant)
 from harness.core.errors import Problem
+from harness.core.hwsku import hwsku, known, unknown_hint
 
 
 STORAGE_VNI = 10900  # the storage plane's VNI where a plan has storage NICs (ai-cluster's)
@@ -26,6 +27,7 @@ STORAGE_VNI = 10900  # the storage plane's VNI where a plan has storage NICs (ai
 class Shaped:
     cluster: Cluster
     problems: tuple[Problem, ...]
+    hwskus: tuple[tuple[str, str], ...] = ()  # a switch whose HwSKU is not its role's: Cabling.hwskus
 
 
 def shape(placed: Inferred, name: str) -> Shaped:
@@ -41,11 +43,14 @@ class _Shape:
     def run(self) -> Shaped:
         be, fe = self._backend(), self._frontend()
         gpu = self._gpu()
+        self._oversubscribed(Role.BE_LEAF, gpu.nic_speed, be.uplink_speed)
+        self._oversubscribed(Role.BE_SPINE, be.uplink_speed, be.uplink_speed)
         # fablab keeps a storage NIC in an L2 tenant, the storage plane; a plan says nothing of tenants
         members = ("role:gpu", "role:storage") if fe.storage_servers else ("role:gpu",)
         tenants = (Tenant("storage", vni=STORAGE_VNI, members=members, nic=STORAGE_NIC),) if fe.storage_nics else ()
-        c = Cluster(self.name, gpu=gpu, backend=be, frontend=fe, hardware=self._hardware(), tenants=tenants)
-        return Shaped(c, tuple(self.problems))
+        hardware, own = self._hardware()
+        c = Cluster(self.name, gpu=gpu, backend=be, frontend=fe, hardware=hardware, tenants=tenants)
+        return Shaped(c, tuple(self.problems), own)
 
     def wires(self, test: Callable[[Wire], bool]) -> list[Wire]:
         return [w for w in self.p.wires if test(w)]
@@ -53,17 +58,27 @@ class _Shape:
     def role(self, name: str) -> Role:
         return self.p.device(name).role
 
+    def gbps(self, w: Wire) -> int | None:
+        """A cable's Gb/s: the plan's, else its switch ports' own as their HwSKU has them (the
+        slower end), else None."""
+        if w.speed_mbps:
+            return w.speed_mbps // 1000
+        rows = [r for end in (w.a, w.b) if (d := self.p.device(end.device)).hwsku and known(d.hwsku)
+                and (r := hwsku(d.hwsku).row(end.port)) is not None]
+        return min(r.speed for r in rows) // 1000 if rows else None
+
     def speed(self, wires: Iterable[Wire], what: str, default: int) -> int:
         """The Gb/s most of `wires` run (those without a speed: the default); each other one named."""
         ws = list(wires)
-        given = Counter(w.speed_mbps // 1000 for w in ws if w.speed_mbps)
+        given = Counter(g for w in ws if (g := self.gbps(w)))
         if not given:
             return default
         speed, _ = given.most_common(1)[0]
         for w in ws:
-            if w.speed_mbps and w.speed_mbps // 1000 != speed:
-                self.problems.append(Problem(str(w.where), f"{w.a} - {w.b} runs {w.speed_mbps // 1000}G where the "
-                                             f"other {what} run {speed}G", f"give it {speed}G, or re-cable"))
+            if (g := self.gbps(w)) and g != speed:
+                self.problems.append(Problem(str(w.where), f"{w.a} - {w.b} runs {g}G"
+                                             f"{'' if w.speed_mbps else ' (its ports)'} where the other {what} run "
+                                             f"{speed}G", f"give it {speed}G, or re-cable"))
         if speed not in SPEEDS_GBPS:
             self.problems.append(Problem(str(ws[0].where), f"{what} at {speed}G: not a speed fablab lays",
                                          "use one of " + ", ".join(f"{s}G" for s in SPEEDS_GBPS)))
@@ -133,6 +148,39 @@ class _Shape:
                                                  "its pod (an uplink missing, or one too many)"))
         return usual
 
+    def _oversubscribed(self, role: Role, down_speed: int, up_speed: int) -> None:
+        """A BE switch with less bandwidth up than down, said once for all such with an example:
+        the BE must be non-blocking (a plan cannot say otherwise; `fablab import` it to)."""
+        below = {Role.BE_LEAF: NicRole.RAIL}.get(role)
+        down: dict[str, list[Wire]] = defaultdict(list)
+        up: dict[str, list[Wire]] = defaultdict(list)
+        for w in self.p.wires:
+            if w.plane is not Plane.BE:
+                continue
+            if self.role(w.b.device) is role and (w.nic is below if below else self.role(w.a.device) is Role.BE_LEAF):
+                down[w.b.device].append(w)
+            elif self.role(w.a.device) is role:
+                up[w.a.device].append(w)
+
+        def gbps(ws: list[Wire], default: int) -> int:
+            return sum(self.gbps(w) or default for w in ws)
+
+        over = [(n, gbps(ws, down_speed), gbps(up[n], up_speed)) for n, ws in down.items()
+                if up[n] and gbps(ws, down_speed) > gbps(up[n], up_speed)]
+        if not over:
+            return
+        over.sort(key=lambda x: natural(x[0]))
+        n, d, u = over[0]
+        ports = lambda ws: ", ".join(str(w.b.port if w.b.device == n else w.a.port) for w in ws)  # noqa: E731
+        more = -(-(d - u) // up_speed)
+        what = f"{len(over)} BE {'leaves' if role is Role.BE_LEAF else 'spines'} are" if len(over) > 1 else f"{n} is"
+        self.problems.append(Problem(
+            f"{n}:{up[n][0].a.port}" + (f" and {len(over) - 1} more" if len(over) > 1 else ""),
+            f"{what} oversubscribed {d / u:.2f}:1, e.g. {n}: {d}G down ({ports(down[n])}), {u}G up "
+            f"({ports(up[n])}); the backend must be non-blocking",
+            f"cable {more} more {up_speed}G uplink{'s' if more > 1 else ''} on each, or fewer NICs below; "
+            "or `fablab import` the plan and set backend.allow_oversubscription=True on purpose"))
+
     # ------------------------------------------------------------------ frontend
 
     def _frontend(self) -> Frontend:
@@ -158,24 +206,23 @@ class _Shape:
 
     # ------------------------------------------------------------------ hardware
 
-    def _hardware(self) -> Hardware:
-        """The HwSKU of each role, where the plan names one; switches of one role on two is named."""
+    def _hardware(self) -> tuple[Hardware, tuple[tuple[str, str], ...]]:
+        """The HwSKU of each role (the one most of its switches name), and each switch naming
+        another (a plan of mixed hardware); a HwSKU fablab does not know is named."""
         field = {Role.BE_LEAF: "be_leaf", Role.BE_SPINE: "be_spine", Role.BE_SUPERSPINE: "superspine",
                  Role.FE_LEAF: "fe_leaf", Role.FE_SPINE: "fe_spine"}
         chosen: dict[str, str | None] = {}
+        own: list[tuple[str, str]] = []
         by_role: dict[Role, list[Placed]] = defaultdict(list)
         for dev in self.p.devices:
-            if dev.role in field:
-                by_role[dev.role].append(dev)
+            if dev.role in field and dev.hwsku:
+                if known(dev.hwsku):
+                    by_role[dev.role].append(dev)
+                else:
+                    self.problems.append(Problem(dev.name, f"{dev.name}'s HwSKU {dev.hwsku!r} is not one fablab "
+                                                 "knows", unknown_hint(dev.hwsku)))
         for role, devs in by_role.items():
-            skus = Counter(d.hwsku for d in devs if d.hwsku)
-            if not skus:
-                continue
-            sku, _ = skus.most_common(1)[0]
-            for dev in devs:
-                if dev.hwsku and dev.hwsku != sku:
-                    self.problems.append(Problem(dev.name, f"{dev.name} is a {dev.hwsku} where the other "
-                                                 f"{role.value}s are {sku}",
-                                                 "fablab runs one HwSKU per role: make them alike"))
+            sku, _ = Counter(d.hwsku for d in devs).most_common(1)[0]
             chosen[field[role]] = sku
-        return Hardware(**chosen)
+            own += [(d.name, d.hwsku) for d in devs if d.hwsku != sku]
+        return Hardware(**chosen), tuple(sorted(own, key=lambda x: natural(x[0])))

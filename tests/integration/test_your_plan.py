@@ -1,0 +1,65 @@
+"""Your fabric as it is cabled (issue 33): docs/examples/plan, a sonic-mgmt connection graph
+with its own names (gpu-a01, rtsw-g1-r0, ctsw-01, fetor-1), ports (uplinks on Ethernet256/264,
+spines listing group 2 first, NICs enp12s0np0) and 7060X6 HwSKUs, booted with configs written
+for it in SONiC's own style (tests/corpus/styles.py), passes every check of `fablab check`, its
+results naming the plan's switches; `break`/`fix` and the cabling check speak its ports. One
+lab for every assertion."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from corpus.styles import rewrite
+
+from .conftest import fablab as _fablab, leftovers_of
+
+PLAN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "plan" / "sonic_lab_links.csv"
+
+
+@pytest.fixture(scope="module")
+def their_configs(tmp_path_factory):
+    ours = tmp_path_factory.mktemp("ours") / "render"
+    run = _fablab("render", str(PLAN), "-o", str(ours))
+    assert run.returncode == 0, run.stderr[-2000:]
+    theirs = tmp_path_factory.mktemp("theirs") / "sonic"
+    rewrite("sonic", ours, theirs)
+    leaf = (theirs / "configs" / "rtsw-g1-r0" / "frr.conf").read_text()
+    assert "PEER_V4" in leaf and "interface Ethernet256" in leaf and "hostname rtsw-g1-r0" in leaf
+    return theirs
+
+
+@pytest.fixture(scope="module")
+def lab(their_configs):
+    name = f"yp{os.getpid() % 100000}"
+    run = _fablab("up", str(PLAN), "--name", name, "--configs", str(their_configs), "--json")
+    try:
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert json.loads(run.stdout)["sessions_that_cannot_come_up"] == []
+        yield name
+    finally:
+        _fablab("down", name)
+        assert leftovers_of(name) == []
+
+
+def test_every_check_passes_naming_the_plans_switches(lab):
+    run = _fablab("check", lab, "--json")
+    doc = json.loads(run.stdout)
+    assert run.returncode == 0 and doc["passed"] and doc["failed"] == [], run.stdout[-3000:]
+    text = json.dumps(doc)
+    assert "rtsw-g1-r0" in text and "ctsw-0" in text and "be-g1-r0" not in text
+
+
+def test_a_swap_is_found_and_named_in_the_plans_ports(lab):
+    assert _fablab("check", lab, "--only", "cabling").returncode == 0  # the control
+    run = _fablab("break", lab, "swapped-cables", "--on", "gpu-a01:enp12s0np0,gpu-a01:enp13s0np0")
+    assert run.returncode == 0, run.stderr[-2000:]
+    try:
+        found = _fablab("check", lab, "--only", "cabling")
+        assert found.returncode != 0
+        assert "gpu-a01:enp12s0np0 expected rtsw-g1-r0:Ethernet0" in " ".join(found.stdout.split())
+    finally:
+        assert _fablab("fix", lab, "--all").returncode == 0
+    assert _fablab("check", lab, "--only", "cabling").returncode == 0

@@ -1,0 +1,78 @@
+"""A render's cabling read back is the same plan (issue 33, item 5): `fablab render` writes the
+cabling as a cable list (cabling.csv + devices.csv), as sonic-mgmt's connection graph
+(sonic_<lab>_links.csv + sonic_<lab>_devices.csv) and as DEVICE_NEIGHBOR in every
+config_db.json; reading either CSV pair, or the clab file, back as the TOPOLOGY gives the
+declaration's fabric cable for cable, node for node, over declarations drawn by hypothesis.
+And the example plan of docs/examples/plan is the same plan in all three formats."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from harness.catalog import load_cluster
+from harness.core.cabling.declare import cluster_of
+from harness.core.cabling.load import read_plan
+from harness.core.model import build
+from harness.core.plan import make_plan
+from harness.render import artifacts
+from test_properties import clusters
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "plan" / "sonic_lab_links.csv"
+
+
+def _cables(plan) -> set:
+    """Each cable as its two ends (either order), plane and speed."""
+    return {(frozenset({(c.a_node, c.a_port), (c.b_node, c.b_port)}), c.plane, c.speed) for c in plan.cables}
+
+
+def _nodes(plan) -> set:
+    return {(n.name, n.role, n.group, n.pod, n.rails) for n in plan.fabric.nodes}
+
+
+def _read_back(tmp: Path, files: dict[str, str], plan_file: str, name: str):
+    for rel, text in files.items():
+        if "/" not in rel:
+            (tmp / rel).write_text(text)
+    return make_plan(build(cluster_of(read_plan(tmp / plan_file), name)))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(clusters())
+def test_a_renders_cabling_read_back_in_each_format_is_the_same_plan(tmp_path_factory, cluster):
+    declared = make_plan(build(cluster))
+    files = artifacts(declared)
+    for plan_file in ("cabling.csv", f"sonic_{declared.name}_links.csv", f"{declared.name}.clab.yml"):
+        back = _read_back(tmp_path_factory.mktemp("r"), files, plan_file, cluster.name)
+        assert _cables(back) == _cables(declared), plan_file
+        assert _nodes(back) == _nodes(declared), plan_file
+
+
+def test_every_config_db_names_each_ports_neighbour_as_the_cabling_does():
+    declared = make_plan(build(load_cluster("ai-cluster")))
+    files = artifacts(declared)
+    ends = {(c.a_node, c.a_port): (c.b_node, c.b_port) for c in declared.cables}
+    ends.update({b: a for a, b in list(ends.items())})
+    for sw in declared.switches:
+        db = json.loads(files[f"configs/{sw.name}/config_db.json"])
+        got = {(sw.name, port): (row["name"], row["port"]) for port, row in db["DEVICE_NEIGHBOR"].items()}
+        assert got == {(sw.name, p.name): ends[(sw.name, p.name)] for p in sw.ports}
+        assert set(db["DEVICE_NEIGHBOR"]) == set(db["PORT"])  # a neighbour on every port, none elsewhere
+
+
+@pytest.mark.parametrize("fmt", ["sonic-mgmt", "cable list", "clab"])
+def test_the_example_plan_is_the_same_plan_in_each_format(tmp_path, fmt):
+    """docs/examples/plan as sonic-mgmt CSVs, written out again as a cable list and as a clab
+    file by fablab's render: the plans are the same, with the example's own names and ports."""
+    ours = make_plan(build(load_cluster(str(EXAMPLE))))
+    assert {s.name for s in ours.switches} >= {"rtsw-g1-r0", "ctsw-01", "fetor-1", "fesp-1"}
+    files = artifacts(ours)
+    plan_file = {"sonic-mgmt": f"sonic_{ours.name}_links.csv", "cable list": "cabling.csv",
+                 "clab": f"{ours.name}.clab.yml"}[fmt]
+    back = _read_back(tmp_path, files, plan_file, ours.name)
+    assert _cables(back) == _cables(ours) and _nodes(back) == _nodes(ours)
+    leaf = back.switch("rtsw-g1-r0")
+    assert {(p.name, p.peer) for p in leaf.ports} >= {("Ethernet256", "ctsw-01"), ("Ethernet0", "gpu-a01")}
