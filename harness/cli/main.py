@@ -16,7 +16,7 @@ from harness.plumbing import interrupt
 from harness.catalog import TOPOLOGY_HELP, builtins, load_fabric
 from harness.cli.console import err, out
 from harness.core.errors import HarnessError, InputError, TopologyError
-from harness.core.hwsku import AUTOMATIC, CATALOG
+from harness.core.hwsku import AUTOMATIC, catalog
 from harness.core.images import HOST_IMAGE, SONIC_IMAGE
 from harness.core.model import build
 from harness.core.plan import make_plan, summary
@@ -49,7 +49,7 @@ def cmd_hwskus(args: argparse.Namespace) -> int:
     rows = [{"name": h.name, "data_ports": h.data_ports,
              "ports": {f"{sp // 1000}G": k for sp, k in sorted(Counter(r.speed for r in h.data_rows).items(),
                                                              reverse=True)},
-             "names": h.span, "breakout": bool(h.cages), "automatic": h.name in AUTOMATIC} for h in CATALOG]
+             "names": h.span, "breakout": bool(h.cages), "automatic": h.name in AUTOMATIC} for h in catalog()]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

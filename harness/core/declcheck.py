@@ -24,7 +24,7 @@ from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
 
 from harness.core.declguard import CallProblems
 from harness.core.errors import Problem, TopologyError
-from harness.core.hwsku import CATALOG, catalogue_hint, names as hwsku_names
+from harness.core.hwsku import catalogue_hint, names as hwsku_names
 from harness.core.defaults import MAX_UPLINKS
 from harness.core.declarations import BACKEND_KINDS, DECLARATIONS, ECMP_HASHES, SPEEDS_GBPS, Cluster
 
@@ -48,7 +48,7 @@ class Limit:
     hint: str = PLAN_HINT
 
 
-_PORTS = Limit(4096, "{v} ports, over the {high} a switch may declare", f"the HwSKUs fablab ships have at most {max(h.data_ports for h in CATALOG)} data ports (`fablab hwskus`)")
+_PORTS = Limit(4096, "{v} ports, over the {high} a switch may declare", "`fablab hwskus` lists the data ports of every HwSKU fablab ships")
 LIMITS: dict[str, Limit] = {
     "GpuNodes.count": Limit(MAX_NODES),
     "GpuNodes.gpus_per_node": Limit(16),

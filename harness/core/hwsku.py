@@ -17,12 +17,13 @@ HwSKU of SONiC's device tree is read from its folder: `HwSku.from_sonic(DIR)`.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.breakout import Cage, Layout, Mode, PortRow, child_ports
 from harness.core.errors import Problem, TopologyError
-from harness.core.hwskudata import shipped
+from harness.core import hwskudata
 from harness.core.sonicdevice import read_hwsku
 
 __all__ = ["AUTOMATIC", "CATALOG", "DEFAULT_HWSKU", "HWSKUS", "Assignment", "Cage", "HwSku", "Mode", "PortRow",
@@ -95,24 +96,43 @@ def _from(layout: Layout) -> HwSku:
     return HwSku(layout.name, layout.rows, layout.data_ports, layout.cages, layout.source)
 
 
-CATALOG: tuple[HwSku, ...] = tuple(_from(layout) for layout in shipped())
-_BY_NAME = {h.name: h for h in CATALOG}
-HWSKUS: tuple[HwSku, ...] = tuple(_BY_NAME[name] for name in AUTOMATIC)
+@functools.cache
+def _shipped(name: str) -> HwSku:
+    return _from(hwskudata.layout(name))
+
+
+def catalog() -> tuple[HwSku, ...]:
+    """Every HwSKU fablab ships, expanded (the first call expands them all: ~40 ms)."""
+    return tuple(_shipped(n) for n in names())
+
+
+def automatic() -> tuple[HwSku, ...]:
+    """The HwSKUs the plan chooses from for a role that names none (AUTOMATIC), in order."""
+    return tuple(_shipped(n) for n in AUTOMATIC)
+
+
+def __getattr__(attr: str) -> tuple[HwSku, ...]:
+    # CATALOG and HWSKUS as constants, expanded only when asked for (a module's __getattr__)
+    if attr == "CATALOG":
+        return catalog()
+    if attr == "HWSKUS":
+        return automatic()
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
 def names() -> tuple[str, ...]:
     """Every HwSKU fablab ships: what a name in Hardware(...) or a plan's HwSku column may select."""
-    return tuple(h.name for h in CATALOG)
+    return hwskudata.sku_names()
 
 
 def known(name: str) -> bool:
-    return name in _BY_NAME
+    return name in names()
 
 
 def hwsku(name: str) -> HwSku:
     """The HwSKU of that name in fablab's catalogue; a TopologyError naming the nearest otherwise."""
-    if name in _BY_NAME:
-        return _BY_NAME[name]
+    if known(name):
+        return _shipped(name)
     raise TopologyError([Problem("hwsku", f"unknown HwSKU {name!r}", unknown_hint(name))])
 
 
@@ -123,7 +143,7 @@ def unknown_hint(name: str) -> str:
 
 
 def catalogue_hint() -> str:
-    return (f"`fablab hwskus` lists the {len(CATALOG)} fablab ships; HwSku.from_sonic(DIR) reads another from "
+    return (f"`fablab hwskus` lists the {len(names())} fablab ships; HwSku.from_sonic(DIR) reads another from "
             "its folder of SONiC's device tree")
 
 
@@ -200,7 +220,7 @@ def choose(speeds: list[int]) -> HwSku | None:
         wanted = {gbps * 1000 for gbps in speeds}
         return sum(1 for r in h.data_rows if r.speed not in wanted)
 
-    usable = [h for h in HWSKUS if assign(h, speeds) is not None]
+    usable = [h for h in automatic() if assign(h, speeds) is not None]
     matched = [h for h in usable if speed_matched(h, speeds)]
     if matched:
         return min(matched, key=lambda h: (unused(h), h.data_ports))

@@ -68,14 +68,47 @@ class DataError(HarnessError):
 
 
 @functools.cache
-def shipped() -> tuple[Layout, ...]:
-    """Every HwSKU of every platform file, in file order (platforms by name)."""
+def _platforms() -> dict[str, tuple[str, dict]]:
+    """HwSKU name -> (its platform file, the file's document), every file read once and no
+    HwSKU expanded: a CLI command names one or two, and expanding all 31 costs ~40 ms."""
     folder = resources.files(__package__).joinpath("hwskus")
-    out: list[Layout] = []
+    out: dict[str, tuple[str, dict]] = {}
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
-            out += platform_layouts(entry.name, entry.read_text())
-    return tuple(out)
+            try:
+                doc = yaml.load(entry.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                out.update(dict.fromkeys(doc["hwskus"], (entry.name, doc)))
+            except (KeyError, TypeError, yaml.YAMLError) as e:
+                raise DataError(f"harness/core/hwskus/{entry.name}: {type(e).__name__}: {e}") from None
+    return out
+
+
+def sku_names() -> tuple[str, ...]:
+    """Every HwSKU shipped, in file order (platforms by name)."""
+    return tuple(_platforms())
+
+
+@functools.cache
+def _platform_slots(file: str) -> list[Slot]:
+    doc = next(d for f, d in _platforms().values() if f == file)
+    return _slots([_group(g) for g in doc["groups"]])
+
+
+@functools.cache
+def layout(name: str) -> Layout:
+    """The shipped HwSKU `name`, expanded (KeyError: none of that name)."""
+    file, doc = _platforms()[name]
+    try:
+        slots = _platform_slots(file)
+        fixed = set(doc.get("port_config_only") or ())
+        return _layout(name, _selected(doc["hwskus"][name], len(slots)), slots, name not in fixed)
+    except (KeyError, TypeError, ValueError) as e:
+        raise DataError(f"harness/core/hwskus/{file}: {type(e).__name__}: {e}") from None
+
+
+def shipped() -> tuple[Layout, ...]:
+    """Every HwSKU of every platform file, in file order (platforms by name)."""
+    return tuple(layout(n) for n in sku_names())
 
 
 def platform_layouts(name: str, text: str) -> list[Layout]:

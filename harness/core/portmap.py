@@ -12,7 +12,7 @@ from collections import Counter
 from harness.core.declarations import Hardware, Role
 from harness.core.fabric import Fabric, Link, Node
 from harness.core.errors import Problem
-from harness.core.hwsku import CATALOG, HWSKUS, HwSku, PortRow, assign, choose, resolve, speed_matched
+from harness.core.hwsku import HwSku, automatic, catalog, PortRow, assign, choose, resolve, speed_matched
 
 
 # The field of `Hardware` that names each routed role's HwSKU.
@@ -120,10 +120,10 @@ def _sku_problems(node: Node, items: list[tuple[Link, bool]]) -> list[Problem]:
     need = Counter(lk.speed for lk, _ in items)
     speeds = ", ".join(f"{k} × {gbps}G" for gbps, k in sorted(need.items(), reverse=True))
     slowest = min(need) * 1000
-    best = max(HWSKUS, key=lambda h: sum(1 for r in h.data_rows if r.speed >= slowest))
+    best = max(automatic(), key=lambda h: sum(1 for r in h.data_rows if r.speed >= slowest))
     fit = sum(1 for r in best.data_rows if r.speed >= slowest)
     links = [lk.speed for lk, _ in items]
-    fits = [h for h in CATALOG if assign(h, links) is not None]  # the smallest, of the links' speed if one is
+    fits = [h for h in catalog() if assign(h, links) is not None]  # the smallest, of the links' speed if one is
     other = min(fits, key=lambda h: (not speed_matched(h, links), h.data_ports), default=None)
     declare = f"declare Hardware({HARDWARE_FIELD[node.role]}={other.name!r}), or " if other else ""
     return [Problem(f"switches.{node.name}",

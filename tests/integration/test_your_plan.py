@@ -1,9 +1,10 @@
 """Your fabric as it is cabled (issue 33): docs/examples/plan, a sonic-mgmt connection graph
 with its own names (gpu-a01, rtsw-g1-r0, ctsw-01, fetor-1), ports (uplinks on Ethernet256/264,
 spines listing group 2 first, NICs enp12s0np0) and 7060X6 HwSKUs, booted with configs written
-for it in SONiC's own style (tests/corpus/styles.py), passes every check of `fablab check`, its
-results naming the plan's switches; `break`/`fix` and the cabling check speak its ports. One
-lab for every assertion."""
+for it in SONiC's own style (tests/corpus/styles.py), passes `fablab check`, its results naming
+the plan's switches; `break`/`fix` and the cabling check speak its ports. One lab for every
+assertion. The RDMA checks are left to labs/test_rdma.py (their microVMs are a third of a check's
+cost on this machine); the whole `fablab check` of this plan is in docs/bring-your-fabric.md."""
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from corpus.styles import rewrite
 from .conftest import fablab as _fablab, leftovers_of
 
 PLAN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "plan" / "sonic_lab_links.csv"
+ONLY = "cabling,isolation,tenants,fe-tcp,lossless,ecmp,failover,collectives"  # every check but rdma
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +46,8 @@ def lab(their_configs):
         assert leftovers_of(name) == []
 
 
-def test_every_check_passes_naming_the_plans_switches(lab):
-    run = _fablab("check", lab, "--json")
+def test_the_checks_pass_naming_the_plans_switches(lab):
+    run = _fablab("check", lab, "--only", ONLY, "--json")
     doc = json.loads(run.stdout)
     assert run.returncode == 0 and doc["passed"] and doc["failed"] == [], run.stdout[-3000:]
     text = json.dumps(doc)

@@ -76,3 +76,36 @@ def test_the_example_plan_is_the_same_plan_in_each_format(tmp_path, fmt):
     assert _cables(back) == _cables(ours) and _nodes(back) == _nodes(ours)
     leaf = back.switch("rtsw-g1-r0")
     assert {(p.name, p.peer) for p in leaf.ports} >= {("Ethernet256", "ctsw-01"), ("Ethernet0", "gpu-a01")}
+
+
+def _edited(tmp: Path, edit) -> Path:
+    """A copy of the example plan (links and devices) with `edit` applied to its links' lines."""
+    lines = EXAMPLE.read_text().splitlines()
+    (tmp / "sonic_lab_links.csv").write_text("\n".join(edit(lines)) + "\n")
+    (tmp / "sonic_lab_devices.csv").write_text(EXAMPLE.with_name("sonic_lab_devices.csv").read_text())
+    return tmp / "sonic_lab_links.csv"
+
+
+def _swap_gpu_a01(lines):
+    a, b = lines.index("gpu-a01,enp12s0np0,rtsw-g1-r0,Ethernet0,400000,,"), \
+        lines.index("gpu-a01,enp13s0np0,rtsw-g1-r1,Ethernet0,400000,,")
+    lines[a], lines[b] = "gpu-a01,enp12s0np0,rtsw-g1-r1,Ethernet0,400000,,", "gpu-a01,enp13s0np0,rtsw-g1-r0,Ethernet0,400000,,"
+    return lines
+
+
+@pytest.mark.parametrize("case, edit, said", [
+    ("rail swap", _swap_gpu_a01, ["sonic_lab_links.csv:", "gpu-a01:enp12s0np0 is gpu-a01's rail 0 NIC",
+                                  "rtsw-g1-r1 carries rail 1"]),
+    ("FE-BE cable", lambda ls: ls + ["fetor-2,Ethernet200,rtsw-g1-r0,Ethernet200,400000,,"],
+     ["fetor-2:Ethernet200 (fe) to rtsw-g1-r0:Ethernet200 (be): an FE–BE cable"]),
+    ("oversubscribed leaf", lambda ls: [x for x in ls if not x.startswith("ctsw-02,")],
+     ["rtsw-g1-r0:Ethernet256", "oversubscribed 2.00:1", "rtsw-g1-r0: 800G down (Ethernet0, Ethernet8)"]),
+])
+def test_a_bad_plan_is_refused_exit_2_naming_device_and_port(tmp_path, capsys, case, edit, said):
+    from harness.cli.main import main
+    assert main(["show", str(_edited(tmp_path, lambda ls: ls))]) == 0  # the control: the example as it is
+    capsys.readouterr()
+    assert main(["show", str(_edited(tmp_path, edit))]) == 2, case
+    err = " ".join(capsys.readouterr().err.split())
+    assert all(s in err for s in said), err
+    assert "Traceback" not in err
