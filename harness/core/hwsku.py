@@ -24,7 +24,6 @@ from pathlib import Path
 from harness.core.breakout import Cage, Layout, Mode, PortRow, child_ports
 from harness.core.errors import Problem, TopologyError
 from harness.core import hwskudata
-from harness.core.sonicdevice import read_hwsku
 
 __all__ = ["AUTOMATIC", "CATALOG", "DEFAULT_HWSKU", "HWSKUS", "Assignment", "Cage", "HwSku", "Mode", "PortRow",
            "assign", "catalogue_hint", "choose", "hwsku", "known", "names", "resolve", "speed_matched",
@@ -56,6 +55,7 @@ class HwSku:
         """The HwSKU of a sonic-buildimage folder, `device/<vendor>/<platform>/<HwSKU>/` (or the
         platform folder and the HwSKU's name): its port_config.ini, or its hwsku.json with
         the platform's platform.json. A TopologyError names the file, line and fix of a fault."""
+        from harness.core.sonicdevice import read_hwsku  # only when a folder is read: its parsers cost every command
         return _from(read_hwsku(path, name))
 
     @classmethod

@@ -95,11 +95,13 @@ def clab_links(plan: Plan, names: dict[str, str] | None = None) -> list[tuple[st
 def clab_yaml(plan: Plan, lab: str | None = None, sonic_image: str = SONIC_IMAGE,
               host_image: str = HOST_IMAGE, names: dict[str, str] | None = None) -> str:
     names = {n.name: (names or {}).get(n.name, n.name) for n in plan.fabric.nodes}
+    # a link's speed as its vars (containerlab keeps them for templates; fablab reads them back)
+    speeds = [f"{row.speed}G" for row in plan.cables if row.plane is not Plane.MGMT]
     return render_template(
         "clab.yml.j2", lab=lab or plan.name, plan=plan, sonic_image=sonic_image, host_image=host_image, names=names,
         switch_env={sw.name: switch_env(sw) for sw in plan.switches},
         switch_binds={sw.name: switch_binds(sw) for sw in plan.switches},
         switch_sysctls={sw.name: switch_sysctls(sw) for sw in plan.switches},
         start_command=start_command(), status_file=STATUS_FILE,
-        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=clab_links(plan, names),
+        host_exec={h.name: host_exec(h) for h in plan.hosts}, links=list(zip(clab_links(plan, names), speeds)),
         routed_host_image=ROUTED_HOST_IMAGE, host_binds={h.name: host_binds(h) for h in plan.hosts})

@@ -62,8 +62,10 @@ def _client_started(lab) -> bool:
     return any("step client" in p.read_text() for p in Path(lab.run_dir).glob("rdma-*/guest.log"))
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupted_fablab_rdma_leaves_nothing(lab, sig):
+def test_an_interrupted_fablab_rdma_leaves_nothing(lab):
+    """SIGTERM, as `kill` or a CI runner's timeout sends it; Ctrl-C takes the same way out of
+    `fablab rdma` (harness.plumbing.interrupt), and a microVM boot to its client is 20 s of CPU."""
+    sig = signal.SIGTERM
     for p in Path(lab.run_dir).glob("rdma-*"):
         for f in p.iterdir():
             f.unlink()

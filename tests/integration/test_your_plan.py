@@ -1,9 +1,10 @@
 """Your fabric as it is cabled (issue 33): docs/examples/plan, a sonic-mgmt connection graph
 with its own names (gpu-a01, rtsw-g1-r0, ctsw-01, fetor-1), ports (uplinks on Ethernet256/264,
-spines listing group 2 first, NICs enp12s0np0) and 7060X6 HwSKUs, booted with configs written
-for it in SONiC's own style (tests/corpus/styles.py), passes `fablab check`, its results naming
-the plan's switches; `break`/`fix` and the cabling check speak its ports. One lab for every
-assertion. The RDMA checks are left to labs/test_rdma.py (their microVMs are a third of a check's
+spines listing group 2 first, NICs enp12s0np0, storage NICs ens9f1) and 7060X6 HwSKUs, booted
+with configs written for it in SONiC's own style (tests/corpus/styles.py: peer group PEER_V4,
+`address-family ipv4`, no `exit`, AZURE maps, its storage tenant's VXLAN tables): the directory
+and the running lab diff as the plan, `fablab check` passes, its results naming the plan's
+switches; `break`/`fix` and the cabling check speak its ports. One lab for every assertion. The RDMA checks are left to labs/test_rdma.py (their microVMs are a third of a check's
 cost on this machine); the whole `fablab check` of this plan is in docs/bring-your-fabric.md."""
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from corpus.styles import rewrite
+from harness.lab import Lab
 
 from .conftest import fablab as _fablab, leftovers_of
 
@@ -29,8 +31,14 @@ def their_configs(tmp_path_factory):
     theirs = tmp_path_factory.mktemp("theirs") / "sonic"
     rewrite("sonic", ours, theirs)
     leaf = (theirs / "configs" / "rtsw-g1-r0" / "frr.conf").read_text()
-    assert "PEER_V4" in leaf and "interface Ethernet256" in leaf and "hostname rtsw-g1-r0" in leaf
+    assert "PEER_V4" in leaf and "address-family ipv4\n" in leaf and "\nexit\n" not in leaf
+    assert "interface Ethernet256" in leaf and "hostname rtsw-g1-r0" in leaf
     return theirs
+
+
+def test_their_configs_diff_as_the_plan(their_configs):
+    run = _fablab("diff", str(PLAN), str(their_configs), "--json")
+    assert (run.returncode, json.loads(run.stdout)["differences"]) == (0, [])
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +52,11 @@ def lab(their_configs):
     finally:
         _fablab("down", name)
         assert leftovers_of(name) == []
+
+
+def test_the_running_lab_diffs_as_the_plan(lab):
+    assert Lab.attach(lab).shortfalls() == []
+    assert _fablab("diff", str(PLAN), lab).returncode == 0  # what FRR and CONFIG_DB hold now
 
 
 def test_the_checks_pass_naming_the_plans_switches(lab):

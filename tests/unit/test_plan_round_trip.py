@@ -109,3 +109,24 @@ def test_a_bad_plan_is_refused_exit_2_naming_device_and_port(tmp_path, capsys, c
     err = " ".join(capsys.readouterr().err.split())
     assert all(s in err for s in said), err
     assert "Traceback" not in err
+
+
+def test_a_plan_writing_front_panel_aliases_is_the_plan_of_sonic_port_names(tmp_path):
+    """A DCIM labels a cage as its front panel does (`etp33a`, SONiC's alias) where SONiC names the
+    port `Ethernet256`: with the switch's HwSKU named, the alias is read as the port it labels."""
+    from harness.core.hwsku import hwsku
+    skus = dict(line.split(",")[0:3:2] for line in EXAMPLE.with_name("sonic_lab_devices.csv").read_text().splitlines()[1:])
+
+    def aliased(lines):
+        out = [lines[0]]
+        for line in lines[1:]:
+            a, ap, b, bp, *rest = line.split(",")
+            ap, bp = (hwsku(skus[d]).row(p).alias if skus.get(d) else p for d, p in ((a, ap), (b, bp)))
+            out.append(",".join([a, ap, b, bp, *rest]))
+        return out
+
+    text = "\n".join(aliased(EXAMPLE.read_text().splitlines()))
+    assert ",rtsw-g1-r0,etp33a," in text and "Ethernet" not in text  # every switch port by its alias
+    ours = make_plan(build(load_cluster(str(EXAMPLE))))
+    back = make_plan(build(load_cluster(str(_edited(tmp_path, aliased)))))
+    assert _cables(back) == _cables(ours)

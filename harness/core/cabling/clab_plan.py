@@ -8,6 +8,8 @@
 - A `sonic-vs` node's `eth<N>` is the port of the N-th row of its HwSKU's port_config.ini
   (env `HWSKU`, the image's Force10-S6000 by default): docker-sonic-vs wires it so
   (harness/core/hwsku.py). A port already written as the HwSKU's own name is kept.
+- A link's `vars: {speed: 400G}` (what `fablab render` writes) is its speed; without it, the
+  ports' own speed.
 - A label `fablab.node` (what `fablab render` writes where a name had to change for
   containerlab) names the device; `fablab.role` or `role` gives its role.
 """
@@ -17,6 +19,7 @@ import difflib
 
 import yaml
 
+from harness.core.cabling.csv_plans import speed_mbps
 from harness.core.cabling.plan import CablingPlan, CableRow, Device, End, PlanFormat, Where
 from harness.core.errors import Problem, TopologyError
 from harness.core.hwsku import DEFAULT_HWSKU, hwsku, known, unknown_hint
@@ -92,7 +95,12 @@ def read_clab(text: str, name: str) -> CablingPlan:
                 problems.append(Problem(str(where), f"{end} is cabled twice (also at line {used[end].line})",
                                         "a port takes one cable: fix the port of one of the two links"))
             used.setdefault(end, where)
-        cables.append(CableRow(row[0], row[1], where))
+        speed = _speed(link)
+        if speed == 0:
+            problems.append(Problem(str(where), f"vars.speed {_plain(_get(_get(link, 'vars'), 'speed'))!r} is not a "
+                                    "speed", "write 400G (or leave it out: the ports' own speed)"))
+            continue
+        cables.append(CableRow(row[0], row[1], where, speed))
     if problems:
         raise TopologyError(problems, source=name)
     return CablingPlan(PlanFormat.CLAB, tuple(cables), tuple(devices.values()))
@@ -106,6 +114,18 @@ def _get(node, key: str):
 
 def _plain(node):
     return yaml.safe_load(yaml.serialize(node)) if node is not None else None
+
+
+def _speed(link) -> int | None:
+    """A link's `vars: {speed: 400G}` in Mb/s (fablab's render writes it); None when not given,
+    0 when not a speed."""
+    given = _plain(_get(_get(link, "vars"), "speed"))
+    if given is None:
+        return None
+    try:
+        return speed_mbps(str(given), "auto")
+    except ValueError:
+        return 0
 
 
 def _endpoints(link) -> list[tuple[str, str]] | None:

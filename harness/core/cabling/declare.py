@@ -18,18 +18,19 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.core.cabling.infer import Inferred, Placed, natural, place
-from harness.core.cabling.plan import CablingPlan
+from harness.core.cabling.plan import CablingPlan, End
 from harness.core.cabling.shape import shape
 from harness.core.declarations import LAB_NAME_MAX, Cable, Cabling, Cluster, Role
 from harness.core.fabric import Fabric, Node
 from harness.core.errors import Problem, TopologyError
+from harness.core.hwsku import hwsku, known
 from harness.core.model import build
 
 
 def cluster_of(plan: CablingPlan, name: str, source: str = "") -> Cluster:
     """The declaration `plan` is, named `name`; TopologyError with every problem found, each
     naming the plan's device:port or file:line."""
-    placed = place(plan)
+    placed = place(port_names(plan))
     try:
         shaped = shape(placed, name)
     except (KeyError, StopIteration, ValueError):  # a device placement failed: what depends on it waits
@@ -51,6 +52,23 @@ def cluster_of(plan: CablingPlan, name: str, source: str = "") -> Cluster:
                          w.speed_mbps // 1000 if w.speed_mbps else None) for w in placed.wires)
     return replace(shaped.cluster, cabling=Cabling(tuple(sorted(names.items(), key=lambda x: natural(x[1]))),
                                                    cables, source, shaped.hwskus))
+
+
+def port_names(plan: CablingPlan) -> CablingPlan:
+    """The plan with each switch port written as its front-panel alias (`etp1a`, `fortyGigE0/4`,
+    as a DCIM labels the cage) written as SONiC's port name instead (`Ethernet0`, `Ethernet4`),
+    where the device's HwSKU has a row of that alias and none of that name."""
+    alias: dict[str, dict[str, str]] = {}
+    for d in plan.devices:
+        if d.hwsku and known(d.hwsku):
+            h = hwsku(d.hwsku)
+            alias[d.name] = {r.alias: r.name for r in h.rows if h.row(r.alias) is None}
+
+    def end(e: End) -> End:
+        name = alias.get(e.device, {}).get(e.port)
+        return End(e.device, name) if name else e
+
+    return replace(plan, cables=tuple(replace(c, a=end(c.a), b=end(c.b)) for c in plan.cables))
 
 
 def name_of(path: Path) -> str:
