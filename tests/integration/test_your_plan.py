@@ -4,8 +4,10 @@ spines listing group 2 first, NICs enp12s0np0, storage NICs ens9f1) and 7060X6 H
 with configs written for it in SONiC's own style (tests/corpus/styles.py: peer group PEER_V4,
 `address-family ipv4`, no `exit`, AZURE maps, its storage tenant's VXLAN tables): the directory
 and the running lab diff as the plan, `fablab check` passes, its results naming the plan's
-switches; `break`/`fix` and the cabling check speak its ports. One lab for every assertion. The RDMA checks are left to labs/test_rdma.py (their microVMs are a third of a check's
-cost on this machine); the whole `fablab check` of this plan is in docs/bring-your-fabric.md."""
+switches; `break`/`fix` and the cabling check speak its ports. One lab for every assertion.
+The RoCEv2 failovers and the RDMA checks are left to labs/test_failover.py and labs/test_rdma.py
+(timed, they take turns with every other lab's; the microVMs are a third of a check's cost
+here); the whole `fablab check` of this plan is in docs/bring-your-fabric.md."""
 from __future__ import annotations
 
 import json
@@ -20,7 +22,9 @@ from harness.lab import Lab
 from .conftest import fablab as _fablab, leftovers_of
 
 PLAN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "plan" / "sonic_lab_links.csv"
-ONLY = "cabling,isolation,tenants,fe-tcp,lossless,ecmp,failover,collectives"  # every check but rdma
+# every check but the RoCEv2 failovers and RDMA: timed experiments other labs of `make test` run
+# (labs/test_failover.py, labs/test_rdma.py) and that take turns on the machine with them
+ONLY = "cabling,isolation,tenants,fe-tcp,lossless,ecmp,collectives"
 
 
 @pytest.fixture(scope="module")
