@@ -9,11 +9,14 @@ swallowed. A signal is process-wide state, hence the module-level record.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+from collections.abc import Iterator
 
 _pending: list[int] = []
 _main_pid = os.getpid()
+_deferring: list[bool] = []
 
 
 def handler(signum: int, frame: object) -> None:
@@ -22,7 +25,21 @@ def handler(signum: int, frame: object) -> None:
     if os.getpid() != _main_pid:
         os._exit(128 + signum)
     _pending.append(signum)
-    raise KeyboardInterrupt
+    if not _deferring:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A signal arriving inside is raised when the block ends, not in it. For imports: a
+    package whose import is interrupted half-way cannot be imported again in that process
+    (asyncio's `NameError: base_events`), and the teardown that follows needs it."""
+    _deferring.append(True)
+    try:
+        yield
+    finally:
+        _deferring.pop()
+    checkpoint()
 
 
 def install() -> None:

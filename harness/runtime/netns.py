@@ -89,6 +89,8 @@ class NetnsRuntime(NamespaceAccess):
                          owner_pid=0 if detached else os.getpid(), created=time.time(),
                          runner_start=start_time(os.getpid()), owner_start=0 if detached else start_time(os.getpid()),
                          configs=configs.label if configs else "")
+        with interrupt.deferred():  # before anything is made: the teardown of a boot needs it whole
+            import pyroute2  # noqa: F401
         save(state)
         mem_before = meminfo.available_mb()
         timings: dict[str, float] = {}
