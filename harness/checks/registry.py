@@ -30,6 +30,7 @@ MODULES: tuple[tuple[str, str], ...] = (  # (check name, module exporting its CH
     ("tenants", "harness.checks.tenants"),
     ("fe-tcp", "harness.checks.fe_tcp"),
     ("lossless", "harness.checks.lossless"),
+    ("deadlock", "harness.checks.deadlock"),
     ("ecmp", "harness.checks.ecmp"),
     ("ecmp-superspine", "harness.checks.ecmp_superspine"),
     ("failover", "harness.checks.failover"),

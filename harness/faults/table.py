@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from harness.core.errors import InputError
 from harness.core.plan import Plan
-from harness.faults import cabling, failover, lossless, places, routing, tenants
+from harness.faults import bounce, cabling, failover, lossless, places, routing, tenants
 from harness.faults.protocol import Control, Fault, NoState
 from harness.faults.routing import Sysctls
 from harness.faults.targets import Cable, Nic, Port, Ports, Route, Switch, Switches
@@ -61,6 +61,9 @@ FAULTS: tuple[Fault, ...] = (
           Port, lossless.ConfigDbField, places.be_host_port, lossless.pfc_priority, lossless.config_db_back),
     Fault("dscp-map", "lossless", "RoCE's DSCP mapped to a lossy traffic class", "lossless-audit",
           Switch, lossless.ConfigDbField, places.first_be_leaf, lossless.dscp_map, lossless.config_db_back),
+    Fault("route-bounce", "lossless", "a spine's static route sends one GPU's address down to another leaf, which "
+          "sends it back up: a cycle of lossless buffers", "deadlock", Route, bounce.Bounced, bounce.place,
+          bounce.bounce, bounce.unbounce),
     Fault("acl-flip", "tenants", "an edge ACL deny rule typed as permit on one leaf", "tenants",
           Switch, tenants.AclVerdict, places.vtep, tenants.acl_flip, tenants.acl_back, options=(("entry", ""),)),
     Fault("wrong-vlan", "tenants", "a tenant member's leaf port in another tenant's VLAN", "tenants",
