@@ -119,8 +119,11 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
 def cmd_mystery(args: argparse.Namespace) -> int:
     from harness.core.codec import to_plain
+    from harness.core.errors import InputError
     from harness.faults import mystery
 
+    if args.on is not None and args.answer is None:
+        raise InputError("--on says where the fault of --answer is: fablab mystery LAB --answer FAULT --on TARGET")
     lab = Lab.attach(args.lab)
     if args.reveal:
         m = mystery.reveal(lab)
@@ -134,13 +137,31 @@ def cmd_mystery(args: argparse.Namespace) -> int:
     if args.hint:
         out.print(f"{lab.name}: {escape(mystery.hint(lab))}", soft_wrap=True)
         return 0
+    if args.answer is not None:
+        a = mystery.answer(lab, args.answer, args.on)
+        if args.json:
+            print(json.dumps({"lab": lab.name, "verdict": a.verdict.value, "fault": a.fault, "on": a.on,
+                              "solved": a.solved}, indent=2))
+        else:
+            said = a.fault + (f" on {a.on}" if a.on else "")
+            out.print(f"{lab.name}: {escape(said)}: " + {
+                mystery.Verdict.RIGHT: f"right. fablab fix {lab.name} --all "
+                                       + ("ends the mystery" if a.fault == mystery.NONE
+                                          else "undoes it; check again to see the lab pass"),
+                mystery.Verdict.RIGHT_FAULT: "right, that is the fault; say where too (--on) to be sure of the place",
+                mystery.Verdict.WRONG_PLACE: "the right fault, but not there; the failing check names where",
+                mystery.Verdict.WRONG: "not that. Which claim fails, and what else could make it fail? "
+                                       f"(fablab mystery {lab.name} --hint)",
+            }[a.verdict], soft_wrap=True)
+        return 0 if a.solved else 3  # a wrong answer is a problem found, as a failing check's is
     m = mystery.start(lab, args.seed)
     if args.json:
         print(json.dumps({"lab": lab.name, "seed": m.seed}))
     else:
-        out.print(f"{lab.name}: a mystery is in place (seed {m.seed}): one fault, or none. Find it with "
-                  f"fablab check {lab.name}, fablab vtysh, fablab shell; fablab mystery {lab.name} --hint for a hint, "
-                  "--reveal for the answer", soft_wrap=True)
+        out.print(f"{lab.name}: a mystery is in place (seed {m.seed}): one fault, or none. Look first (fablab status "
+                  f"{lab.name}), measure (fablab check {lab.name}), then find out why (fablab vtysh, exec, shell); "
+                  f"answer with fablab mystery {lab.name} --answer FAULT --on TARGET (or --answer none); --hint "
+                  "narrows it one step at a time, --reveal gives it", soft_wrap=True)
     return 0
 
 
@@ -215,6 +236,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     what = s.add_mutually_exclusive_group()
     what.add_argument("--hint", action="store_true", help="one more hint")
     what.add_argument("--reveal", action="store_true", help="name the fault (or none) and where")
+    what.add_argument("--answer", metavar="FAULT", help="your answer: a fault's name (fablab faults), or none; "
+                                                         "exit 0 right, 3 not")
+    s.add_argument("--on", metavar="TARGET", help="with --answer: where, in the fault's --on form")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_mystery)
 

@@ -130,6 +130,11 @@ def _converged(lab: LabView, settle_s: float) -> None:
 
 def shown(lab: LabView) -> list[dict]:
     """The faults in place as a listing may show them (fault, on, description): a mystery's as
-    such, unnamed."""
-    return [{"fault": e.fault, "on": e.on, "description": e.description} if not e.hidden else
-            {"fault": "mystery", "on": "?", "description": "a hidden fault (or none)"} for e in entries(lab)]
+    such, unnamed, and a mystery that hides nothing listed the same way (were it missing, the
+    listing would give "nothing is wrong" away)."""
+    hidden = {"fault": "mystery", "on": "?", "description": "a hidden fault (or none)"}
+    found = entries(lab)
+    rows = [{"fault": e.fault, "on": e.on, "description": e.description} if not e.hidden else hidden for e in found]
+    if (lab.run_dir / MYSTERY).exists() and not any(e.hidden for e in found):
+        rows.append(hidden)
+    return rows

@@ -1,15 +1,14 @@
 """The faults without a lab: one table (names, what each teaches, the check case that catches
 it), typed targets parsed from `--on` and printed back the same way, states that survive the
 codec (so `fablab fix` can undo from another process), defaults on every built-in, the
-with-block form, the faults.json store, the CLI's refusals, the mystery's seeds, and the old
-module paths still giving every name anything imports from them."""
+with-block form, the faults.json store, the CLI's refusals, and the old module paths still
+giving every name anything imports from them (the mystery: test_mystery_units.py)."""
 from __future__ import annotations
 
 import ast
 import dataclasses
 import importlib
 import json
-import random
 import subprocess
 import sys
 import types
@@ -26,7 +25,7 @@ from harness.core.model import build
 from harness.core.plan import make_plan
 from harness.faults import (BY_NAME, FAULTS, KNOBS, Applied, Cable, Fault, Nic, Port, Ports, Route, Switch, Switches,
                             applied, controls, fault, parse)
-from harness.faults import mystery, store
+from harness.faults import store
 from harness.faults.protocol import GROUPS
 from harness.faults.targets import KINDS
 from harness.moved import MOVED
@@ -266,21 +265,7 @@ def test_fix_wants_a_fault_or_all():
     assert run.returncode == 2 and "--all" in run.stderr
 
 
-# --------------------------------------------------------------------------- the mystery
-
-def test_a_mystery_seed_always_chooses_the_same_and_none_is_an_answer(ai):
-    lab = SimpleNamespace(plan=ai)
-    choices = mystery.candidates(lab)
-    assert None in choices and len(choices) == len(mystery.DRAWN) + mystery.NONE_WEIGHT
-    assert mystery.DRAWN == OLD_CLI  # a seed's answer is the one it was before the faults moved
-    picked = [random.Random(seed).choice(choices) for seed in range(40)]
-    assert picked == [random.Random(seed).choice(mystery.candidates(lab)) for seed in range(40)]
-    assert None in picked and len({p.name for p in picked if p}) > 5
-    # docs/learn/12-mystery.md: seed 1 fails one of the checks the lesson runs
-    seed1 = random.Random(1).choice(choices)
-    assert seed1 is not None and seed1.caught_by in {"cabling", "isolation", "tenants", "ecmp"} | {
-        "lossless-audit", "lossless-wire"}
-
+# the mystery: tests/unit/test_mystery_units.py
 
 # --------------------------------------------------------------------------- the old module paths
 
