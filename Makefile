@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 TOPOLOGY ?= ai-cluster
 
 DATAPLANE := harness/dataplane/build/fablab-bfd-dp
+LOSSLESS_DP := harness/dataplane/build/fablab-lossless-dp
+LOSSLESS_BPF := harness/dataplane/build/lossless.bpf.o
 
 .PHONY: deps venv dataplane rdma-deps validate test unit labs render bench clean distclean
 
@@ -13,12 +15,20 @@ deps:
 	@./scripts/install-deps.sh
 	@$(MAKE) --no-print-directory venv dataplane
 
-# The lab's BFD data plane (BFD offload), in C: the runtime also builds it on first use.
-dataplane: $(DATAPLANE)
+# The lab's BFD and lossless data planes, in C (and a tc program): the runtime also builds them on first use.
+dataplane: $(DATAPLANE) $(LOSSLESS_DP) $(LOSSLESS_BPF)
 
 $(DATAPLANE): harness/dataplane/bfd_dp.c
 	@mkdir -p $(@D)
 	cc -O2 -Wall -o $@ $<
+
+$(LOSSLESS_DP): harness/dataplane/lossless_dp.c harness/dataplane/lossless.h
+	@mkdir -p $(@D)
+	cc -O2 -Wall -o $@ $< -lbpf
+
+$(LOSSLESS_BPF): harness/dataplane/lossless.bpf.c harness/dataplane/lossless.h
+	@mkdir -p $(@D)
+	clang -O2 -g -mcpu=v3 -target bpf -I /usr/include/x86_64-linux-gnu -c -o $@ $<
 
 # Only the Python package (show, render, audit, diff): no root, no apt.
 venv: $(VENV)/.installed

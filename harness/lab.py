@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from harness.core.capabilities import Feature, lacks
 from harness.core.errors import HarnessError, InputError, TopologyError, UnknownLab
+from harness.core.lossless_counters import LosslessCounters, from_status
 from harness.core.model import Cluster, Fabric, Plane, build, check_lab_name
 from harness.core.observed import CablingScope, Counters, Shortfall
 from harness.observe.counters import interface_counters
@@ -310,8 +311,10 @@ class Lab:
     def set_config_db(self, switch: str, table: str, key: str, field: str, value: str | None) -> str | None:
         """Set (None: remove) one field of the switch's running CONFIG_DB; the value it had."""
         self.check_node(switch)
-        return self.runtime.switch_kind.set_config_db(self.runtime.node_access(self.name, switch), table, key, field,
-                                                      value)
+        old = self.runtime.switch_kind.set_config_db(self.runtime.node_access(self.name, switch), table, key, field,
+                                                     value)
+        self.runtime.lossless_reload(self.name, self.plan)  # as orchagent reprograms the ASIC
+        return old
 
     def acl_data_path(self, switch: str) -> str | None:
         """None where the switch's data plane filters by its edge ACL; else why not."""
@@ -320,7 +323,14 @@ class Lab:
 
     def lacks(self, feature: Feature) -> str | None:
         """None where this lab's data plane does `feature`; else why not (harness.core.capabilities)."""
-        return lacks(self.runtime.name, feature)
+        why = lacks(self.runtime.name, feature)
+        if why is None and feature is Feature.LOSSLESS_DATA_PATH and not self.plan.fabric.cluster.lossless.emulate:
+            return "the lab was declared with Lossless(emulate=False): its BE links are lossy, at veth speed"
+        return why
+
+    def lossless_counters(self) -> LosslessCounters:
+        """Every BE port's PFC, queue and CNP counters, as the lab's lossless data plane has them now."""
+        return from_status(self.runtime.lossless_status(self.name))
 
     def acl_rules(self, switch: str) -> dict[str, str]:
         """Every edge ACL rule the switch has loaded, by entry name -> its status."""

@@ -5,23 +5,24 @@ order: a ring (each GPU to the next on its rail, the step of a ring all-reduce),
 all-to-all within a rail (expert parallelism's dispatch), and an incast (N GPUs to one, as
 when a parameter shard or a checkpoint is gathered). Every QP's packets arrive, none reordered.
 
-Claim 2 (congested): an incast is where a BE port overflows. The receiver's leaf port is
-shaped (tbf, with a 20 ms queue) to 1.5 senders' worth of traffic; 1, 2, 4 and then every
-other GPU of the rail (7 on ai-cluster) send to it at once. Within capacity (1 sender) nothing is lost and the queue stays empty;
-beyond it the queue fills (queueing delay up to the 20 ms the port can hold), the port
-drops what exceeds its rate (about 1 - 1.5/N of it), and the transfer takes as long as the
-port needs, or longer.
+Claim 2 (congested): an incast is where a BE port overflows, unless PFC pauses the senders.
+The receiver's leaf port runs at its scaled rate (400G / Lossless.time_scale) on the lab's
+lossless data plane; 1, 2, 4 and then every other GPU of the rail (7 on ai-cluster) send to it
+at once, each offering 2/3 of its rate. Within capacity (1 sender) nothing waits and nothing is
+paused; beyond it the queue fills to the pause threshold, the leaf sends 802.1Qbb pause frames
+hop by hop back to the senders' NICs, and nothing is lost: the transfer takes as long as the
+port needs (all its bytes at its rate), no longer.
 
 Why it matters in an AI data center: RoCEv2 has no TCP to hide loss. Every PSN gap the
 receiver sees is a NAK, and the sender goes back N: it resends everything from the lost
 packet on, so a lossy port under incast multiplies its own load and the collective waits
 for its slowest QP. Real BE fabrics are lossless: PFC on the RoCE priority pauses the
 senders before the queue overflows (back-pressure instead of drops), and ECN/DCQCN slows
-them earlier. fablab renders PFC and ECN into config_db.json, but SONiC-VS and the Linux
-kernel do not act on them: here the port is lossy, and this lab measures exactly that.
+them earlier. On a runtime without the lossless data plane (containerlab's SONiC-VS) the port
+is shaped by tbf and lossy, and this lab measures that loss instead.
 
-Make it fail: remove the shaper from inside the run (the "congested" fan-ins then lose
-nothing and the check says the port was not congested), or break a link on the rail.
+Make it fail: turn PFC off on one hop (`fablab break LAB pfc-priority --on be-g1-r0:Ethernet260`):
+the packets that come in there are dropped (labs/test_pfc.py).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_collective_is_delivered_whole_and_in_order(lab, results, pattern):
     assert result.passed, result.reason
 
 
-def test_incast_congests_a_lossy_port(lab, results):
+def test_incast_congests_a_port(lab, results):
     # fan-in 1, 2, 4 and every other GPU of the rail
     result = run_case(case("collectives-incast-congested"), lab, results, rail=0)
     assert result.passed, result.reason
@@ -45,14 +46,20 @@ def test_incast_congests_a_lossy_port(lab, results):
     if len(fan_ins) < 3:
         pytest.skip(f"rail 0 has {fan_ins[-1].senders + 1} GPUs: too few for a fan-in sweep")
     one, most = fan_ins[0], fan_ins[-1]
-    # Positive control: within the port's rate nothing is lost and nothing waits.
-    assert one.senders == 1 and one.loss_pct == 0 and one.queue_avg_ms < 5
-    # Beyond it: loss grows with fan-in, the queue fills, the slowest sender finishes late.
-    losses = [f.loss_pct for f in fan_ins[1:]]
-    assert 0 < losses[0] and losses == sorted(losses) and losses[0] < losses[-1], losses
+    # Positive control: within the port's rate nothing is lost, nothing waits, nothing is paused.
+    assert one.senders == 1 and one.loss_pct == 0 and one.queue_avg_ms < 5 and one.pauses_sent == 0
     assert most.queue_avg_ms > one.queue_avg_ms + 5
-    assert most.gaps > 0  # each a go-back-N retransmission on a real RoCEv2 NIC
-    # The shaper was removed afterwards: an unshaped incast delivers everything again.
-    after = run_case(case("collectives-incast"), lab, results, name="collectives-incast-after-the-shaper",
+    if result.pfc_enforced:
+        # Lossless: nothing lost at any fan-in; the leaf paused the senders; the port ran full.
+        assert all(f.loss_pct == 0 and f.drops == 0 for f in fan_ins), [(f.senders, f.drop_places) for f in fan_ins]
+        assert most.pauses_sent > 0 and most.pauses_received > 0
+        assert most.completion_ms <= 1.15 * most.ideal_ms, (most.completion_ms, most.ideal_ms)
+    else:
+        # Lossy: loss grows with fan-in, each gap a go-back-N retransmission on a real RoCEv2 NIC.
+        losses = [f.loss_pct for f in fan_ins[1:]]
+        assert 0 < losses[0] and losses == sorted(losses) and losses[0] < losses[-1], losses
+        assert most.gaps > 0
+    # Afterwards an incast within the port's rate delivers everything again.
+    after = run_case(case("collectives-incast"), lab, results, name="collectives-incast-after-the-congestion",
                      rail=0, packets=300, rate_pps=1000)
     assert after.passed, after.reason

@@ -13,6 +13,8 @@ have_cmd yanglint || need+=(libyang2-tools)  # the unit tests validate config_db
 have_cmd iptables || need+=(iptables)  # a unit test runs init.sh, which keeps eth0 apart with iptables as docker-sonic-vs has it
 have_cmd cc || need+=(gcc)  # fablab-bfd-dp, the lab's BFD data plane (BFD offload), is C
 [ -e /usr/include/stdio.h ] || need+=(libc6-dev)
+have_cmd clang || need+=(clang)  # the lossless data plane's tc programs (harness/dataplane/lossless.bpf.c)
+[ -e /usr/include/bpf/libbpf.h ] || need+=(libbpf-dev)  # fablab-lossless-dp loads and attaches them
 have_cmd chromium || need+=(chromium)  # a unit test renders the HTML report in headless Chromium
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 

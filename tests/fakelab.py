@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.capabilities import Feature
+from harness.core.lossless_counters import LosslessCounters
 
 
 class NotScripted(AssertionError):
@@ -121,6 +122,9 @@ class FakeLab:
 
     def running_config_db(self, switch: str) -> dict:
         raise self._refuse("running_config_db", switch)
+
+    def lossless_counters(self) -> LosslessCounters:
+        raise self._refuse("lossless_counters")
 
     def mtus(self, node: str) -> dict[str, int]:
         self._ask("mtus")

@@ -27,8 +27,7 @@ class Feature(StrEnum):
 DATA_PLANE: dict[RuntimeName, dict[Feature, str | None]] = {
     RuntimeName.NETNS: {
         Feature.ACL_DATA_PATH: None,  # nftables in the leaf's bridge
-        Feature.LOSSLESS_DATA_PATH: ("the kernel has no PFC and this machine no RED: the lossless contract is "
-                                     "proven as configuration and on the wire (MTU, DSCP), not under congestion"),
+        Feature.LOSSLESS_DATA_PATH: None,  # fablab-lossless-dp: htb, tc programs, PFC frames (harness/dataplane)
         Feature.BFD_OFFLOAD: None,
         Feature.GRAY_FAILURE: None,  # nftables drops in the node's namespace
         Feature.ECMP_L4_HASH: None,

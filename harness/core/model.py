@@ -16,7 +16,7 @@ from harness.core.cabling.apply import apply as apply_cabling
 from harness.core.codec import CodecError, from_plain, to_plain
 from harness.core.declarations import (  # the declaration types: importable from here as well
     ACL_ACTIONS, ACL_PROTOCOLS, Acl, AclRule, Addressing, BACKEND_KINDS, Backend, Bfd, Cable, Cabling, Cluster,
-    DECLARATIONS, HOST_ASN, Hardware, ECMP_HASHES, FE_NIC, FE_NIC2, Frontend, GpuNodes, Lossless, MGMT_NIC, Management,
+    DECLARATIONS, HOST_ASN, Dcqcn, Hardware, ECMP_HASHES, FE_NIC, FE_NIC2, Frontend, GpuNodes, Lossless, MGMT_NIC, Management,
     Objectives, Plane, ROCE_MTUS, Role, Routing, SPEEDS_GBPS, STORAGE_NIC, Tenant, _NAME, check_lab_name,
     rail_nic, switch_mgmt_port)
 from harness.core.declguard import CallProblems
@@ -28,7 +28,7 @@ from harness.core.tenancy import check_tenancy
 
 __all__ = [
     "ACL_ACTIONS", "ACL_PROTOCOLS", "Acl", "AclRule", "Addressing", "BACKEND_KINDS", "Backend", "Bfd", "Cable",
-    "Cabling", "Cluster", "DECLARATIONS", "ECMP_HASHES", "FE_NIC", "FE_NIC2", "Fabric", "Frontend", "GpuNodes", "HOST_ASN", "Hardware", "Link", "Lossless",
+    "Cabling", "Cluster", "DECLARATIONS", "Dcqcn", "ECMP_HASHES", "FE_NIC", "FE_NIC2", "Fabric", "Frontend", "GpuNodes", "HOST_ASN", "Hardware", "Link", "Lossless",
     "MGMT_NIC", "Management", "Node", "Objectives", "Plane", "ROCE_MTUS", "Role", "Routing", "SPEEDS_GBPS",
     "STORAGE_NIC", "Tenant", "build", "check_lab_name", "check_lossless", "cluster_from_dict",
     "cluster_to_dict", "gpu_node_names", "host_nics", "oversubscription", "rail_nic", "switch_mgmt_port",
@@ -239,6 +239,37 @@ def check_lossless(q: Lossless, be_mtu: int) -> list[Problem]:
         p.append(Problem("lossless.roce_mtu", f"RoCE frames of {q.roce_mtu} bytes need an MTU of "
                          f"{q.roce_frame_bytes}, backend.mtu is {be_mtu}",
                          f"raise backend.mtu to >= {q.roce_frame_bytes} or lower roce_mtu"))
+    if not isinstance(q.time_scale, int) or isinstance(q.time_scale, bool) or not 1 <= q.time_scale <= 1_000_000:
+        p.append(Problem("lossless.time_scale", f"{q.time_scale!r} is not a whole number in 1..1000000",
+                         "e.g. 2000: a 400G link runs at 200 Mbit/s and a pause lasts 2000 times longer"))
+    if not isinstance(q.dcqcn, Dcqcn):
+        p.append(Problem("lossless.dcqcn", f"{q.dcqcn!r} is not a Dcqcn", "write dcqcn=Dcqcn(...)"))
+    else:
+        p += _check_dcqcn(q.dcqcn)
+    return p
+
+
+def _check_dcqcn(d: Dcqcn) -> list[Problem]:
+    p: list[Problem] = []
+    positive = ("cnp_interval_us", "rpg_time_reset_us", "rpg_byte_reset", "rpg_ai_rate_mbps", "rpg_hai_rate_mbps",
+                "rpg_min_rate_mbps", "alpha_update_us")
+    for name in positive:
+        value = getattr(d, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            p.append(Problem(f"lossless.dcqcn.{name}", f"{value!r} must be a number > 0",
+                             f"ConnectX's default is {getattr(Dcqcn(), name)}"))
+    if isinstance(d.rpg_threshold, bool) or not isinstance(d.rpg_threshold, int) or d.rpg_threshold < 1:
+        p.append(Problem("lossless.dcqcn.rpg_threshold", f"{d.rpg_threshold!r} must be a whole number >= 1",
+                         "ConnectX's default is 1"))
+    if isinstance(d.rpg_min_dec_fac_pct, bool) or not isinstance(d.rpg_min_dec_fac_pct, int) \
+            or not 1 <= d.rpg_min_dec_fac_pct <= 100:
+        p.append(Problem("lossless.dcqcn.rpg_min_dec_fac_pct", f"{d.rpg_min_dec_fac_pct!r} is not a percentage "
+                         "in 1..100", "ConnectX's default is 50"))
+    for name in ("alpha_g", "initial_alpha"):
+        value = getattr(d, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            p.append(Problem(f"lossless.dcqcn.{name}", f"{value!r} is not in 0..1",
+                             f"ConnectX's default is {getattr(Dcqcn(), name):.4f}"))
     return p
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pyroute2 import IPRoute
 
     from harness.core.capabilities import Feature
+    from harness.core.lossless_counters import LosslessCounters
     from harness.core.observed import BfdPeer, BgpPeer, CablingScope, Counters, Route, Shortfall
     from harness.core.plan import CableRow, Plan
 
@@ -121,6 +122,10 @@ class LabView(Protocol):
     def acl_rules(self, switch: str) -> dict[str, str]: ...
 
     def running_config_db(self, switch: str) -> dict: ...
+
+    def lossless_counters(self) -> LosslessCounters:
+        """Every BE port's PFC, queue and CNP counters (the lossless data plane's, now)."""
+        ...
 
     def mtus(self, node: str) -> dict[str, int]: ...
 

@@ -69,17 +69,25 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+_LOSSLESS_DATAPLANE = ("time_scale", "emulate", "dcqcn")  # fields added after hashes were recorded
+
+
 def declaration_sha256(cluster) -> str:
     """sha256 of the canonical declaration: `harness.core.model.cluster_to_dict(cluster)` as JSON
     with sorted keys and compact separators. Equal declarations give equal hashes, whatever
     file or built-in they came from; any change to any field gives another. `cluster` is a
     Cluster, or the plain data of one (a running lab's state)."""
     from harness.core.codec import to_plain
-    from harness.core.model import Cabling, cluster_to_dict
+    from harness.core.model import Cabling, Lossless, cluster_to_dict
 
     data = cluster if isinstance(cluster, dict) else cluster_to_dict(cluster)
     if data.get("cabling") == to_plain(Cabling()):  # no cabling plan: the hash it had before Cabling was
         data = {k: v for k, v in data.items() if k != "cabling"}
+    lossless = data.get("lossless")
+    if isinstance(lossless, dict):  # the lossless data plane's settings at their defaults: the hash from before them
+        defaults = to_plain(Lossless())
+        kept = {k: v for k, v in lossless.items() if k not in _LOSSLESS_DATAPLANE or v != defaults.get(k)}
+        data = {**data, "lossless": kept}
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -128,6 +128,15 @@ class Runtime(Protocol):
         """The planes, nodes and interfaces whose cables are this runtime's to audit."""
         ...
 
+    # -- the lossless BE's data plane (harness.core.capabilities: LOSSLESS_DATA_PATH)
+    def lossless_status(self, lab: str) -> dict:
+        """Every BE port's PFC, queue and CNP counters and state (raises where there are none)."""
+        ...
+
+    def lossless_reload(self, lab: str, plan: Plan) -> None:
+        """Each BE port's program again from the running configs (after a CONFIG_DB change)."""
+        ...
+
     # -- convergence, by the same rule on every runtime
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
                 bfd: bool = True) -> list[Shortfall]: ...

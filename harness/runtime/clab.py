@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness.plumbing import interrupt, namespaces, wait
 from harness.core.errors import InputError, LabError
+from harness.core.capabilities import Feature, lacks
 from harness.core.kinds import LabPhase, NodeKind, RuntimeName
 from harness.core.model import Plane, Role, build, cluster_to_dict
 from harness.core.plan import Plan, make_plan
@@ -361,6 +362,12 @@ class ClabRuntime(NamespaceAccess):
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
         return json_documents(self.vtysh(lab, node, *commands), len(commands),
                               f"vtysh in {container_name(lab, node)}")
+
+    def lossless_status(self, lab: str) -> dict:
+        raise LabError(f"lab {lab} runs on containerlab: {lacks(RuntimeName.CLAB, Feature.LOSSLESS_DATA_PATH)}")
+
+    def lossless_reload(self, lab: str, plan: Plan) -> None:
+        return None  # SONiC's orchagent reads its own CONFIG_DB; nothing of fablab's acts on it
 
 
 def clab_view(plan: Plan, network: IPv4Network | None) -> Plan:

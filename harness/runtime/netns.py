@@ -5,6 +5,7 @@ root namespace.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -23,7 +24,7 @@ from harness.core.plan import CableRow, Plan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
-from harness.runtime import bfd_offload, frr_parts, neighbours, processes, tenants
+from harness.runtime import bfd_offload, frr_parts, lossless_dp, neighbours, processes, tenants
 from harness.runtime.kinds import SWITCH_KINDS
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
@@ -80,6 +81,9 @@ class NetnsRuntime(NamespaceAccess):
         if bfd_offload.uses_offload(plan.fabric.cluster.bfd):
             bfd_offload.binary()
             bfd_offload.check_paths(lab, frr_names(plan))
+        if lossless_dp.uses(plan):
+            lossless_dp.build()
+            lossless_dp.check_paths(lab)
         frr = dict(configs.frr) if configs else {sw.name: frr_conf(plan, sw) for sw in plan.switches}  # before anything
         frr.update({h.name: host_frr_conf(plan, h) for h in plan.hosts if h.routed})  # the hosts' are fablab's
         parts = frr_parts.Background(frr)  # each daemon's part, as vtysh hands it out, while links are made
@@ -205,10 +209,19 @@ class NetnsRuntime(NamespaceAccess):
         if offload:  # before bfdd: it connects as each bfdd listens, before bgpd hands it sessions
             dp = bfd_offload.start(lab, names)
             state = _started(state, dp.node, {dp.name: dp.pid})
+        running: dict[str, dict] = {}
         for sw in plan.switches:
-            # No SONiC runs here; the config_db the switch would run is kept for `fablab audit LAB`
-            (frr_node(lab, sw.name).directory / "config_db.json").write_text(
-                (config_dbs or {}).get(sw.name) or config_db_json(plan, sw))
+            # No SONiC runs here; the config_db the switch would run is kept for `fablab audit LAB`,
+            # and the lossless data plane acts on it as an ASIC on its CONFIG_DB
+            text = (config_dbs or {}).get(sw.name) or config_db_json(plan, sw)
+            (frr_node(lab, sw.name).directory / "config_db.json").write_text(text)
+            if sw.lossless:
+                running[sw.name] = json.loads(text)
+        if lossless_dp.uses(plan):
+            progress("lossless", f"the lossless BE data plane on {len(lossless_dp.port_specs(plan))} ports "
+                                 f"(links at 1/{plan.fabric.cluster.lossless.time_scale} of their speed)")
+            dp = lossless_dp.start(plan, lab, running)
+            state = _started(state, dp.node, {dp.name: dp.pid})
         # bfdd and bgpd retry a missing zebra only every few seconds: start them once zebra listens.
         now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")
         for name, node in zip(names, nodes):
@@ -296,6 +309,19 @@ class NetnsRuntime(NamespaceAccess):
         return sorted(found)
 
     # ------------------------------------------------------------------ driving
+
+    def lossless_status(self, lab: str) -> dict:
+        if lossless_dp.running(lab) is None:
+            raise LabError(f"lab {lab} runs no lossless data plane (booted with Lossless(emulate=False), or without "
+                           "a lossless BE)")
+        return lossless_dp.status(lab)
+
+    def lossless_reload(self, lab: str, plan: Plan) -> None:
+        if lossless_dp.running(lab) is None:
+            return
+        dbs = {sw.name: self.switch_kind.running_config_db(self.node_access(lab, sw.name))
+               for sw in plan.switches if sw.lossless}
+        lossless_dp.reload(plan, lab, dbs)
 
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
                 bfd: bool = True) -> list[Shortfall]:

@@ -18,7 +18,8 @@ def test_every_runtime_says_every_feature():
 @pytest.mark.parametrize("runtime, feature, does", [
     ("netns", Feature.ACL_DATA_PATH, True), ("clab", Feature.ACL_DATA_PATH, False),
     ("netns", Feature.BFD_OFFLOAD, True), ("clab", Feature.BFD_OFFLOAD, False),
-    ("netns", Feature.LOSSLESS_DATA_PATH, False), ("clab", Feature.GRAY_FAILURE, True)])
+    ("netns", Feature.LOSSLESS_DATA_PATH, True), ("clab", Feature.LOSSLESS_DATA_PATH, False),
+    ("clab", Feature.GRAY_FAILURE, True)])
 def test_what_each_runtime_does(runtime, feature, does):
     assert (lacks(runtime, feature) is None) is does
 

@@ -2,12 +2,12 @@
 
 Every flow is a RoCEv2 QP from one GPU NIC to another on the same rail. Unloaded, every
 packet must arrive, in order (collectives-<pattern>: harness/checks/collectives/delivery.py).
-Loaded (collectives-incast-congested: harness/checks/collectives/incast.py), the incast
-receiver's leaf port is shaped below what the senders offer, as a port is when N GPUs send
-to one at line rate: per sender and per fan-in we measure loss, completion time and
-queueing delay. The port here is lossy, as every port of this emulation is: what it drops
-a real RoCEv2 NIC resends go-back-N; PFC would pause the senders instead (SONiC-VS and the
-kernel do not act on PFC: it is rendered as configuration only).
+Loaded (collectives-incast-congested: harness/checks/collectives/incast.py), N GPUs send to one
+beyond its port's rate: per sender and per fan-in we measure loss, completion time and
+queueing delay. On the netns runtime the port is the lossless data plane's (PFC pauses the
+senders hop by hop, harness/dataplane): nothing may be lost, and the data plane's counters say
+where pause frames went and where anything dropped. Where a runtime has no lossless data plane
+(SONiC-VS), the port is shaped by tbf and lossy, and the loss is what is measured.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _rail0_too_small(plan) -> str | None:
     return None if members >= 2 else f"rail 0 has {members} GPU NIC(s): a collective needs 2 or more"
 
 
-CHECK = Check("collectives", "ring, all-to-all and incast on rail 0 as RoCEv2 QPs, then incast into a shaped port",
+CHECK = Check("collectives", "ring, all-to-all and incast on rail 0 as RoCEv2 QPs, then incast beyond a port's rate",
               tuple(Case(f"collectives-{p}", partial(measure_collective, pattern=p), judge_collective)
                     for p in PATTERNS)
               + (Case("collectives-incast-congested", partial(measure_incast, rail=0), judge_incast),),

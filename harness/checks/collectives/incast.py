@@ -13,7 +13,10 @@ from dataclasses import dataclass, replace
 
 from harness.checks.base import Observation, Outcome
 from harness.checks.collectives.delivery import rail_members
+from harness.core.asic import switch_programs
+from harness.core.capabilities import Feature
 from harness.core.errors import HarnessError
+from harness.core.lossless_counters import LosslessCounters
 from harness.core.plan import Plan
 from harness.plumbing.labview import LabView
 from harness.plumbing.priority import timed_turn
@@ -41,6 +44,11 @@ class SenderSeen:
 class FanInSeen:
     senders: int
     per_sender: tuple[SenderSeen, ...]
+    # the lossless data plane's counters over the fan-in (all 0 on a lossy port)
+    drops: int = 0  # packets any BE queue dropped
+    drop_places: tuple[str, ...] = ()  # "switch:port queue q: n" for each queue that dropped
+    pauses_sent: int = 0  # PFC frames the receiver's leaf sent
+    pauses_received: int = 0  # PFC frames the senders' NICs received
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +63,8 @@ class IncastSeen(Observation):
     base_delay_ns: int  # one-way delay with one slow sender, under the same shaper
     fan_ins: tuple[FanInSeen, ...]
     queue_bytes: int = 0  # the shaper's queue (tbf limit); 0: not recorded
+    lossless: bool = False  # the port is the lossless data plane's (PFC), not a lossy shaper
+    pause_bytes: int = 0  # the port's queue pauses its feeders past this (its running config's)
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,10 @@ class FanIn:
     gaps: int
     jain: float  # fairness of delivered packets across senders
     per_sender: tuple[SenderFigures, ...]
+    drops: int = 0
+    drop_places: tuple[str, ...] = ()
+    pauses_sent: int = 0
+    pauses_received: int = 0
 
 
 @dataclass(frozen=True)
@@ -110,10 +124,14 @@ class IncastResult(Outcome):
         return self.not_measurable
 
     def sentence(self) -> str:
-        figures = "; ".join(f"{f.senders}→1 {f.offered_mbit:.0f}/{f.shaped_mbit:.0f} Mbit/s: loss {f.loss_pct:.1f} %, "
-                            f"done {f.completion_ms:.0f} ms (ideal {f.ideal_ms:.0f}), queue {f.queue_avg_ms:.1f}/"
-                            f"{f.queue_max_ms:.1f} ms avg/max" for f in self.fan_ins)
-        return f"incast into {self.port} shaped to {self.shaped_mbit:g} Mbit/s: " + figures
+        pauses = (lambda f: f", PFC {f.pauses_sent} sent/{f.pauses_received} at the senders") if self.pfc_enforced \
+            else (lambda f: "")
+        figures = "; ".join(f"{f.senders}→1 {f.offered_mbit:.0f}/{f.shaped_mbit:.0f} Mbit/s: loss {f.loss_pct:.1f} %"
+                            f"{pauses(f)}, done {f.completion_ms:.0f} ms (ideal {f.ideal_ms:.0f}), queue "
+                            f"{f.queue_avg_ms:.1f}/{f.queue_max_ms:.1f} ms avg/max" for f in self.fan_ins)
+        how = f"at {self.shaped_mbit:g} Mbit/s ({self.shaper})" if self.pfc_enforced \
+            else f"shaped to {self.shaped_mbit:g} Mbit/s"
+        return f"incast into {self.port} {how}: " + figures
 
 
 def default_fan_ins(lab: LabView, rail: int = 0) -> tuple[int, ...]:
@@ -126,14 +144,19 @@ def _wire_bytes(payload_len: int) -> int:
     return _ETH_LEN + IP_LEN + UDP_LEN + BTH_LEN + RETH_LEN + payload_len + ICRC_LEN
 
 
-def measure_incast(lab: LabView, fan_ins: tuple[int, ...] | None = None, rail: int = 0, rate_pps: float = 2000.0,
-                   payload_len: int = 1024, capacity: float = 1.5, packets: int = 2000,
+def measure_incast(lab: LabView, fan_ins: tuple[int, ...] | None = None, rail: int = 0, rate_pps: float | None = None,
+                   payload_len: int | None = None, capacity: float = 1.5, packets: int | None = None,
                    queue_ms: float = 20.0) -> IncastSeen:
-    """N senders -> one receiver on a rail, the receiver's leaf port shaped (tbf) to `capacity`
-    senders' worth of traffic, with a queue of `queue_ms` at that rate. Each sender offers
-    rate_pps of payload_len-byte RDMA WRITEs for `packets` packets, all starting together."""
-    if capacity <= 0 or rate_pps <= 0 or packets < 100:
-        raise HarnessError(f"incast: capacity {capacity:g} and rate_pps {rate_pps:g} must be > 0, "
+    """N senders -> one receiver on a rail, all starting together, each offering `capacity`'s
+    share of the receiver's port: the port holds 1.5 senders' worth by default.
+
+    On the lossless data plane the port is the receiver's leaf port itself, at its scaled rate,
+    PFC on: each sender offers port rate / capacity in RoCE-MTU frames (`packets` of them,
+    default 600), and the data plane's counters say what was paused and dropped where. On a
+    lossy runtime the port is shaped (tbf) to `capacity` senders of `rate_pps` (default 2000)
+    `payload_len`-byte (1024) RDMA WRITEs, with a queue of `queue_ms` at that rate."""
+    if capacity <= 0 or (rate_pps is not None and rate_pps <= 0) or (packets is not None and packets < 100):
+        raise HarnessError(f"incast: capacity {capacity:g} and rate_pps {rate_pps} must be > 0, "
                            f"packets {packets} >= 100")
     members = rail_members(lab, rail)
     if len(members) < 2:
@@ -143,26 +166,59 @@ def measure_incast(lab: LabView, fan_ins: tuple[int, ...] | None = None, rail: i
     bad = [n for n in fan_ins if not 1 <= n <= len(senders)]
     if bad:
         raise HarnessError(f"fan_ins {bad}: rail {rail} has {len(senders)} possible senders (1..{len(senders)})")
+    lossless = lab.lacks(Feature.LOSSLESS_DATA_PATH) is None
+    q = lab.plan.fabric.cluster.lossless
+    payload_len = payload_len or (q.roce_mtu if lossless else 1024)
+    packets = packets or (600 if lossless else 2000)
     nic = lab.plan.host(receiver.node).nic(receiver.nic)
     leaf, port = nic.peer, nic.peer_port
     wire = _wire_bytes(payload_len)
-    shaped_bit = int(capacity * rate_pps * wire * 8)
-    limit = max(int(shaped_bit / 8 * queue_ms / 1000), 2 * wire)
-    burst = max(2 * wire, int(shaped_bit / 8 / 1000))  # about 1 ms of tokens
-    tc = ["tc", "qdisc", "replace", "dev", port, "root", "tbf", "rate", f"{shaped_bit}bit",
-          "burst", str(burst), "limit", str(limit)]
+    if lossless:
+        speed = next(p.speed for s in lab.plan.switches if s.name == leaf for p in s.ports if p.name == port)
+        shaped_bit = int(speed * 1e9 / q.time_scale)
+        rate_pps = rate_pps or shaped_bit / (capacity * wire * 8)
+        shaper = f"{speed}G / time_scale {q.time_scale}, PFC on priority {q.roce_priority}"
+        limit = 0
+        pause_bytes = switch_programs(lab.running_config_db(leaf), [port])[port].xoff_bytes
+    else:
+        rate_pps = rate_pps or 2000.0
+        shaped_bit = int(capacity * rate_pps * wire * 8)
+        limit = max(int(shaped_bit / 8 * queue_ms / 1000), 2 * wire)
+        burst = max(2 * wire, int(shaped_bit / 8 / 1000))  # about 1 ms of tokens
+        tc = ["tc", "qdisc", "replace", "dev", port, "root", "tbf", "rate", f"{shaped_bit}bit",
+              "burst", str(burst), "limit", str(limit)]
+        shaper = " ".join(tc)
+        pause_bytes = 0
     seen: list[FanInSeen] = []
-    lab.ns_exec(leaf, tc, check=True)
+    if not lossless:
+        lab.ns_exec(leaf, tc, check=True)
     try:
         # The unloaded path's one-way delay, measured under the same shaper with one slow sender.
         base_delay = _base_delay(lab, receiver, senders[0], payload_len)
         for n in fan_ins:
-            seen.append(_fan_in(lab, receiver, senders[:n], rate_pps, payload_len, packets))
+            before = lab.lossless_counters() if lossless else None
+            fan = _fan_in(lab, receiver, senders[:n], rate_pps, payload_len, packets)
+            if before is not None:
+                fan = _with_counters(fan, lab.lossless_counters().minus(before), leaf, senders[:n], lab)
+            seen.append(fan)
     finally:
-        lab.ns_exec(leaf, ["tc", "qdisc", "del", "dev", port, "root"])  # undo, whatever happened
-    return IncastSeen(receiver=f"{receiver.node}:{receiver.nic}", port=f"{leaf}:{port}", shaper=" ".join(tc),
+        if not lossless:
+            lab.ns_exec(leaf, ["tc", "qdisc", "del", "dev", port, "root"])  # undo, whatever happened
+    return IncastSeen(receiver=f"{receiver.node}:{receiver.nic}", port=f"{leaf}:{port}", shaper=shaper,
                       shaped_bps=shaped_bit, rate_pps=float(rate_pps), packets=packets, packet_bytes=wire,
-                      base_delay_ns=base_delay, fan_ins=tuple(seen), queue_bytes=limit)
+                      base_delay_ns=base_delay, fan_ins=tuple(seen), queue_bytes=limit, lossless=lossless,
+                      pause_bytes=pause_bytes)
+
+
+def _with_counters(fan: FanInSeen, delta: LosslessCounters, leaf: str, senders: list[Endpoint],
+                   lab: LabView) -> FanInSeen:
+    places = tuple(f"{p.name} queue {i}: {qc.drop_pkts + qc.wd_drops}" for p in delta.ports
+                   for i, qc in enumerate(p.queues) if qc.drop_pkts or qc.wd_drops)
+    drops = sum(qc.drop_pkts + qc.wd_drops for p in delta.ports for qc in p.queues)
+    sent = sum(pr.pfc_tx for p in delta.of(leaf) for pr in p.priorities)
+    nics = {(ep.node, ep.nic) for ep in senders}
+    received = sum(pr.pfc_rx for p in delta.ports if (p.node, p.port) in nics for pr in p.priorities)
+    return replace(fan, drops=drops, drop_places=places, pauses_sent=sent, pauses_received=received)
 
 
 def _run_incast(lab: LabView, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
@@ -216,6 +272,8 @@ def judge_incast(plan: Plan, seen: IncastSeen) -> IncastResult:
     congested; otherwise this proves nothing). The figures are the lesson, not a verdict on
     the fabric: every port here is lossy."""
     fan_ins = tuple(_figures(seen, f) for f in seen.fan_ins)
+    if seen.lossless:
+        return _judge_lossless(seen, fan_ins)
     problems: list[str] = []
     undecided: list[str] = []
     for fan, f in zip(seen.fan_ins, fan_ins):
@@ -239,6 +297,31 @@ def judge_incast(plan: Plan, seen: IncastSeen) -> IncastResult:
         per_sender_mbit=round(seen.rate_pps * seen.packet_bytes * 8 / 1e6, 3), packet_bytes=seen.packet_bytes,
         base_delay_ms=round(seen.base_delay_ns / 1e6, 3), fan_ins=fan_ins, pfc_enforced=False,
         not_measurable="; ".join(undecided), seconds=seen.seconds, problems=tuple(problems))
+
+
+def _judge_lossless(seen: IncastSeen, fan_ins: tuple[FanIn, ...]) -> IncastResult:
+    """On the lossless data plane an incast loses nothing at any fan-in: PFC pauses the senders
+    instead; a fan-in beyond the port's rate must have made its leaf send pause frames."""
+    problems: list[str] = []
+    for f in fan_ins:
+        if f.received == 0:
+            problems.append(f"{f.senders}→1: the receiver saw none of {f.sent} packets: not measured")
+            continue
+        if f.loss_pct > 0:
+            where = (f"dropped at {', '.join(f.drop_places[:4])}" if f.drop_places
+                     else "no queue dropped any: the senders' NICs refused them")
+            problems.append(f"{f.senders}→1 lost {f.loss_pct:.1f} % on a lossless port: {where}")
+        # what the port could not forward at once, which its queue holds: past the pause threshold, PFC must act
+        excess = f.sent * seen.packet_bytes * max(0.0, 1 - f.shaped_mbit / f.offered_mbit) if f.offered_mbit else 0
+        if excess > 1.5 * seen.pause_bytes and f.pauses_sent == 0:
+            problems.append(f"{f.senders}→1 offered {f.offered_mbit:.1f} Mbit/s into {f.shaped_mbit:.1f}, "
+                            f"{excess / 1e6:.2f} MB more than it forwards, past its {seen.pause_bytes / 1e6:.2f} MB pause "
+                            "threshold, and its leaf sent no pause frame: PFC did not act")
+    return IncastResult(
+        receiver=seen.receiver, port=seen.port, shaper=seen.shaper, shaped_mbit=round(seen.shaped_bps / 1e6, 3),
+        per_sender_mbit=round(seen.rate_pps * seen.packet_bytes * 8 / 1e6, 3), packet_bytes=seen.packet_bytes,
+        base_delay_ms=round(seen.base_delay_ns / 1e6, 3), fan_ins=fan_ins, pfc_enforced=True,
+        seconds=seen.seconds, problems=tuple(problems))
 
 
 def _late_burst(seen: IncastSeen, fan: FanInSeen) -> str:
@@ -282,4 +365,5 @@ def _figures(seen: IncastSeen, fan: FanInSeen) -> FanIn:
         queue_max_ms=max((p.queue_max_ms for p in per), default=0.0),
         gaps=sum(p.gaps for p in per),
         jain=round(sum(counts) ** 2 / (len(counts) * sum(c * c for c in counts)), 3) if any(counts) else 0.0,
-        per_sender=per)
+        per_sender=per, drops=fan.drops, drop_places=fan.drop_places, pauses_sent=fan.pauses_sent,
+        pauses_received=fan.pauses_received)

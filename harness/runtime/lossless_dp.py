@@ -1,0 +1,279 @@
+"""The lossless BE's data plane on the netns runtime, as a switch ASIC and a RoCE NIC would run it.
+
+Every BE port (switch ports and the GPU NICs cabled to them) gets:
+- htb as its egress scheduler (handle fb:), the port's speed / `Lossless.time_scale`, one class
+  per queue (fb:10 .. fb:17; strict queues first), and under each class a tbf (20: .. 27:) that
+  the data plane turns to a trickle to pause that queue;
+- the two tc programs of harness/dataplane/lossless.bpf.c (clsact), attached by
+  fablab-lossless-dp, one process per lab, which sends and honours PFC, sends CNPs and runs the
+  PFC watchdog (harness/dataplane/lossless_dp.c).
+Each port's program is what its running config says (harness.core.asic): a switch's CONFIG_DB
+(a field changed by hand or by `fablab break` is reloaded), the declared contract for a NIC.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core.asic import QUEUES, PortProgram, nic_program, switch_programs
+from harness.core.errors import LabError, PrerequisiteError
+from harness.core.plan import Plan
+from harness.plumbing import priority, wait
+from harness.plumbing.namespaces import NETNS_DIR
+from harness.runtime import processes
+from harness.runtime.state import Daemon, LabState, load, namespace, run_dir
+
+DIR = Path(__file__).resolve().parents[1] / "dataplane"
+SOURCES = (DIR / "lossless_dp.c", DIR / "lossless.bpf.c", DIR / "lossless.h")
+BINARY = DIR / "build" / "fablab-lossless-dp"
+OBJECT = DIR / "build" / "lossless.bpf.o"
+NODE = "lossless-dp"  # the data plane's Daemon.node; its -N tag is namespace(lab, NODE)
+_UNIX_PATH_MAX = 107
+
+
+@dataclass(frozen=True)
+class PortSpec:
+    """One BE port the data plane serves; `id` indexes its maps, `local` its node's ports."""
+
+    id: int
+    node: str
+    port: str
+    peer: int
+    local: int
+    host: bool
+    gbps: float
+
+
+def uses(plan: Plan) -> bool:
+    q = plan.fabric.cluster.lossless
+    return q.emulate and any(sw.lossless for sw in plan.switches)
+
+
+def _stale(target: Path) -> bool:
+    return not target.exists() or target.stat().st_mtime < max(s.stat().st_mtime for s in SOURCES)
+
+
+def build() -> tuple[Path, Path]:
+    """The data plane's executable and tc object, compiled from the project's sources when
+    missing or older (a few seconds; `make deps` does it ahead)."""
+    if not _stale(BINARY) and not _stale(OBJECT):
+        return BINARY, OBJECT
+    cc, clang = shutil.which("cc") or shutil.which("gcc"), shutil.which("clang")
+    missing = [what for what, tool in (("a C compiler (gcc)", cc), ("clang", clang)) if tool is None]
+    if missing or not Path("/usr/include/bpf/libbpf.h").exists():
+        raise PrerequisiteError("the lossless data plane (PFC, ECN, CNPs) needs clang, gcc and libbpf-dev to build "
+                                "fablab-lossless-dp: apt-get install clang gcc libbpf-dev (or `make deps`); "
+                                "or declare Lossless(emulate=False) for lossy BE links")
+    BINARY.parent.mkdir(exist_ok=True)
+    pid = os.getpid()
+    steps = [
+        (OBJECT, [clang, "-O2", "-g", "-mcpu=v3", "-target", "bpf", "-I", "/usr/include/x86_64-linux-gnu", "-c",
+                  str(DIR / "lossless.bpf.c"), "-o"]),
+        (BINARY, [cc, "-O2", "-Wall", str(DIR / "lossless_dp.c"), "-lbpf", "-o"]),
+    ]
+    for target, argv in steps:
+        tmp = target.with_name(f".{target.name}.{pid}")
+        run = subprocess.run([*argv, str(tmp)], capture_output=True, text=True)
+        if run.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise PrerequisiteError(f"building {target.name} failed: {run.stderr.strip()[-800:]}")
+        os.replace(tmp, target)  # atomic: labs booting at once never run a half-written file
+    return BINARY, OBJECT
+
+
+def port_specs(plan: Plan) -> tuple[PortSpec, ...]:
+    """Every BE switch port and the GPU NIC at its other end, numbered; both ends of each cable."""
+    ends: list[tuple[str, str, str, str, bool, float]] = []  # node, port, peer node, peer port, host, gbps
+    hosts = {h.name for h in plan.hosts}
+    for sw in plan.switches:
+        if not sw.lossless:
+            continue
+        for p in sw.ports:
+            ends.append((sw.name, p.name, p.peer, p.peer_port, False, float(p.speed)))
+            if p.peer in hosts:
+                ends.append((p.peer, p.peer_port, sw.name, p.name, True, float(p.speed)))
+    index = {(n, p): i for i, (n, p, *_) in enumerate(ends)}
+    locals_: dict[str, int] = {}
+    out = []
+    for i, (node, port, peer, peer_port, host, gbps) in enumerate(ends):
+        local = locals_.get(node, 0)
+        locals_[node] = local + 1
+        out.append(PortSpec(i, node, port, index.get((peer, peer_port), 0xFFFFFFFF), local, host, gbps))
+    return tuple(out)
+
+
+def programs(plan: Plan, config_dbs: dict[str, dict]) -> dict[tuple[str, str], PortProgram]:
+    """Each served port's program: its switch's CONFIG_DB, or the contract for a NIC."""
+    q = plan.fabric.cluster.lossless
+    out: dict[tuple[str, str], PortProgram] = {}
+    specs = port_specs(plan)
+    by_node: dict[str, list[str]] = {}
+    for s in specs:
+        by_node.setdefault(s.node, []).append(s.port)
+    for node, ports in by_node.items():
+        if node in config_dbs:
+            for port, prog in switch_programs(config_dbs[node], ports).items():
+                out[(node, port)] = prog
+        else:
+            for port in ports:
+                out[(node, port)] = nic_program(port, q)
+    return out
+
+
+def _line(s: PortSpec, p: PortProgram, scale: int) -> str:
+    mask = lambda xs: sum(1 << x for x in xs)  # noqa: E731
+    wred = p.wred
+    fields = {
+        "dscp": "".join(str(t) for t in p.dscp_tc), "tcq": "".join(str(q) for q in p.tc_queue),
+        "pfc": mask(p.pfc), "ecn": mask(p.ecn_queues), "xoff": p.xoff_bytes, "xon": p.xon_bytes,
+        "lossless_limit": p.lossless_limit, "lossy_limit": p.lossy_limit,
+        "wred_min": wred.min_bytes if wred else 0, "wred_max": wred.max_bytes if wred else 0,
+        "wred_prob": wred.probability_pct if wred else 0, "cnp_interval_ns": p.cnp_interval_ns,
+        "cnp_dscp": p.cnp_dscp, "scale": scale,
+        "wd": mask(p.watchdog.priorities) if p.watchdog and p.watchdog.action == "drop" else 0,
+        "wd_detect_ms": p.watchdog.detect_ms if p.watchdog else 0,
+        "wd_restore_ms": p.watchdog.restore_ms if p.watchdog else 0,
+    }
+    return (f"port {s.id} {s.node} {s.port} {s.peer} {s.local} {1 if s.host else 0} {s.gbps:g} "
+            + " ".join(f"{k}={v}" for k, v in fields.items()))
+
+
+def config_text(plan: Plan, lab: str, config_dbs: dict[str, dict]) -> str:
+    specs = port_specs(plan)
+    progs = programs(plan, config_dbs)
+    scale = plan.fabric.cluster.lossless.time_scale
+    nodes = dict.fromkeys(s.node for s in specs)
+    return ("".join(f"node {n} {NETNS_DIR}/{namespace(lab, n)}\n" for n in nodes)
+            + "".join(_line(s, progs[(s.node, s.port)], scale) + "\n" for s in specs))
+
+
+def qdisc_batch(specs: list[PortSpec], progs: dict[tuple[str, str], PortProgram], scale: int) -> str:
+    """tc's batch for one node: each port's scheduler. Strict queues are served first (htb prio
+    0); the others share what is left by DWRR, as the switch's scheduler weights them."""
+    lines = []
+    for s in specs:
+        rate = max(8000, int(s.gbps * 1e9 / scale))
+        prog = progs[(s.node, s.port)]
+        lines.append(f"qdisc replace dev {s.port} root handle fb: htb default 10")
+        lines.append(f"class add dev {s.port} parent fb: classid fb:1 htb rate {rate}bit ceil {rate}bit")
+        for q in range(QUEUES):
+            prio = 0 if q in prog.strict_queues else 1
+            lines.append(f"class add dev {s.port} parent fb:1 classid fb:{0x10 + q:x} htb rate {max(8000, rate // QUEUES)}bit "
+                         f"ceil {rate}bit prio {prio} quantum 9300")
+            lines.append(f"qdisc add dev {s.port} parent fb:{0x10 + q:x} handle {0x20 + q:x}: tbf rate {4 * rate}bit "
+                         f"burst 65536 limit 67108864")
+    return "\n".join(lines) + "\n"
+
+
+def conf_path(lab: str) -> Path:
+    return run_dir(lab) / "lossless-dp.conf"
+
+
+def status_socket(lab: str) -> Path:
+    return run_dir(lab) / "lossless-dp.status"
+
+
+def log_path(lab: str) -> Path:
+    return run_dir(lab) / "lossless-dp.log"
+
+
+def tag(lab: str) -> str:
+    return namespace(lab, NODE)
+
+
+def check_paths(lab: str) -> None:
+    if len(str(status_socket(lab)).encode()) > _UNIX_PATH_MAX:
+        raise LabError(f"{status_socket(lab)} is longer than a unix socket path may be ({_UNIX_PATH_MAX} bytes): "
+                       "use a shorter lab name or FABLAB_RUN_DIR")
+
+
+def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30.0) -> Daemon:
+    """Schedulers on every BE port, then the data plane, which attaches its programs."""
+    exe, obj = build()
+    specs = port_specs(plan)
+    progs = programs(plan, config_dbs)
+    scale = plan.fabric.cluster.lossless.time_scale
+    d = run_dir(lab)
+    by_node: dict[str, list[PortSpec]] = {}
+    for s in specs:
+        by_node.setdefault(s.node, []).append(s)
+    for node, ports in by_node.items():
+        batch = d / f"lossless-tc.{node}"
+        batch.write_text(qdisc_batch(ports, progs, scale))
+        run = subprocess.run(["ip", "netns", "exec", namespace(lab, node), "tc", "-batch", str(batch)],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            raise LabError(f"{node}: the BE ports' schedulers: {run.stderr.strip()[-400:]}")
+        batch.unlink()
+    conf_path(lab).write_text(config_text(plan, lab, config_dbs))
+    status = status_socket(lab)
+    status.unlink(missing_ok=True)
+    with open(log_path(lab), "ab") as log:
+        proc = subprocess.Popen([str(exe), "-N", tag(lab), "-c", str(conf_path(lab)), "-o", str(obj),
+                                 "-s", str(status), "-p", str(priority.BFD_DATAPLANE)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+    def ready() -> bool:
+        if proc.poll() is not None:
+            raise LabError(f"the lossless data plane of {lab} exited at start ({proc.returncode}): {log_tail(lab)}")
+        return status.exists()
+
+    wait.until(ready, timeout, "the lossless data plane", interval=0.02)
+    return Daemon(NODE, NODE, proc.pid)
+
+
+def daemon_of(state: LabState) -> Daemon | None:
+    return next((d for d in state.daemons if d.node == NODE), None)
+
+
+def running(lab: str) -> Daemon | None:
+    """The lab's data plane, or None when it has none; raises when it had one and it died."""
+    try:
+        daemon = daemon_of(load(lab))
+    except LabError:
+        return None
+    if daemon is None:
+        return None
+    if processes.alive(daemon.pid) and processes.is_ours(daemon.pid, tag(lab)):
+        return daemon
+    raise LabError(f"the lossless data plane of {lab} (fablab-lossless-dp, pid {daemon.pid}) is not running: "
+                   f"PFC, ECN and CNPs no longer act. Its log ends: {log_tail(lab)}  Boot the lab again.")
+
+
+def reload(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 10.0) -> None:
+    """Each port's program again from the running configs (a CONFIG_DB field changed)."""
+    daemon = running(lab)
+    if daemon is None:
+        return
+    before = status(lab)["generation"]
+    conf_path(lab).write_text(config_text(plan, lab, config_dbs))
+    os.kill(daemon.pid, signal.SIGHUP)
+    wait.until(lambda: status(lab)["generation"] > before, timeout, "the lossless data plane's reload", interval=0.02)
+
+
+def status(lab: str, timeout: float = 10.0) -> dict:
+    """The data plane's counters and state, every port (see lossless_dp.c: status())."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(str(status_socket(lab)))
+            chunks = []
+            while chunk := s.recv(1 << 16):
+                chunks.append(chunk)
+    except OSError as e:
+        raise LabError(f"the lossless data plane of {lab} did not answer on {status_socket(lab)}: {e}") from e
+    return json.loads(b"".join(chunks))
+
+
+def log_tail(lab: str, chars: int = 600) -> str:
+    try:
+        return log_path(lab).read_text(errors="replace")[-chars:].strip() or "(empty)"
+    except OSError:
+        return "(no log)"
