@@ -31,6 +31,7 @@ MODULES: tuple[tuple[str, str], ...] = (  # (check name, module exporting its CH
     ("fe-tcp", "harness.checks.fe_tcp"),
     ("lossless", "harness.checks.lossless"),
     ("deadlock", "harness.checks.deadlock"),
+    ("pfc", "harness.checks.pfc"),
     ("ecmp", "harness.checks.ecmp"),
     ("ecmp-superspine", "harness.checks.ecmp_superspine"),
     ("failover", "harness.checks.failover"),

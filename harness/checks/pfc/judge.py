@@ -1,0 +1,135 @@
+"""The pfc verdict, a pure function of the plan and what was seen: the RoCE priority lost
+nothing under an incast beyond its port's rate; its leaf paused its feeders and the pauses
+reached the senders' NICs; the port ran full (the incast done within MARGIN of all its bytes at
+the port's rate); a victim that shares an upstream port slowed (PFC pauses a whole priority:
+congestion spreads), against its own rate alone, the control; no PFC storm. A drop is named
+by the queue that dropped and by the port it came in by, with the priorities PFC is on there."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.checks.base import Outcome
+from harness.checks.pfc.measure import FlowSeen, PfcSeen
+from harness.core.plan import Plan
+
+MARGIN = 1.25  # the incast may take this much longer than its bytes at the port's rate
+VICTIM_ALONE = 0.9  # alone, the victim must keep at least this share of its rate (else not measurable)
+VICTIM_SLOWED = 0.9  # beside the incast, under PFC alone, it must fall below this share of its alone rate
+
+
+@dataclass(frozen=True, kw_only=True)
+class PfcResult(Outcome):
+    port: str
+    port_mbit: float
+    time_scale: int
+    senders: int
+    offered_mbit: float
+    loss_pct: float
+    completion_ms: float
+    ideal_ms: float
+    pauses_by_leaf: int  # PFC frames the congested leaf sent
+    pauses_upstream: int  # PFC frames sent by every other switch
+    pauses_at_senders: int  # received by the senders' NICs
+    victim_alone_mbit: float
+    victim_mbit: float
+    drops: tuple[str, ...]  # "port queue q: n", every queue that dropped
+    storms: tuple[str, ...]
+    not_measurable: str = ""
+
+    held = "lossless"
+
+    @property
+    def passed(self) -> bool | None:
+        return False if self.problems else None if self.not_measurable else True
+
+    def why_undecided(self) -> str:
+        return self.not_measurable
+
+    def sentence(self) -> str:
+        return (f"{self.senders}→1 into {self.port} at {self.port_mbit:g} Mbit/s (its speed / {self.time_scale}), "
+                f"{self.offered_mbit:.0f} Mbit/s offered: loss {self.loss_pct:.2f} %, done {self.completion_ms:.0f} ms "
+                f"(ideal {self.ideal_ms:.0f}); PFC {self.pauses_by_leaf} sent by the leaf, {self.pauses_upstream} "
+                f"upstream, {self.pauses_at_senders} at the senders; victim {self.victim_mbit:.1f} Mbit/s beside "
+                f"it, {self.victim_alone_mbit:.1f} alone")
+
+
+def _mbit(f: FlowSeen, wire: int) -> float:
+    if not f.received or f.first_ns is None or f.last_ns is None or f.last_ns <= f.first_ns:
+        return 0.0
+    return (f.received - 1) * wire * 8 / ((f.last_ns - f.first_ns) / 1e9) / 1e6
+
+
+def _why_dropped(seen: PfcSeen, roce: int) -> list[str]:
+    pfc_on = dict(seen.pfc_on)
+    out = []
+    ingress = [c for c in seen.in_drops if c.index == roce]
+    for c in sorted(seen.drops, key=lambda c: (-c.value, c.port, c.index)):
+        on = pfc_on.get(c.port, ())
+        itself = "" if roce in on else (f" (PFC there is on {'priorities ' + ', '.join(map(str, on)) if on else 'no priority'}"
+                                         f", not {roce}: its queue never pauses what feeds it)")
+        out.append(f"{c.port} queue {c.index} dropped {c.value} packets{itself}")
+    dropping = {c.port for c in seen.drops if roce not in pfc_on.get(c.port, ())}
+    for c in sorted(ingress, key=lambda c: (-c.value, c.port)):
+        if dropping and roce in pfc_on.get(c.port, ()):
+            continue  # the queue's own port has PFC off: these came in by ports that did their part
+        on = pfc_on.get(c.port, ())
+        why = (f"PFC there is on priorit{'y' if len(on) == 1 else 'ies'} {', '.join(map(str, on))}, not {roce}"
+               if roce not in on else "it had no headroom left")
+        out.append(f"{c.value} of them came in by {c.port}, which could not pause its peer: {why}")
+    return out
+
+
+def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
+    roce = seen.roce_priority
+    wire = seen.packet_bytes
+    sent = sum(f.sent for f in seen.incast)
+    received = sum(f.received for f in seen.incast)
+    planned = seen.packets * len(seen.incast)
+    loss = 100 * (planned - received) / planned if planned else 0.0
+    last = max((f.last_ns for f in seen.incast if f.last_ns is not None), default=0)
+    ideal_ms = sent * wire * 8 / seen.port_bps * 1000 if seen.port_bps else 0.0
+    leaf = seen.port.split(":")[0]
+    by_leaf = sum(c.value for c in seen.pfc_tx if c.port.split(":")[0] == leaf)
+    upstream = sum(c.value for c in seen.pfc_tx if c.port.split(":")[0] != leaf
+                   and c.port.split(":")[0] not in {f.src.split(":")[0] for f in seen.incast})
+    senders = {f.src for f in seen.incast}
+    at_senders = sum(c.value for c in seen.pfc_rx if c.port in senders)
+    alone, beside = _mbit(seen.victim_alone, wire), _mbit(seen.victim, wire)
+    victim_rate = seen.victim_pps * wire * 8 / 1e6
+    problems: list[str] = []
+    undecided = ""
+    if received == 0:
+        problems.append(f"the receiver {seen.receiver} saw none of {sent} packets: not measured")
+    if seen.drops or seen.in_drops:
+        problems.append(f"priority {roce} is not lossless: " + "; ".join(_why_dropped(seen, roce)))
+    elif loss > 0:
+        problems.append(f"the incast lost {loss:.2f} % ({planned - received} of {planned}) though no queue of the "
+                        "lossless data plane dropped any: the senders' NICs refused them")
+    if not by_leaf:
+        problems.append(f"{leaf} sent no pause frame though {len(seen.incast)} senders offered "
+                        f"{len(seen.incast) * seen.incast_pps * wire * 8 / 1e6:.0f} Mbit/s into its "
+                        f"{seen.port_bps / 1e6:g} Mbit/s port: PFC did not act")
+    elif not at_senders:
+        problems.append(f"{leaf} sent {by_leaf} pause frames but none reached the senders' NICs: the pause did not "
+                        "propagate hop by hop")
+    if received and last / 1e6 > MARGIN * ideal_ms:
+        problems.append(f"the incast took {last / 1e6:.0f} ms, more than {MARGIN:g} x the {ideal_ms:.0f} ms its bytes "
+                        f"need at the port's rate: the port did not run full")
+    for c in seen.storms:
+        problems.append(f"PFC storm on {c.port} queue {c.index}: paused without a break past the watchdog's "
+                        "detection time (a peer that keeps sending pause); the watchdog dropped its packets")
+    if alone < VICTIM_ALONE * victim_rate:
+        undecided = (f"the victim {seen.victim.src} -> {seen.victim.dst} kept only {alone:.1f} of its "
+                     f"{victim_rate:.1f} Mbit/s alone: the control failed, the spreading cannot be judged")
+    elif beside >= VICTIM_SLOWED * alone and by_leaf:
+        problems.append(f"the victim {seen.victim.src} -> {seen.victim.dst} kept {beside:.1f} of its {alone:.1f} "
+                        "Mbit/s beside the incast: a paused port did not hold back its priority")
+    return PfcResult(
+        port=seen.port, port_mbit=round(seen.port_bps / 1e6, 3), time_scale=seen.time_scale,
+        senders=len(seen.incast), offered_mbit=round(len(seen.incast) * seen.incast_pps * wire * 8 / 1e6, 1),
+        loss_pct=round(loss, 3), completion_ms=round(last / 1e6, 1), ideal_ms=round(ideal_ms, 1),
+        pauses_by_leaf=by_leaf, pauses_upstream=upstream, pauses_at_senders=at_senders,
+        victim_alone_mbit=round(alone, 2), victim_mbit=round(beside, 2),
+        drops=tuple(f"{c.port} queue {c.index}: {c.value}" for c in seen.drops),
+        storms=tuple(f"{c.port} queue {c.index}" for c in seen.storms), not_measurable=undecided,
+        seconds=seen.seconds, problems=tuple(problems))
