@@ -41,7 +41,7 @@ class _Shape:
         self.problems: list[Problem] = []
 
     def run(self) -> Shaped:
-        be, fe = self._backend(), self._frontend()
+        be, fe = self._port_budgets(self._backend(), self._frontend())
         gpu = self._gpu()
         self._oversubscribed(Role.BE_LEAF, gpu.nic_speed, be.uplink_speed)
         self._oversubscribed(Role.BE_SPINE, be.uplink_speed, be.uplink_speed)
@@ -51,6 +51,21 @@ class _Shape:
         hardware, own = self._hardware()
         c = Cluster(self.name, gpu=gpu, backend=be, frontend=fe, hardware=hardware, tenants=tenants)
         return Shaped(c, tuple(self.problems), own)
+
+    def _port_budgets(self, be: Backend, fe: Frontend) -> tuple[Backend, Frontend]:
+        """Each role's ports at least what its busiest switch cables (a leaf of 48 hosts and an
+        uplink needs 49, whatever the default says); its management port is apart."""
+        used: Counter[str] = Counter()
+        for w in self.p.wires:
+            if w.plane is not Plane.MGMT:
+                used.update((w.a.device, w.b.device))
+
+        def most(role: Role, budget: int) -> int:
+            return max([budget, *(used[d.name] for d in self.p.with_role(role))])
+
+        return (replace(be, leaf_ports=most(Role.BE_LEAF, be.leaf_ports), spine_ports=most(Role.BE_SPINE, be.spine_ports),
+                        superspine_ports=most(Role.BE_SUPERSPINE, be.superspine_ports)),
+                replace(fe, leaf_ports=most(Role.FE_LEAF, fe.leaf_ports), spine_ports=most(Role.FE_SPINE, fe.spine_ports)))
 
     def wires(self, test: Callable[[Wire], bool]) -> list[Wire]:
         return [w for w in self.p.wires if test(w)]
