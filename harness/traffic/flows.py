@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
 from harness.core.codec import CodecError, from_plain, to_plain
 from harness.core.errors import HarnessError
+
+if TYPE_CHECKING:  # only for DcqcnParams.of: a sender process must not import the declarations
+    from harness.core.declarations import Dcqcn
 
 ROCE_PORT = 4791
 UDP_PORT = 9000
@@ -121,12 +124,79 @@ class UdpFlow:
 Flow = Union[RoceFlow, UdpFlow]
 
 
+# ---------------------------------------------------------------------------- DCQCN
+
+
+@dataclass(frozen=True)
+class DcqcnParams:
+    """DCQCN's reaction point (harness.traffic.dcqcn) as one sender's NIC runs it, already scaled
+    to the lab: rates in bit/s divided by the time scale, times in ns multiplied by it, bytes as
+    they are (`of` does the scaling from the declaration's `Dcqcn`). Rates are of Ethernet frames
+    (IP packet + 14 bytes of Ethernet header, what the lab's port shapers count).
+
+    It lives here, beside the other specs, because a SendSpec carries it to the sender process."""
+
+    line_rate_bps: float  # the NIC's (scaled) rate: where every QP starts and what it never exceeds
+    min_rate_bps: float  # rpg_min_rate
+    ai_rate_bps: float  # rpg_ai_rate: additive increase
+    hai_rate_bps: float  # rpg_hai_rate: hyper increase
+    time_reset_ns: int  # rpg_time_reset: the rate-increase timer
+    byte_reset: int  # rpg_byte_reset: the rate-increase byte counter
+    threshold: int  # rpg_threshold: fast-recovery steps before additive increase
+    min_dec_fac_pct: int  # rpg_min_dec_fac: a CNP leaves at least this share of the rate
+    alpha_g: float  # dce_tcp_g as a fraction: the share alpha keeps at each update
+    alpha_update_ns: int  # dce_tcp_rtt: how often alpha is updated
+    initial_alpha: float  # initial_alpha_value as a fraction: alpha at a QP's first CNP
+    time_scale: int = 1  # what the figures above were scaled by (stated with the results)
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        for name in ("line_rate_bps", "min_rate_bps", "ai_rate_bps", "hai_rate_bps", "time_reset_ns",
+                     "byte_reset", "alpha_update_ns", "time_scale"):
+            if not getattr(self, name) > 0:
+                problems.append(f"{name} must be > 0")
+        if self.min_rate_bps > self.line_rate_bps:
+            problems.append(f"min_rate_bps {self.min_rate_bps:g} is above line_rate_bps {self.line_rate_bps:g}")
+        if self.threshold < 1:
+            problems.append("threshold must be >= 1")
+        if not 1 <= self.min_dec_fac_pct <= 100:
+            problems.append(f"min_dec_fac_pct {self.min_dec_fac_pct} must be in 1..100")
+        if not 0 < self.alpha_g < 1 or not 0 <= self.initial_alpha <= 1:
+            problems.append(f"alpha_g {self.alpha_g:g} must be in (0, 1), initial_alpha {self.initial_alpha:g} "
+                            "in [0, 1]")
+        _check(problems, "DcqcnParams")
+
+    @classmethod
+    def of(cls, dcqcn: Dcqcn, time_scale: int, line_rate_bps: float) -> DcqcnParams:
+        """The reaction point of a NIC whose scaled rate is `line_rate_bps` (its speed / time_scale),
+        from the declared `Dcqcn` (mlx5's roce_rp units: Mbit/s, us, bytes, percent) and the lab's
+        `Lossless.time_scale`. A declaration with DCQCN disabled has no reaction point: send
+        without `dcqcn` then."""
+        if not dcqcn.enabled:
+            raise SpecError("DcqcnParams.of: DCQCN is disabled in the declaration (send with dcqcn=None)")
+        if time_scale < 1:
+            raise SpecError(f"DcqcnParams.of: time_scale {time_scale} must be >= 1")
+        mbps = 1e6 / time_scale
+        us = 1000 * time_scale
+        return cls(line_rate_bps=float(line_rate_bps),
+                   min_rate_bps=min(dcqcn.rpg_min_rate_mbps * mbps, float(line_rate_bps)),
+                   ai_rate_bps=dcqcn.rpg_ai_rate_mbps * mbps, hai_rate_bps=dcqcn.rpg_hai_rate_mbps * mbps,
+                   time_reset_ns=max(1, round(dcqcn.rpg_time_reset_us * us)), byte_reset=dcqcn.rpg_byte_reset,
+                   threshold=dcqcn.rpg_threshold, min_dec_fac_pct=dcqcn.rpg_min_dec_fac_pct,
+                   alpha_g=dcqcn.alpha_g, alpha_update_ns=max(1, round(dcqcn.alpha_update_us * us)),
+                   initial_alpha=dcqcn.initial_alpha, time_scale=time_scale)
+
+
 @dataclass(frozen=True)
 class SendSpec:
     """What one sender process sends.
 
     As fast as possible (rate_pps None): `packets` per flow, round-robin across flows.
     Constant rate: rate_pps per flow, for `packets` per flow or `duration_s`.
+    DCQCN (`dcqcn` set, RoCE flows only, no rate_pps): each flow paced at its own reaction
+    point's rate (starting at the NIC's line rate, cut by the CNPs that come back for it), its
+    packets sent ECT(0), until it has sent `packets` or `duration_s` has passed, the first of
+    the two given; the flows share the NIC's line rate.
     """
 
     flows: tuple[Flow, ...]
@@ -145,6 +215,7 @@ class SendSpec:
     # slot instead of one per packet (23,000 a second for failover's 23 QPs at 1000 pps, which
     # under SCHED_FIFO left a loaded machine's routing daemons no CPU). Each flow keeps its rate.
     per_slot: bool = False
+    dcqcn: DcqcnParams | None = None  # None: no congestion control (the modes above)
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -152,7 +223,9 @@ class SendSpec:
             problems.append("no flows")
         if len({f.flow_id for f in self.flows}) != len(self.flows):
             problems.append("flow ids must be unique")
-        if self.rate_pps is None and self.packets is None:
+        if self.dcqcn is not None:
+            _check_dcqcn(self, problems)
+        elif self.rate_pps is None and self.packets is None:
             problems.append("as-fast-as-possible mode needs packets")
         if self.rate_pps is not None and self.rate_pps <= 0:
             problems.append("rate_pps must be > 0")
@@ -172,6 +245,22 @@ class SendSpec:
             return self.packets
         assert self.rate_pps is not None and self.duration_s is not None
         return max(1, round(self.rate_pps * self.duration_s))
+
+
+def _check_dcqcn(spec: SendSpec, problems: list[str]) -> None:
+    if spec.rate_pps is not None:
+        problems.append("dcqcn paces each flow at its own rate: give no rate_pps")
+    if spec.packets is None and spec.duration_s is None:
+        problems.append("dcqcn needs packets or duration_s")
+    udp = [f.flow_id for f in spec.flows if not isinstance(f, RoceFlow)]
+    if udp:
+        problems.append(f"dcqcn paces RoCEv2 flows only: flows {udp} are UDP")
+    if spec.packets is None and any(f.omit or f.late for f in spec.flows):
+        problems.append("omit/late need packets (a dcqcn run by duration has no last sequence number)")
+    # A CNP names its flow by the data receiver's address and QP: two flows to one QP would be one.
+    keys = [(f.dst, f.dst_qp) for f in spec.flows if isinstance(f, RoceFlow)]
+    if len(set(keys)) != len(keys):
+        problems.append("with dcqcn, flows need distinct (dst, dst_qp): a CNP names its flow by them")
 
 
 # ---------------------------------------------------------------------------- receiving
@@ -252,6 +341,9 @@ class SendGroupSpec:
         ids = [f.flow_id for s in self.specs for f in s.flows]
         if len(set(ids)) != len(ids):
             problems.append("flow ids must be unique across the members")
+        # Each member's NIC has its own reaction points (its own line rate); the schedule is shared.
+        if len({s.dcqcn is None for s in self.specs}) > 1:
+            problems.append("members must all use dcqcn or none (one schedule paces them all)")
         _check(problems, "SendGroupSpec")
 
 

@@ -17,6 +17,32 @@ from harness.traffic.flows import TrafficError
 
 
 @dataclass(frozen=True)
+class FlowDcqcn:
+    """What DCQCN did to one flow (a sender with SendSpec.dcqcn). Rates in bit/s of Ethernet
+    frames, scaled as the lab is (`time_scale`: a 400G NIC at 2000 is 200 Mbit/s here)."""
+
+    cnps: int  # CNPs received for this flow (each one cut its rate)
+    rate_end_bps: float  # the reaction point's rate when the sender stopped
+    rate_min_bps: float  # the lowest it was cut to
+    line_rate_bps: float  # where it started, and its ceiling
+    time_scale: int = 1
+    # (ns since the sender's start, rate_bps), at most 200 samples evenly over the run, the last
+    # one at its end
+    trace: tuple[tuple[int, float], ...] = ()
+
+    def mean_rate_bps(self, since_ns: int = 0) -> float:
+        """The trace's time-weighted mean rate from `since_ns` on (each sample holds until the next)."""
+        points = self.trace
+        total = weighted = 0.0
+        for (t0, r), (t1, _) in zip(points, points[1:]):
+            lo = max(t0, since_ns)
+            if t1 > lo:
+                weighted += r * (t1 - lo)
+                total += t1 - lo
+        return weighted / total if total else (points[-1][1] if points else self.rate_end_bps)
+
+
+@dataclass(frozen=True)
 class FlowSent:
     flow_id: int
     dst_qp: int | None  # None for UDP flows
@@ -26,6 +52,7 @@ class FlowSent:
     first_ns: int  # CLOCK_REALTIME of the first and last packet
     last_ns: int
     refused: int = 0  # packets our own kernel refused (no route, link down): lost before the fabric
+    dcqcn: FlowDcqcn | None = None  # what DCQCN did to it (SendSpec.dcqcn); None without
 
     @property
     def rate_pps(self) -> float:
@@ -45,6 +72,7 @@ class SendResult:
     # constant rate: (due, sent) CLOCK_REALTIME spans where packets left more than one of
     # their flow's slots (1 / rate_pps) late; merged, in order
     lag_spans: tuple[tuple[int, int], ...] = ()
+    cnps_unmatched: int = 0  # dcqcn: CNPs that named no flow of this sender (address, QP)
 
     def lagged_during(self, start_ns: int, end_ns: int) -> int:
         """Worst lateness (ns) of the sender within [start_ns, end_ns], beyond one slot; 0 if none."""
