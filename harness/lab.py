@@ -328,6 +328,12 @@ class Lab:
             return "the lab was declared with Lossless(emulate=False): its BE links are lossy, at veth speed"
         return why
 
+    def set_pause_storm(self, node: str, port: str, priorities: frozenset[int]) -> None:
+        """The BE port `node:port` sends pause for `priorities` without end, as a NIC gone wrong
+        does (empty: it stops); the lossless data plane's watchdog is what must catch it."""
+        self.check_node(node)
+        self.runtime.lossless_storm(self.name, self.plan, node, port, priorities)
+
     def lossless_counters(self) -> LosslessCounters:
         """Every BE port's PFC, queue and CNP counters, as the lab's lossless data plane has them now."""
         return from_status(self.runtime.lossless_status(self.name))

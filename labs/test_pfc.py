@@ -16,13 +16,15 @@ congestion (head-of-line blocking), which ECN and DCQCN are there to avoid (less
 
 Make it fail: `fablab break LAB pfc-priority --on be-g1-r0:Ethernet260` puts PFC on priority 4
 on the port gpu02 comes in by: gpu02 is never paused and its packets are dropped at the
-congested queue; the verdict names the queue and the port they came in by.
+congested queue; the verdict names the queue and the port they came in by. `fablab break LAB
+pfc-storm` makes a GPU NIC send pause without end: the leaf's PFC watchdog names the storm.
 """
 from __future__ import annotations
 
 from harness.checks.registry import case, run_case
 from harness.faults import BY_NAME, applied
 from harness.faults.targets import Port
+from harness.plumbing import wait
 
 
 def test_an_incast_is_paused_hop_by_hop_and_loses_nothing(lab, results):
@@ -45,3 +47,22 @@ def test_pfc_off_on_one_port_drops_there_and_is_named(lab, results):
     assert r.passed is False
     assert f"came in by {target.node}:{target.port}" in r.reason, r.reason
     assert r.loss_pct > 0 and r.drops
+
+
+def test_a_pause_storm_is_caught_by_the_watchdog_and_named(lab, results):
+    fault = BY_NAME["pfc-storm"]
+    nic = fault.default(lab.plan)
+    leaf = lab.plan.host(nic.node).nic(nic.port)
+    facing = f"{leaf.peer}:{leaf.peer_port}"
+
+    def storming() -> bool:
+        return any(q.storm for q in lab.lossless_counters().port(leaf.peer, leaf.peer_port).queues)
+
+    assert not storming()  # the control: no storm before
+    with applied(lab, fault, nic) as broken:
+        wait.until(storming, 10, f"the watchdog on {facing}")
+        r = run_case(case("pfc"), lab, results, name="pfc-storm", sabotage=broken.description)
+    assert r.passed is False
+    assert f"PFC storm on {facing} queue {lab.plan.fabric.cluster.lossless.roce_priority}, from {nic.node}:{nic.port}" \
+        in r.reason, r.reason
+    wait.until(lambda: not storming(), 10, f"the watchdog on {facing} to restore the queue")

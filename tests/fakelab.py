@@ -123,6 +123,9 @@ class FakeLab:
     def running_config_db(self, switch: str) -> dict:
         raise self._refuse("running_config_db", switch)
 
+    def set_pause_storm(self, node: str, port: str, priorities: frozenset[int]) -> None:
+        raise self._refuse("set_pause_storm", node, port, priorities)
+
     def lossless_counters(self) -> LosslessCounters:
         raise self._refuse("lossless_counters")
 

@@ -126,6 +126,10 @@ struct port {
 	uint64_t storms[8], restores[8];
 	uint64_t cnp_tx;
 	uint64_t tc_errors;
+	/* a NIC gone wrong (fablab break LAB pfc-storm): it sends pause for these priorities
+	 * without end, as a stuck NIC does */
+	uint8_t storm_tx;
+	int64_t storm_next;
 };
 
 struct node {
@@ -223,6 +227,12 @@ static void settings(struct port *p, const char *line)
 	p->cnp_dscp = (uint8_t)kv(line, "cnp_dscp", 48);
 	p->rate_bps = (uint64_t)(p->gbps * 1e9 / p->scale);
 	p->burst = kv(line, "burst", 65536);
+	uint8_t storm = (uint8_t)kv(line, "storm", 0);
+	if (!p->storm_tx && storm)
+		active++, p->storm_next = 0;
+	else if (p->storm_tx && !storm)
+		active--;
+	p->storm_tx = storm;
 	cfg_map[p->id] = c;
 }
 
@@ -605,6 +615,10 @@ static void tick(int64_t now)
 				logf_("%s %s: PFC storm on queue %d over: restored", p->node->name, p->ifname, q);
 			}
 		}
+		if (p->storm_tx && now >= p->storm_next) {
+			send_pfc(p, p->storm_tx, 0xffff);
+			p->storm_next = now + pause_ns(p, 0xffff) / 4;
+		}
 		for (int prio = 0; prio < 8; prio++)
 			if (p->holders[prio] && now >= p->refresh_at[prio]) {
 				send_pfc(p, (uint8_t)(1 << prio), (uint16_t)p->quanta);
@@ -766,9 +780,9 @@ static void status(int fd)
 		if (!p->used)
 			continue;
 		struct ll_port_stat *ps = &pstat_map[p->id];
-		EMIT("%s{\"node\": \"%s\", \"port\": \"%s\", \"rate_bps\": %llu, \"pfc\": %u, \"cnp_tx\": %llu, "
-		     "\"ce_rx\": %llu, \"tc_errors\": %llu, \"priorities\": [",
-		     first ? "" : ", ", p->node->name, p->ifname, (unsigned long long)p->rate_bps, p->cfg.pfc,
+		EMIT("%s{\"node\": \"%s\", \"port\": \"%s\", \"rate_bps\": %llu, \"pfc\": %u, \"storm_tx\": %u, "
+		     "\"cnp_tx\": %llu, \"ce_rx\": %llu, \"tc_errors\": %llu, \"priorities\": [",
+		     first ? "" : ", ", p->node->name, p->ifname, (unsigned long long)p->rate_bps, p->cfg.pfc, p->storm_tx,
 		     (unsigned long long)p->cnp_tx, (unsigned long long)ps->ce_rx, (unsigned long long)p->tc_errors);
 		first = 0;
 		for (int prio = 0; prio < 8; prio++)

@@ -68,5 +68,25 @@ def dscp_map(lab: LabView, target: Switch) -> Applied[ConfigDbField]:
                 "RoCE's DSCP mapped to the lossy TC 0")
 
 
+@dataclass(frozen=True)
+class Storm:
+    priorities: tuple[int, ...]  # what the NIC sends pause for
+
+
+def pfc_storm(lab: LabView, target: Port) -> Applied[Storm]:
+    """A GPU NIC (or any BE port) that keeps sending pause on the RoCE priority: the port
+    facing it stops that priority for good, until its PFC watchdog calls it a storm."""
+    if not target.port:
+        raise InputError(f"--on {target}: give the NIC too, NODE:NIC (e.g. gpu02:rail0)")
+    roce = lab.plan.fabric.cluster.lossless.roce_priority
+    lab.set_pause_storm(target.node, target.port, frozenset({roce}))
+    return Applied(f"{target} sends PFC pause on priority {roce} without end (a NIC gone wrong: a pause storm)",
+                   Storm((roce,)))
+
+
+def storm_over(lab: LabView, target: Port, state: Storm) -> None:
+    lab.set_pause_storm(target.node, target.port, frozenset())
+
+
 def config_db_back(lab: LabView, target: Port | Switch, state: ConfigDbField) -> None:
     lab.set_config_db(target.nodes()[0], state.table, state.key, state.field, state.old)

@@ -59,6 +59,12 @@ def be_host_port(plan: Plan) -> Port | None:
     return Port(leaf.name, port.name) if port else None
 
 
+def gpu_nic(plan: Plan) -> Port | None:
+    """Rail 0's second GPU NIC: a sender of the pfc check's incast, not its receiver."""
+    nics = [(h.name, n.name) for h in plan.hosts for n in h.nics if n.rail == 0]
+    return Port(*nics[1]) if len(nics) > 1 else None
+
+
 def vtep(plan: Plan) -> Switch | None:
     return next((Switch(s.name) for s in plan.switches if s.vnis), None)
 

@@ -59,6 +59,8 @@ FAULTS: tuple[Fault, ...] = (
           "lossless-audit", Port, lossless.Mtu, places.be_host_port, lossless.small_mtu, lossless.mtu_back),
     Fault("pfc-priority", "lossless", "PFC enabled on the wrong priority in a port's QoS map", "lossless-audit",
           Port, lossless.ConfigDbField, places.be_host_port, lossless.pfc_priority, lossless.config_db_back),
+    Fault("pfc-storm", "lossless", "a GPU NIC that sends PFC pause without end (a pause storm)", "pfc",
+          Port, lossless.Storm, places.gpu_nic, lossless.pfc_storm, lossless.storm_over),
     Fault("dscp-map", "lossless", "RoCE's DSCP mapped to a lossy traffic class", "lossless-audit",
           Switch, lossless.ConfigDbField, places.first_be_leaf, lossless.dscp_map, lossless.config_db_back),
     Fault("route-bounce", "lossless", "a spine's static route sends one GPU's address down to another leaf, which "

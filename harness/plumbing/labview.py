@@ -123,6 +123,10 @@ class LabView(Protocol):
 
     def running_config_db(self, switch: str) -> dict: ...
 
+    def set_pause_storm(self, node: str, port: str, priorities: frozenset[int]) -> None:
+        """The BE port sends pause for `priorities` without end (empty: stops): a NIC gone wrong."""
+        ...
+
     def lossless_counters(self) -> LosslessCounters:
         """Every BE port's PFC, queue and CNP counters (the lossless data plane's, now)."""
         ...

@@ -137,6 +137,10 @@ class Runtime(Protocol):
         """Each BE port's program again from the running configs (after a CONFIG_DB change)."""
         ...
 
+    def lossless_storm(self, lab: str, plan: Plan, node: str, port: str, priorities: frozenset[int]) -> None:
+        """A BE port that sends pause for `priorities` without end (empty: stops): a NIC gone wrong."""
+        ...
+
     # -- convergence, by the same rule on every runtime
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
                 bfd: bool = True) -> list[Shortfall]: ...

@@ -369,6 +369,9 @@ class ClabRuntime(NamespaceAccess):
     def lossless_reload(self, lab: str, plan: Plan) -> None:
         return None  # SONiC's orchagent reads its own CONFIG_DB; nothing of fablab's acts on it
 
+    def lossless_storm(self, lab: str, plan: Plan, node: str, port: str, priorities: frozenset[int]) -> None:
+        self.lossless_status(lab)
+
 
 def clab_view(plan: Plan, network: IPv4Network | None) -> Plan:
     """The plan as containerlab runs it: mgmt addresses in the lab's own subnet, and each

@@ -126,7 +126,19 @@ def programs(plan: Plan, config_dbs: dict[str, dict]) -> dict[tuple[str, str], P
     return out
 
 
-def _line(s: PortSpec, p: PortProgram, scale: int) -> str:
+def storms_path(lab: str) -> Path:
+    return run_dir(lab) / "lossless-storms.json"
+
+
+def storms(lab: str) -> dict[str, list[int]]:
+    """"node:port" -> the priorities a NIC gone wrong sends pause for without end (pfc-storm)."""
+    try:
+        return json.loads(storms_path(lab).read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def _line(s: PortSpec, p: PortProgram, scale: int, storm: list[int]) -> str:
     mask = lambda xs: sum(1 << x for x in xs)  # noqa: E731
     wred = p.wred
     fields = {
@@ -139,6 +151,7 @@ def _line(s: PortSpec, p: PortProgram, scale: int) -> str:
         "wd": mask(p.watchdog.priorities) if p.watchdog and p.watchdog.action == "drop" else 0,
         "wd_detect_ms": p.watchdog.detect_ms if p.watchdog else 0,
         "wd_restore_ms": p.watchdog.restore_ms if p.watchdog else 0,
+        "storm": mask(storm),
     }
     return (f"port {s.id} {s.node} {s.port} {s.peer} {s.local} {1 if s.host else 0} {s.gbps:g} "
             + " ".join(f"{k}={v}" for k, v in fields.items()))
@@ -149,8 +162,10 @@ def config_text(plan: Plan, lab: str, config_dbs: dict[str, dict]) -> str:
     progs = programs(plan, config_dbs)
     scale = plan.fabric.cluster.lossless.time_scale
     nodes = dict.fromkeys(s.node for s in specs)
+    storming = storms(lab)
     return ("".join(f"node {n} {NETNS_DIR}/{namespace(lab, n)}\n" for n in nodes)
-            + "".join(_line(s, progs[(s.node, s.port)], scale) + "\n" for s in specs))
+            + "".join(_line(s, progs[(s.node, s.port)], scale, storming.get(f"{s.node}:{s.port}", [])) + "\n"
+                      for s in specs))
 
 
 def qdisc_batch(specs: list[PortSpec], progs: dict[tuple[str, str], PortProgram], scale: int) -> str:
@@ -256,6 +271,21 @@ def reload(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 1
     conf_path(lab).write_text(config_text(plan, lab, config_dbs))
     os.kill(daemon.pid, signal.SIGHUP)
     wait.until(lambda: status(lab)["generation"] > before, timeout, "the lossless data plane's reload", interval=0.02)
+
+
+def set_storm(plan: Plan, lab: str, node: str, port: str, priorities: frozenset[int],
+              config_dbs: dict[str, dict]) -> None:
+    """Make a served port send pause for `priorities` without end (empty: stop), as a NIC gone
+    wrong does; the data plane's watchdog on the other end is what must catch it."""
+    if not any(s.node == node and s.port == port for s in port_specs(plan)):
+        raise LabError(f"{node}:{port} is not a BE port of lab {lab}: no pause storm can start there")
+    current = storms(lab)
+    if priorities:
+        current[f"{node}:{port}"] = sorted(priorities)
+    else:
+        current.pop(f"{node}:{port}", None)
+    storms_path(lab).write_text(json.dumps(current))
+    reload(plan, lab, config_dbs)
 
 
 def status(lab: str, timeout: float = 10.0) -> dict:

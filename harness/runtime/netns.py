@@ -323,6 +323,12 @@ class NetnsRuntime(NamespaceAccess):
                for sw in plan.switches if sw.lossless}
         lossless_dp.reload(plan, lab, dbs)
 
+    def lossless_storm(self, lab: str, plan: Plan, node: str, port: str, priorities: frozenset[int]) -> None:
+        self.lossless_status(lab)  # says why, where there is no data plane
+        dbs = {sw.name: self.switch_kind.running_config_db(self.node_access(lab, sw.name))
+               for sw in plan.switches if sw.lossless}
+        lossless_dp.set_storm(plan, lab, node, port, priorities, dbs)
+
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
                 bfd: bool = True) -> list[Shortfall]:
         if bfd and bfd_offload.uses_offload(plan.fabric.cluster.bfd):

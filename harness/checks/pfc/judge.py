@@ -79,6 +79,12 @@ def _why_dropped(seen: PfcSeen, roce: int) -> list[str]:
     return out
 
 
+def _peer(plan: Plan, name: str) -> str:
+    node, _, port = name.partition(":")
+    return next((f"{p.peer}:{p.peer_port}" for s in plan.switches if s.name == node for p in s.ports
+                 if p.name == port), "")
+
+
 def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
     roce = seen.roce_priority
     wire = seen.packet_bytes
@@ -116,8 +122,10 @@ def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
         problems.append(f"the incast took {last / 1e6:.0f} ms, more than {MARGIN:g} x the {ideal_ms:.0f} ms its bytes "
                         f"need at the port's rate: the port did not run full")
     for c in seen.storms:
-        problems.append(f"PFC storm on {c.port} queue {c.index}: paused without a break past the watchdog's "
-                        "detection time (a peer that keeps sending pause); the watchdog dropped its packets")
+        peer = _peer(plan, c.port)
+        problems.append(f"PFC storm on {c.port} queue {c.index}{f', from {peer}' if peer else ''}: paused without a "
+                        "break past the watchdog's detection time (a peer that keeps sending pause); the watchdog "
+                        "dropped its packets")
     if alone < VICTIM_ALONE * victim_rate:
         undecided = (f"the victim {seen.victim.src} -> {seen.victim.dst} kept only {alone:.1f} of its "
                      f"{victim_rate:.1f} Mbit/s alone: the control failed, the spreading cannot be judged")
