@@ -17,6 +17,7 @@ class _Page:
         self.lab, self.results = lab, results
         self._lock = threading.Lock()
         self._made, self._html = 0.0, b""
+        self._reading = None  # the last snapshot's counters: the next page shows what happened since
 
     def html(self) -> bytes:
         from harness.faults.store import shown
@@ -25,8 +26,8 @@ class _Page:
         with self._lock:
             if time.monotonic() - self._made >= 1.0:
                 snap = snapshot(self.lab, self.lab.state.topology, self.lab.state.runtime, shown(self.lab),
-                                self.results)
-                self._html, self._made = page(snap).encode(), time.monotonic()
+                                self.results, self._reading)
+                self._html, self._made, self._reading = page(snap).encode(), time.monotonic(), snap.reading
             return self._html
 
 

@@ -53,6 +53,80 @@ class _Line:
     state: str = ""  # up | failed | down (a live view); "" in a render
 
 
+@dataclass(frozen=True)
+class LinkNote:
+    """A few characters a live view writes beside a cable (its load, queue, pause, drops)."""
+
+    a: str  # node:port, as the plan's cable row has its ends
+    b: str
+    text: str
+    alert: bool = False  # drawn red: something to look at (a pause, a drop)
+
+
+@dataclass(frozen=True)
+class _Label:
+    x: float
+    y: float
+    anchor: str  # SVG text-anchor: start | middle
+    text: str
+    color: str
+    key: str  # "a:port b:port" of its cable
+
+
+_LABEL_PX_PER_CHAR = 6.0  # font-size 9 sans-serif, generously: the box must not reach the line
+_LABEL_HEIGHT = 10.0
+_LABEL_GAP = 3.0  # between the line and the nearest corner of the label's box
+
+
+_LABEL_AT = (0.5, 0.38, 0.62, 0.28, 0.72, 0.2, 0.8)  # along a line: its midpoint, else nearer an end
+
+
+def label_position(x1: float, y1: float, x2: float, y2: float, chars: int, gap: float = _LABEL_GAP,
+                   t: float = 0.5) -> tuple[float, float, str]:
+    """Where a label of `chars` characters goes beside the segment's point at `t` (0.5: its
+    midpoint): offset along the segment's normal until the nearest corner of its box is `gap`
+    from the line, so the text never lies on the line it labels. (x, baseline y, text-anchor)."""
+    w, h = chars * _LABEL_PX_PER_CHAR, _LABEL_HEIGHT
+    mx, my = x1 + (x2 - x1) * t, y1 + (y2 - y1) * t
+    dx, dy = x2 - x1, y2 - y1
+    length = (dx * dx + dy * dy) ** 0.5 or 1.0
+    nx, ny = abs(dy) / length, (-dx if dy >= 0 else dx) / length  # the normal pointing right (nx >= 0)
+    if nx >= 0.2:  # steep enough: the box to the right, centred on the midpoint's height
+        x = mx + (gap + h / 2 * abs(ny)) / nx
+        return round(x, 1), round(my + h / 2 - 2, 1), "start"
+    # nearly level: the box above the line, centred on the midpoint
+    up_x, up_y = (nx, ny) if ny < 0 else (-nx, -ny)
+    y = my + (gap + w / 2 * abs(up_x)) / up_y
+    return round(mx, 1), round(y, 1), "middle"
+
+
+def label_box(x: float, y: float, anchor: str, chars: int) -> tuple[float, float, float, float]:
+    """The box (left, top, right, bottom) a label placed by label_position takes."""
+    w, h = chars * _LABEL_PX_PER_CHAR, _LABEL_HEIGHT
+    if anchor == "start":
+        return x, y + 2 - h, x + w, y + 2
+    return x - w / 2, y - h, x + w / 2, y
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _place(x1: float, y1: float, x2: float, y2: float, chars: int,
+           taken: list[tuple[float, float, float, float]]) -> tuple[float, float, str]:
+    """Beside the midpoint if that is free of the labels placed before, else beside the first
+    free point further along the line (many links of a row share their midpoints' height)."""
+    first = label_position(x1, y1, x2, y2, chars)
+    for t in _LABEL_AT:
+        spot = label_position(x1, y1, x2, y2, chars, t=t)
+        box = label_box(*spot, chars)
+        if not any(_overlaps(box, other) for other in taken):
+            taken.append(box)
+            return spot
+    taken.append(label_box(*first, chars))
+    return first
+
+
 def _row(names: list[str], y: int, width: int) -> dict[str, tuple[float, int]]:
     if not names:
         return {}
@@ -67,9 +141,13 @@ def rail_color(rail: int | None) -> str:
 _STATE_COLORS = {"failed": "#000000", "down": "#000000"}  # no rail's colour: a failed cable is black, dashed, marked
 
 
-def topology_svg(plan: Plan, states: dict[tuple[str, str], str] | None = None) -> str:
+def topology_svg(plan: Plan, states: dict[tuple[str, str], str] | None = None,
+                 notes: tuple[LinkNote, ...] = ()) -> str:
     """`states`: ("node:port", "node:port") of a cable -> up | failed | down, as `fablab view`
-    saw them; a failed or down cable is drawn red (dashed when down) and marked in the SVG."""
+    saw them; a failed or down cable is drawn red (dashed when down) and marked in the SVG.
+    `notes`: text written beside a cable's midpoint, off the line (label_position)."""
+    noted = {(n.a, n.b): n for n in notes if n.text}
+    ends: list[tuple[LinkNote, float, int, float, int]] = []  # each noted cable with its line
     f = plan.fabric
     hosts = [h.name for h in plan.hosts]
     names_of = {role: [n.name for n in f.nodes_with(role)] for role in Role}
@@ -116,6 +194,12 @@ def topology_svg(plan: Plan, states: dict[tuple[str, str], str] | None = None) -
         state = (states or {}).get(key, "")
         lines.append(_Line(x1, y1, x2, y2, _STATE_COLORS.get(state, color), stroke * (2 if state in _STATE_COLORS else 1),
                            dash=state in _STATE_COLORS, key=" ".join(key) if states else "", state=state))
+        if key in noted:
+            ends.append((noted[key], x1, y1, x2, y2))
+    labels, taken = [], []
+    for note, x1, y1, x2, y2 in sorted(ends, key=lambda e: not e[0].alert):  # what is red gets its best spot first
+        lx, ly, anchor = _place(x1, y1, x2, y2, len(note.text), taken)
+        labels.append(_Label(lx, ly, anchor, note.text, "#c00000" if note.alert else "#222222", f"{note.a} {note.b}"))
     fills = {Role.GPU: "#fff2cc", Role.STORAGE: "#dae8fc", Role.CPU: "#e1d5e7", Role.GATEWAY: "#f8cecc",
              Role.BE_SPINE: "#c9daf8", Role.BE_SUPERSPINE: "#a4c2f4", Role.FE_SPINE: "#c8e6c9", Role.FE_LEAF: "#e3f2e3", Role.OOB: "#dddddd"}
     nodes = []
@@ -135,8 +219,11 @@ def topology_svg(plan: Plan, states: dict[tuple[str, str], str] | None = None) -
     if states is not None:
         legend.append({"x": 20 + 120 * len(legend), "y": 610, "color": "#000000", "label": "✕ failed / down"})
     width = max(width, 20 + 120 * len(legend) + 20)
-    return render_template("topology.svg.j2", lab=plan.name, width=width, height=630, boxes=boxes,
-                           lines=lines, nodes=nodes, legend=legend, frames=frames)
+    key_line = ("beside a BE link: its busier direction's load in % of its scaled rate, q its deepest queue now, "
+                "‖ paused now or since the last look, ✕ packets dropped (red: a pause or a drop)") if notes else ""
+    return render_template("topology.svg.j2", lab=plan.name, width=width, height=630 + (16 if notes else 0),
+                           boxes=boxes, lines=lines, nodes=nodes, legend=legend, frames=frames, labels=labels,
+                           key_line=key_line)
 
 
 def _pod_frames(plan: Plan, pos: dict[str, tuple[float, int]]) -> list[_Box]:

@@ -2,6 +2,11 @@
 every switch's BGP and BFD sessions, the faults in place and the last check verdicts, drawn
 on the lab's topology (planes, rails, pods).
 
+On a lab with the lossless data plane each BE link also shows its scaled rate, its load since
+the page was made before, its drops, queue depth and pause state, and each switch's uplinks
+the packets they carried since then (harness.report.fabric_load); the reads are passed from
+one snapshot to the next (`Snapshot.reading`).
+
 A cable is `down` when either end has lost its carrier, `failed` when its carriers are up but
 a BGP or BFD session on it is not (a gray failure looks like this: only BFD can tell), else
 `up`. Nothing here is told by fablab's fault injection: a cable broken by hand shows the same.
@@ -14,9 +19,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.core.capabilities import Feature
+from harness.core.errors import HarnessError
 from harness.core.model import Plane
 from harness.plumbing.labview import LabView
-from harness.render.diagram import topology_svg
+from harness.render.diagram import LinkNote, topology_svg
+from harness.report.fabric_load import EndReading, LinkLoad, Reading, UplinkShare, link_loads, uplink_spread
 from harness.render.templates import render_template
 
 REFRESH_S = 3
@@ -57,13 +65,32 @@ class Snapshot:
     verdicts: tuple[dict, ...]  # the last `fablab check` of this lab: check, passed, reason
     verdicts_from: str
     svg: str
+    reading: Reading  # this look's counters, for the next snapshot's "since then"
+    since_s: float | None  # seconds since the look before; None on the first
+    time_scale: int
+    lossless_why: str  # why the lab has no lossless data plane; "" where it has one
+    be_links: tuple[LinkLoad, ...] = ()
+    uplinks: tuple[UplinkShare, ...] = ()
 
 
-def snapshot(lab: LabView, topology: str, runtime: str, faults: list[dict], results: Path | None = None) -> Snapshot:
+def snapshot(lab: LabView, topology: str, runtime: str, faults: list[dict], results: Path | None = None,
+             before: Reading | None = None) -> Snapshot:
+    """The lab now; `before`: the previous snapshot's reading, for what happened since."""
     plan = lab.plan
     counters = {}
     for node in {n for c in plan.cables if c.plane is not Plane.MGMT for n in (c.a_node, c.b_node)}:
         counters[node] = lab.counters(node)
+    why = lab.lacks(Feature.LOSSLESS_DATA_PATH) or ""
+    lossless = None
+    if not why:
+        try:
+            lossless = lab.lossless_counters()
+        except HarnessError as e:  # its data plane is gone: the rest of the page still tells the truth
+            why = str(e)
+    reading = Reading(time.monotonic(), tuple(
+        EndReading(node, port, x.rx_packets, x.tx_packets)
+        for c in plan.cables if c.plane is Plane.BE for node, port in ((c.a_node, c.a_port), (c.b_node, c.b_port))
+        if (x := counters[node].get(port)) is not None), lossless)
     bad: dict[tuple[str, str], str] = {}  # (switch, port) -> what is not up on it
     sessions = []
     routed = [s.name for s in plan.switches] + [h.name for h in plan.hosts if h.routed]
@@ -96,8 +123,12 @@ def snapshot(lab: LabView, topology: str, runtime: str, faults: list[dict], resu
                               cb.rx_packets if cb else 0, cb.tx_packets if cb else 0))
     states = {(lv.a, lv.b): lv.state for lv in links}
     verdicts, source = last_verdicts(results, lab.name) if results else ((), "")
+    loads = link_loads(plan, reading, before)
+    notes = tuple(LinkNote(lv.a, lv.b, lv.label, lv.alert) for lv in loads)
     return Snapshot(lab.name, topology, runtime, time.strftime("%Y-%m-%d %H:%M:%S"), tuple(links), tuple(sessions),
-                    tuple(faults), verdicts, source, topology_svg(plan, states))
+                    tuple(faults), verdicts, source, topology_svg(plan, states, notes), reading,
+                    round(reading.at_s - before.at_s, 1) if before is not None else None,
+                    plan.fabric.cluster.lossless.time_scale, why, loads, uplink_spread(plan, reading, before))
 
 
 def last_verdicts(results: Path, lab: str) -> tuple[tuple[dict, ...], str]:
@@ -113,4 +144,6 @@ def last_verdicts(results: Path, lab: str) -> tuple[tuple[dict, ...], str]:
 
 def page(snap: Snapshot) -> str:
     return render_template("view.html.j2", s=snap, refresh_s=REFRESH_S,
-                           failed=[lv for lv in snap.links if lv.state != "up"])
+                           failed=[lv for lv in snap.links if lv.state != "up"],
+                           paused=[lv for lv in snap.be_links if lv.pause.value],
+                           dropped=[lv for lv in snap.be_links if lv.drops])
