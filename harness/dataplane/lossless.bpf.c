@@ -163,6 +163,14 @@ static __always_inline __u32 tc_of(struct ll_port_cfg *c, struct parsed *p, int 
 	return ip < 0 ? 0 : c->dscp_tc[p->dscp & 63] & 7;
 }
 
+static __always_inline __u64 bits(__u64 x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ULL);
+	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (x * 0x0101010101010101ULL) >> 56;
+}
+
 static __always_inline void post(__u32 type, __u32 port, __u32 queue)
 {
 	struct ll_event e = {.type = type, .port = port, .queue = queue};
@@ -211,8 +219,25 @@ int ll_egress(struct __sk_buff *skb)
 				lossless = (fc->pfc >> tc) & 1 && (c->pfc >> tc) & 1;
 		}
 	}
+	__u32 flocal = LL_MAX_LOCAL;
+	if (feeder != LL_NO_PORT) {
+		struct ll_port_cfg *fc = bpf_map_lookup_elem(&ll_cfg, &feeder);
+		if (fc && fc->local < LL_MAX_LOCAL) {
+			flocal = fc->local;
+			__u64 bit = 1ULL << (flocal & 63);
+			__u32 w = (flocal >> 6) & (LL_FEEDER_WORDS - 1);
+			if (!(s->seen[w] & bit))
+				__sync_fetch_and_or(&s->seen[w], bit);
+		}
+	}
 	if (!(c->flags & LL_HOST) || skb->ingress_ifindex) {
-		__u64 limit = lossless ? c->lossless_limit : c->lossy_limit;
+		__u64 limit = c->lossy_limit;
+		if (lossless) {
+			/* each port that feeds a lossless queue brings its own headroom, as each
+			 * ingress priority group has its own on a switch */
+			__u64 n = bits(s->seen[0]) + bits(s->seen[1]) + bits(s->seen[2]) + bits(s->seen[3]);
+			limit = c->xoff + (c->lossless_limit - c->xoff) * (n ? n : 1);
+		}
 		if ((__u64)depth + len > limit) {
 			__sync_fetch_and_add(&s->drop_pkts, 1);
 			__sync_fetch_and_add(&s->drop_bytes, len);
@@ -230,11 +255,8 @@ int ll_egress(struct __sk_buff *skb)
 	if ((__u64)depth > s->peak)
 		s->peak = depth; /* a high-water mark: a lost race only makes it a little low */
 
-	if (feeder != LL_NO_PORT) {
-		struct ll_port_cfg *fc = bpf_map_lookup_elem(&ll_cfg, &feeder);
-		if (fc && fc->local < LL_MAX_LOCAL)
-			__sync_fetch_and_or(&s->feeders[(fc->local >> 6) & (LL_FEEDER_WORDS - 1)], 1ULL << (fc->local & 63));
-	}
+	if (flocal < LL_MAX_LOCAL)
+		__sync_fetch_and_or(&s->feeders[(flocal >> 6) & (LL_FEEDER_WORDS - 1)], 1ULL << (flocal & 63));
 	if (((c->pfc >> tc) & 1) && (__u64)depth > c->xoff && !s->xoff) {
 		if (__sync_val_compare_and_swap(&s->xoff, 0, 1) == 0)
 			post(LL_EV_XOFF, port, q);

@@ -43,6 +43,7 @@ struct ll_port_cfg {
 struct ll_queue {
 	__u64 enq_pkts, enq_bytes, deq_pkts, deq_bytes, drop_pkts, drop_bytes, marked, peak, wd_drops;
 	__u64 feeders[LL_FEEDER_WORDS]; /* local indexes of the ports that fed it since last read */
+	__u64 seen[LL_FEEDER_WORDS]; /* every port that fed it since it last drained below XON */
 	__u64 xoff; /* 1 while the queue holds its feeders paused */
 };
 

@@ -525,6 +525,9 @@ static void on_xon(struct port *e, int q)
 		return;
 	e->xoff[q] = 0;
 	active--;
+	struct ll_queue *s = &queue_map[e->id * LL_QUEUES + q];
+	for (int w = 0; w < LL_FEEDER_WORDS; w++)
+		__atomic_store_n(&s->seen[w], 0, __ATOMIC_RELAXED); /* drained: the headroom is back */
 	int prio = prio_of_queue(e, q);
 	for (int w = 0; w < LL_FEEDER_WORDS; w++) {
 		uint64_t bits = e->held[q][w];

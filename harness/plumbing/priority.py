@@ -48,6 +48,13 @@ def realtime(priority: int = OBSERVER) -> Iterator[bool]:
 
 _turn = threading.RLock()  # this process's hold on the machine's turn, and how deep
 _held: list[int] = []  # the locked directory's fd while held (nested turns share it)
+_holding: list[tuple[Path, bool]] = []  # (the locked directory, exclusive) of this process's outermost turn
+
+
+def holds_turn(labs_root: Path, exclusive: bool = False) -> bool:
+    """Whether this process holds the machine's turn on `labs_root` (exclusively, if asked):
+    another flock of that directory from this process would wait on itself."""
+    return any(root == labs_root and (held_ex or not exclusive) for root, held_ex in _holding)
 
 
 @contextmanager
@@ -90,9 +97,11 @@ def timed_turn(run_dir: Path, shared: bool = False, wait_s: float = 600.0) -> It
             t0 = time.monotonic()
             wait.until(take, wait_s, "the machine's timed turn", interval=0.05, error=stuck)
             _held.append(fd)
+            _holding.append((labs_root, not shared))
             try:
                 yield round(time.monotonic() - t0, 3)
             finally:
+                _holding.pop()
                 _held.pop()
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:

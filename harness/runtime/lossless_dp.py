@@ -288,8 +288,17 @@ def set_storm(plan: Plan, lab: str, node: str, port: str, priorities: frozenset[
     reload(plan, lab, config_dbs)
 
 
-def status(lab: str, timeout: float = 10.0) -> dict:
-    """The data plane's counters and state, every port (see lossless_dp.c: status())."""
+def running_dbs(plan: Plan, config_db) -> dict[str, dict]:
+    """Each BE switch's running CONFIG_DB (`config_db(switch)`: the runtime's reading)."""
+    return {sw.name: config_db(sw.name) for sw in plan.switches if sw.lossless}
+
+
+def status(lab: str, timeout: float = 10.0, required: bool = False) -> dict:
+    """The data plane's counters and state, every port (see lossless_dp.c: status());
+    `required`: say why when the lab has none."""
+    if required and running(lab) is None:
+        raise LabError(f"lab {lab} runs no lossless data plane (booted with Lossless(emulate=False), or without "
+                       "a lossless BE)")
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout)

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from functools import partial
 from pathlib import Path
 
-from harness.plumbing import interrupt, meminfo, namespaces
+from harness.plumbing import interrupt, meminfo, namespaces, priority
 from harness.core.budgets import resolve_timeout
 from harness.core.errors import LabError, PrerequisiteError, UnknownLab
 from harness.core.kinds import LabPhase, NodeKind, RuntimeName
@@ -95,7 +95,17 @@ class NetnsRuntime(NamespaceAccess):
                          configs=configs.label if configs else "")
         with interrupt.deferred():  # before anything is made: the teardown of a boot needs it whole
             import pyroute2  # noqa: F401
-        save(state)
+        run_dir(lab).parent.mkdir(parents=True, exist_ok=True)
+        # Another lab's timed experiment (a failover, an incast) and this boot wait for each
+        # other: the kernel's RTNL lock is the machine's, and a boot holds it for seconds.
+        with priority.timed_turn(run_dir(lab)) as waited:
+            if waited > 1:
+                progress("turn", f"waited {waited:.0f} s for another lab's timed experiment to end")
+            save(state)
+            return self._boot(plan, lab, state, parts, frr, progress, converge_s, configs)
+
+    def _boot(self, plan: Plan, lab: str, state: LabState, parts: frr_parts.Background, frr: dict[str, str],
+              progress: Progress, converge_s: float, configs: SwitchConfigs | None) -> LabState:
         mem_before = meminfo.available_mb()
         timings: dict[str, float] = {}
         try:
@@ -281,9 +291,11 @@ class NetnsRuntime(NamespaceAccess):
         pids |= {pid: ns for pid, ns in processes.frr_pids_by_namespace(prefix).items() if lab_of_namespace(ns) == lab}
         pids |= {pid: tag for pid, tag in processes.dataplane_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
         pids |= {pid: tag for pid, tag in processes.vm_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
-        killed = processes.terminate(pids)
-        removed = [ns for ns in sorted(owned) if namespaces.remove(ns)]
-        left = namespaces.wait_gone(owned)
+        run_dir(lab).parent.mkdir(parents=True, exist_ok=True)
+        with priority.timed_turn(run_dir(lab)):  # as a boot: another lab's timed experiment waits
+            killed = processes.terminate(pids)
+            removed = [ns for ns in sorted(owned) if namespaces.remove(ns)]
+            left = namespaces.wait_gone(owned)
         for ns in owned | _pathspaces_of(lab):
             for path in pathspace_dirs(ns):
                 remove_path(path)
@@ -311,23 +323,19 @@ class NetnsRuntime(NamespaceAccess):
     # ------------------------------------------------------------------ driving
 
     def lossless_status(self, lab: str) -> dict:
-        if lossless_dp.running(lab) is None:
-            raise LabError(f"lab {lab} runs no lossless data plane (booted with Lossless(emulate=False), or without "
-                           "a lossless BE)")
-        return lossless_dp.status(lab)
+        return lossless_dp.status(lab, required=True)
 
     def lossless_reload(self, lab: str, plan: Plan) -> None:
-        if lossless_dp.running(lab) is None:
-            return
-        dbs = {sw.name: self.switch_kind.running_config_db(self.node_access(lab, sw.name))
-               for sw in plan.switches if sw.lossless}
-        lossless_dp.reload(plan, lab, dbs)
+        if lossless_dp.running(lab) is not None:
+            lossless_dp.reload(plan, lab, lossless_dp.running_dbs(plan, partial(self._config_db, lab)))
 
     def lossless_storm(self, lab: str, plan: Plan, node: str, port: str, priorities: frozenset[int]) -> None:
-        self.lossless_status(lab)  # says why, where there is no data plane
-        dbs = {sw.name: self.switch_kind.running_config_db(self.node_access(lab, sw.name))
-               for sw in plan.switches if sw.lossless}
+        lossless_dp.status(lab, required=True)  # says why, where there is no data plane
+        dbs = lossless_dp.running_dbs(plan, partial(self._config_db, lab))
         lossless_dp.set_storm(plan, lab, node, port, priorities, dbs)
+
+    def _config_db(self, lab: str, switch: str) -> dict:
+        return self.switch_kind.running_config_db(self.node_access(lab, switch))
 
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
                 bfd: bool = True) -> list[Shortfall]:

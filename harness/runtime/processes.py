@@ -58,8 +58,8 @@ def vm_pids_by_tag(prefix: str) -> dict[int, str]:
 
 
 def dataplane_pids_by_tag(prefix: str) -> dict[int, str]:
-    """Every lab BFD data plane (fablab-bfd-dp) whose -N tag starts with `prefix`: pid -> tag."""
-    return _pids_naming(lambda exe: os.path.basename(exe) == "fablab-bfd-dp", "-N", prefix)
+    """Every lab data plane (fablab-bfd-dp, fablab-lossless-dp) whose -N tag starts with `prefix`: pid -> tag."""
+    return _pids_naming(lambda exe: os.path.basename(exe) in ("fablab-bfd-dp", "fablab-lossless-dp"), "-N", prefix)
 
 
 def _pids_naming(is_program, flag: str, prefix: str) -> dict[int, str]:
