@@ -1,4 +1,4 @@
-"""Lesson 5 — the BE carries a job's collectives, and what a congested, lossy port does to them.
+"""Lesson 5 — the BE carries a job's collectives, and an incast beyond a port's rate loses nothing.
 
 Claim 1 (unloaded): the traffic of a training job's collectives crosses the BE whole and in
 order: a ring (each GPU to the next on its rail, the step of a ring all-reduce), an

@@ -12,9 +12,9 @@ Why it matters: one hop that disagrees stalls a training job. A port that maps t
 DSCP to another class puts RoCE in a lossy queue; a link whose two ends enable PFC on
 different priorities pauses nothing; a port whose MTU is below the RoCE frame drops every
 full-size write (RoCE NICs send DF) and the QP retransmits forever; a hop that rewrites
-DSCP sends RoCE to the wrong queue everywhere after it. SONiC-VS and the kernel do not act
-on PFC or ECN, so the tables are read and held to the declaration, and the size and marking
-are proven with real frames.
+DSCP sends RoCE to the wrong queue everywhere after it. The tables are read and held to the
+declaration (on every runtime: SONiC-VS acts on neither PFC nor ECN), and the size and
+marking are proven with real frames; what PFC does under an incast is labs/test_pfc.py's.
 
 Make it fail: lower one port's MTU (`ip link set ... mtu 1500` in a switch), or rewrite
 DSCP in a leaf (an nftables `ip dscp set cs0`): the negative controls below do both, beside

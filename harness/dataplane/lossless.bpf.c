@@ -31,6 +31,9 @@
 
 #include "lossless.h"
 
+/* Let the next filter of the hook run (a microVM's splice mirrors a NIC to its tap), then pass. */
+#define LL_PASS TC_ACT_UNSPEC
+
 /* The namespace a packet is in, for forwarded ones too: bpf_get_netns_cookie() on a tc
  * program reads the socket's, and a forwarded packet has none. So the device's, through the
  * kernel's sk_buff (CO-RE: only these fields, relocated against the running kernel's BTF). */
@@ -182,21 +185,21 @@ int ll_egress(struct __sk_buff *skb)
 {
 	__u32 *id = port_of(skb, skb->ifindex);
 	if (!id)
-		return TC_ACT_OK;
+		return LL_PASS;
 	__u32 port = *id;
 	struct ll_port_cfg *c = bpf_map_lookup_elem(&ll_cfg, &port);
 	if (!c)
-		return TC_ACT_OK;
+		return LL_PASS;
 	struct parsed p = {};
 	int ip = parse(skb, &p);
 	__u32 q = queue_of(c, &p, ip), tc = tc_of(c, &p, ip);
 	skb->priority = LL_HTB_MAJOR << 16 | (LL_HTB_MINOR0 + q);
 	if (ip < 0 && is_ours(skb))
-		return TC_ACT_OK; /* a kick: it restarts the port's queues and is not in them */
+		return LL_PASS; /* a kick: it restarts the port's queues and is not in them */
 	__u32 qi = port * LL_QUEUES + q;
 	struct ll_queue *s = bpf_map_lookup_elem(&ll_queues, &qi);
 	if (!s)
-		return TC_ACT_OK;
+		return LL_PASS;
 	__u64 len = skb->len;
 	if ((c->wd_drop >> q) & 1) {
 		__sync_fetch_and_add(&s->wd_drops, 1);
@@ -274,7 +277,7 @@ int ll_egress(struct __sk_buff *skb)
 			__sync_fetch_and_add(&s->marked, 1);
 		}
 	}
-	return TC_ACT_OK;
+	return LL_PASS;
 }
 
 SEC("tc")
@@ -282,19 +285,19 @@ int ll_ingress(struct __sk_buff *skb)
 {
 	__u32 *id = port_of(skb, skb->ifindex);
 	if (!id)
-		return TC_ACT_OK;
+		return LL_PASS;
 	__u32 port = *id;
 	struct ll_port_cfg *c = bpf_map_lookup_elem(&ll_cfg, &port);
 	if (!c)
-		return TC_ACT_OK;
+		return LL_PASS;
 	struct parsed p = {};
 	int ip = parse(skb, &p);
 	if (ip < 0 && is_ours(skb)) {
 		/* MAC control frames and kicks never sat in the peer's queues; a kick ends here */
 		struct ethhdr *eth = (void *)(long)skb->data;
 		if ((void *)(eth + 1) > (void *)(long)skb->data_end)
-			return TC_ACT_OK;
-		return eth->h_proto == bpf_htons(LL_ETH_P_KICK) ? TC_ACT_SHOT : TC_ACT_OK;
+			return LL_PASS;
+		return eth->h_proto == bpf_htons(LL_ETH_P_KICK) ? TC_ACT_SHOT : LL_PASS;
 	}
 	__u32 peer = c->peer;
 	struct ll_port_cfg *pc = bpf_map_lookup_elem(&ll_cfg, &peer);
@@ -327,7 +330,7 @@ int ll_ingress(struct __sk_buff *skb)
 			bpf_ringbuf_output(&ll_events, &e, sizeof(e), 0);
 		}
 	}
-	return TC_ACT_OK;
+	return LL_PASS;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -51,6 +51,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +131,13 @@ struct port {
 	 * without end, as a stuck NIC does */
 	uint8_t storm_tx;
 	int64_t storm_next;
+	/* a queue's depth is what entered it minus what reached the far end: packets a qdisc
+	 * purges (a carrier lost, a device moved) never arrive, so a depth that stops draining
+	 * while the port is not paused is stale and set right */
+	uint64_t last_deq[8];
+	int64_t last_move[8];
+	int64_t readopt_at; /* its interface came back (re-cabled): schedulers and programs again */
+	uint64_t resyncs, readopts;
 };
 
 struct node {
@@ -137,7 +145,7 @@ struct node {
 	char nspath[512];
 	int nsfd;
 	uint64_t cookie;
-	int rx, txb, txq, nl;
+	int rx, txb, txq, nl, links; /* links: the namespace's interface events */
 	uint32_t nl_seq;
 	struct port **by_local;
 	int nlocal;
@@ -630,6 +638,106 @@ static void tick(int64_t now)
 	}
 }
 
+static void resync(struct port *p, int q, const char *why)
+{
+	struct ll_queue *s = &queue_map[p->id * LL_QUEUES + q];
+	uint64_t enq = __atomic_load_n(&s->enq_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->deq_bytes, enq, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->deq_pkts, __atomic_load_n(&s->enq_pkts, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	if (__atomic_exchange_n(&s->xoff, 0, __ATOMIC_RELAXED) || p->xoff[q])
+		on_xon(p, q);
+	p->resyncs++;
+	if (why)
+		logf_("%s %s: queue %d's depth set to 0 (%s)", p->node->name, p->ifname, q, why);
+}
+
+/* Every 20 ms: depths that cannot be (a purge), ports whose interface came back. */
+static void audit(int64_t now)
+{
+	for (uint32_t i = 0; i < nports_max; i++) {
+		struct port *p = &ports[i];
+		if (!p->used)
+			continue;
+		for (int q = 0; q < 8; q++) {
+			struct ll_queue *s = &queue_map[p->id * LL_QUEUES + q];
+			uint64_t deq = __atomic_load_n(&s->deq_bytes, __ATOMIC_RELAXED);
+			int64_t depth = (int64_t)(__atomic_load_n(&s->enq_bytes, __ATOMIC_RELAXED) - deq);
+			if (depth <= 0 || p->paused_until[q] || deq != p->last_deq[q]) {
+				p->last_deq[q] = deq;
+				p->last_move[q] = now;
+				if (depth < 0)
+					resync(p, q, "more arrived than entered: sent before the data plane started");
+				continue;
+			}
+			/* not paused, not draining: longer than twice the time its depth needs at the rate */
+			int64_t needs = p->rate_bps ? (int64_t)((double)depth * 8 / (double)p->rate_bps * 2e9) : 0;
+			if (now - p->last_move[q] > needs + 50000000)
+				resync(p, q, "it stopped draining: a purge or a drop after the queue");
+		}
+	}
+}
+
+static int attach_port(struct bpf_program *eg, struct bpf_program *in, struct port *p);
+static struct bpf_program *prog_egress, *prog_ingress;
+static const char *run_dir_path;
+
+/* Schedulers again (the batch the set-up wrote for this port), programs again, depths from 0. */
+static void readopt(struct port *p)
+{
+	p->readopt_at = 0;
+	char batch[1024], ns[512];
+	snprintf(batch, sizeof(batch), "%s/lossless-tc.%s.%s", run_dir_path, p->node->name, p->ifname);
+	const char *base = strrchr(p->node->nspath, '/');
+	snprintf(ns, sizeof(ns), "%s", base ? base + 1 : p->node->nspath);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("tc", "tc", "-n", ns, "-batch", batch, (char *)NULL);
+		_exit(127);
+	}
+	int status = 0;
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	struct ll_port_key old = {.netns = p->node->cookie, .ifindex = (uint32_t)p->ifindex};
+	bpf_map_delete_elem(ports_fd, &old);
+	for (int q = 0; q < 8; q++) {
+		if (p->paused_until[q]) {
+			p->paused_until[q] = 0;
+			active--;
+		}
+	}
+	if (attach_port(prog_egress, prog_ingress, p) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		logf_("%s %s: could not take the port back (tc %d)", p->node->name, p->ifname, WEXITSTATUS(status));
+		return;
+	}
+	for (int q = 0; q < 8; q++)
+		resync(p, q, NULL);
+	p->readopts++;
+	logf_("%s %s: taken back (ifindex %d)", p->node->name, p->ifname, p->ifindex);
+}
+
+static void link_events(struct node *n, int64_t now)
+{
+	char buf[16384];
+	ssize_t r;
+	while ((r = recv(n->links, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (unsigned)r); h = NLMSG_NEXT(h, r)) {
+			if (h->nlmsg_type != RTM_NEWLINK)
+				continue;
+			struct ifinfomsg *ifi = NLMSG_DATA(h);
+			int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
+			for (struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+				if (a->rta_type != IFLA_IFNAME)
+					continue;
+				for (int j = 0; j < n->nlocal; j++) {
+					struct port *p = n->by_local[j];
+					if (p && strcmp(p->ifname, RTA_DATA(a)) == 0 && p->ifindex != ifi->ifi_index)
+						p->readopt_at = now + 200000000; /* when its mover is done with it */
+				}
+			}
+		}
+	}
+}
+
 /* ---- set-up ---- */
 static int open_node(struct node *n)
 {
@@ -642,12 +750,16 @@ static int open_node(struct node *n)
 	n->txb = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	n->txq = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	n->nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	n->links = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+	struct sockaddr_nl groups = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK};
+	if (n->links >= 0)
+		bind(n->links, (struct sockaddr *)&groups, sizeof(groups));
 	int one = 1;
 	if (n->txb >= 0)
 		setsockopt(n->txb, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
 	socklen_t cl = sizeof(n->cookie);
 	int err = 0;
-	if (n->rx < 0 || n->txb < 0 || n->txq < 0 || n->nl < 0 ||
+	if (n->rx < 0 || n->txb < 0 || n->txq < 0 || n->nl < 0 || n->links < 0 ||
 	    getsockopt(n->rx, SOL_SOCKET, SO_NETNS_COOKIE, &n->cookie, &cl) < 0)
 		err = errno;
 	setns(home_ns, CLONE_NEWNET);
@@ -784,9 +896,11 @@ static void status(int fd)
 			continue;
 		struct ll_port_stat *ps = &pstat_map[p->id];
 		EMIT("%s{\"node\": \"%s\", \"port\": \"%s\", \"rate_bps\": %llu, \"pfc\": %u, \"storm_tx\": %u, "
-		     "\"cnp_tx\": %llu, \"ce_rx\": %llu, \"tc_errors\": %llu, \"priorities\": [",
+		     "\"cnp_tx\": %llu, \"ce_rx\": %llu, \"tc_errors\": %llu, \"resyncs\": %llu, \"readopts\": %llu, "
+		     "\"priorities\": [",
 		     first ? "" : ", ", p->node->name, p->ifname, (unsigned long long)p->rate_bps, p->cfg.pfc, p->storm_tx,
-		     (unsigned long long)p->cnp_tx, (unsigned long long)ps->ce_rx, (unsigned long long)p->tc_errors);
+		     (unsigned long long)p->cnp_tx, (unsigned long long)ps->ce_rx, (unsigned long long)p->tc_errors,
+		     (unsigned long long)p->resyncs, (unsigned long long)p->readopts);
 		first = 0;
 		for (int prio = 0; prio < 8; prio++)
 			EMIT("%s{\"pfc_rx\": %llu, \"pfc_tx\": %llu, \"pfc_rx_ignored\": %llu, \"in_drops\": %llu, "
@@ -855,7 +969,7 @@ int main(int argc, char **argv)
 {
 	const char *object = NULL, *status_path = NULL;
 	int prio = 0, opt;
-	while ((opt = getopt(argc, argv, "N:c:o:s:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "N:c:o:s:p:r:")) != -1) {
 		switch (opt) {
 		case 'N':
 			break; /* the lab's tag: names this process in ps */
@@ -870,6 +984,9 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			prio = atoi(optarg);
+			break;
+		case 'r':
+			run_dir_path = optarg; /* where the set-up left each port's scheduler batch */
 			break;
 		default:
 			return 2;
@@ -937,6 +1054,7 @@ int main(int argc, char **argv)
 		nodes[i].by_local = calloc((size_t)nodes[i].nlocal + 1, sizeof(struct port *));
 	struct bpf_program *eg = bpf_object__find_program_by_name(obj, "ll_egress");
 	struct bpf_program *in = bpf_object__find_program_by_name(obj, "ll_ingress");
+	prog_egress = eg, prog_ingress = in;
 	int nattached = 0;
 	for (uint32_t i = 0; i < nports_max; i++) {
 		struct port *p = &ports[i];
@@ -959,7 +1077,7 @@ int main(int argc, char **argv)
 		logf_("ring buffer: %s", strerror(errno));
 		return 1;
 	}
-	enum { K_RING = 1, K_STATUS, K_SIGNAL, K_NODE = 16 };
+	enum { K_RING = 1, K_STATUS, K_SIGNAL, K_LINKS = 1 << 20, K_NODE = 1 << 21 };
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = K_RING};
 	epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(rb), &ev);
 	for (int i = 0; i < nnodes; i++) {
@@ -967,6 +1085,8 @@ int main(int argc, char **argv)
 		epoll_ctl(ep, EPOLL_CTL_ADD, nodes[i].rx, &ev);
 		ev.data.u64 = K_NODE + (uint64_t)i * 2 + 1;
 		epoll_ctl(ep, EPOLL_CTL_ADD, nodes[i].nl, &ev);
+		ev.data.u64 = K_LINKS + (uint64_t)i;
+		epoll_ctl(ep, EPOLL_CTL_ADD, nodes[i].links, &ev);
 	}
 	sigset_t sigs;
 	sigemptyset(&sigs);
@@ -985,19 +1105,27 @@ int main(int argc, char **argv)
 	ev.data.u64 = K_STATUS;
 	epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
 	logf_("serving %d ports of %d nodes", nattached, nnodes);
-	int64_t next_tick = 0;
+	int64_t next_tick = 0, next_audit = 0;
 	for (;;) {
 		int64_t now = now_ns();
-		int timeout = -1;
+		if (now >= next_audit) {
+			audit(now);
+			for (uint32_t i = 0; i < nports_max; i++)
+				if (ports[i].used && ports[i].readopt_at && now >= ports[i].readopt_at)
+					readopt(&ports[i]);
+			next_audit = now + 20000000; /* 20 ms */
+		}
+		int64_t next = next_audit;
 		if (active > 0) {
 			if (now >= next_tick) {
 				tick(now);
 				next_tick = now + 1000000; /* 1 ms */
 			}
-			timeout = (int)((next_tick - now + 999999) / 1000000);
+			next = next_tick < next ? next_tick : next;
 		}
+		int timeout = (int)((next - now + 999999) / 1000000);
 		struct epoll_event evs[64];
-		int n = epoll_wait(ep, evs, 64, active > 0 ? timeout : -1);
+		int n = epoll_wait(ep, evs, 64, timeout < 0 ? 0 : timeout);
 		for (int i = 0; i < n; i++) {
 			uint64_t k = evs[i].data.u64;
 			if (k == K_RING) {
@@ -1020,6 +1148,8 @@ int main(int argc, char **argv)
 					unlink(status_path);
 					return 0;
 				}
+			} else if (k >= K_LINKS && k < K_NODE) {
+				link_events(&nodes[k - K_LINKS], now_ns());
 			} else if (k >= K_NODE) {
 				struct node *nd = &nodes[(k - K_NODE) / 2];
 				if ((k - K_NODE) % 2) {

@@ -83,24 +83,41 @@ def open_tap(name: str) -> int:
     return fd
 
 
+# The splice's filters sit behind the lossless data plane's own on the NIC (priority 1, which
+# passes every frame on), in the clsact qdisc both share: the VM's RoCE then leaves through
+# the NIC's queues and honours its pauses, as a NIC's own would.
+SPLICE_PRIO = "49"
+
+
 def splice(lab: LabView, ep: Endpoint) -> None:
     """Join the tap and the node's NIC: whatever arrives on one leaves by the other."""
     unsplice(lab, ep)
     run = [["ip", "link", "set", ep.tap, "mtu", str(ep.mtu), "txqueuelen", str(TAP_QUEUE), "up"]]
     for a, b in ((ep.nic, ep.tap), (ep.tap, ep.nic)):
-        run += [["tc", "qdisc", "add", "dev", a, "ingress"],
-                # u32 matching everything: this kernel has no matchall classifier
-                ["tc", "filter", "add", "dev", a, "parent", "ffff:", "protocol", "all", "u32", "match", "u32",
-                 "0", "0", "action", "mirred", "egress", "redirect", "dev", b]]
+        # u32 matching everything: this kernel has no matchall classifier
+        run.append(["tc", "filter", "add", "dev", a, "ingress", "prio", SPLICE_PRIO, "protocol", "all", "u32",
+                    "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", b])
+    for dev in (ep.nic, ep.tap):
+        _clsact(lab, ep.node, dev)
     for argv in run:
         done = lab.ns_exec(ep.node, argv)
         if done.returncode != 0:
             raise LabError(f"{ep.node}: {' '.join(argv)}: {done.stderr.strip()}")
 
 
+def _clsact(lab: LabView, node: str, dev: str) -> None:
+    """The clsact qdisc on `dev`, made unless there (the lossless data plane's, on a BE NIC)."""
+    shown = lab.ns_exec(node, ["tc", "qdisc", "show", "dev", dev])
+    if "clsact" not in shown.stdout:
+        done = lab.ns_exec(node, ["tc", "qdisc", "add", "dev", dev, "clsact"])
+        if done.returncode != 0:
+            raise LabError(f"{node}: tc qdisc add dev {dev} clsact: {done.stderr.strip()}")
+
+
 def unsplice(lab: LabView, ep: Endpoint) -> None:
-    """Give the node its NIC back (a splice left by a killed run too)."""
-    lab.ns_exec(ep.node, ["tc", "qdisc", "del", "dev", ep.nic, "ingress"])
+    """Give the node its NIC back (a splice left by a killed run too): the splice's filter only,
+    never the clsact qdisc the NIC's lossless data plane hangs on."""
+    lab.ns_exec(ep.node, ["tc", "filter", "del", "dev", ep.nic, "ingress", "prio", SPLICE_PRIO])
 
 
 def vm_tag(lab_name: str, seq: int) -> str:

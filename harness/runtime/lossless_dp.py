@@ -219,19 +219,20 @@ def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30
     for s in specs:
         by_node.setdefault(s.node, []).append(s)
     for node, ports in by_node.items():
-        batch = d / f"lossless-tc.{node}"
-        batch.write_text(qdisc_batch(ports, progs, scale))
-        run = subprocess.run(["ip", "netns", "exec", namespace(lab, node), "tc", "-batch", str(batch)],
-                             capture_output=True, text=True)
+        # each port's batch stays: the data plane runs it again when the port's interface is
+        # made anew (a cable moved or re-made destroys its qdiscs)
+        for s in ports:
+            (d / f"lossless-tc.{node}.{s.port}").write_text(qdisc_batch([s], progs, scale))
+        run = subprocess.run(["tc", "-n", namespace(lab, node), "-batch", "-"], capture_output=True, text=True,
+                             input=qdisc_batch(ports, progs, scale))
         if run.returncode != 0:
             raise LabError(f"{node}: the BE ports' schedulers: {run.stderr.strip()[-400:]}")
-        batch.unlink()
     conf_path(lab).write_text(config_text(plan, lab, config_dbs))
     status = status_socket(lab)
     status.unlink(missing_ok=True)
     with open(log_path(lab), "ab") as log:
         proc = subprocess.Popen([str(exe), "-N", tag(lab), "-c", str(conf_path(lab)), "-o", str(obj),
-                                 "-s", str(status), "-p", str(priority.BFD_DATAPLANE)],
+                                 "-s", str(status), "-p", str(priority.BFD_DATAPLANE), "-r", str(d)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
 

@@ -33,10 +33,10 @@ def lab():
 
 
 def _spliced(lab, node: str, nic: str) -> tuple[bool, bool]:
-    """(the tap exists, the NIC has an ingress qdisc) in the node's namespace."""
+    """(the tap exists, the NIC mirrors what it receives to it) in the node's namespace."""
     links = lab.ns_exec(node, ["ip", "-o", "link", "show"]).stdout
-    qdiscs = lab.ns_exec(node, ["tc", "qdisc", "show", "dev", nic]).stdout
-    return f"vm-{nic}" in links, "ingress" in qdiscs
+    filters = lab.ns_exec(node, ["tc", "filter", "show", "dev", nic, "ingress"]).stdout
+    return f"vm-{nic}" in links, "mirred" in filters
 
 
 def _gateway_answers(lab, node: str, nic: str) -> bool:

@@ -13,7 +13,7 @@ from harness.core.model import Dcqcn, Lossless, build
 from harness.core.plan import make_plan
 from harness.render.sonic import config_db
 from harness.runtime import lossless_dp
-from tests.corpus.styles import running_config_db, sonic_config_db
+from corpus.styles import running_config_db, sonic_config_db
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
-"""An incast into a congested, lossy port: N senders -> one receiver on a rail, the receiver's
-leaf port shaped (tbf) below what they offer, as a port is when N GPUs send to one at line
-rate. `measure_incast` runs each fan-in and keeps, per sender, what it sent, what arrived
-and when; `judge_incast` turns that into loss, completion time and queueing delay per fan-in,
-and says whether the measurement is sound (a clean path within capacity, a congested port
-beyond it). Every port of this emulation is lossy: what it drops a real RoCEv2 NIC resends
-go-back-N; PFC would pause the senders instead (SONiC-VS and the kernel do not act on PFC).
+"""An incast beyond a port's rate: N senders -> one receiver on a rail, as a port is when N GPUs
+send to one at line rate. `measure_incast` runs each fan-in and keeps, per sender, what it
+sent, what arrived and when; `judge_incast` turns that into loss, completion time and queueing
+delay per fan-in. On the lab's lossless data plane (the netns runtime) the port is the leaf's
+own at its scaled rate, PFC on: nothing may be lost, and the data plane's counters say where
+pauses went. Without one (SONiC-VS) the port is shaped by tbf and lossy: what it drops a real
+RoCEv2 NIC resends go-back-N, and the judge says whether that measurement is sound.
 """
 from __future__ import annotations
 

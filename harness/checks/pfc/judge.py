@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.checks.base import Outcome
-from harness.checks.pfc.measure import FlowSeen, PfcSeen
+from harness.checks.pfc.measure import Count, FlowSeen, PfcSeen
 from harness.core.plan import Plan
 
 MARGIN = 1.25  # the incast may take this much longer than its bytes at the port's rate
@@ -59,16 +59,19 @@ def _mbit(f: FlowSeen, wire: int) -> float:
     return (f.received - 1) * wire * 8 / ((f.last_ns - f.first_ns) / 1e9) / 1e6
 
 
-def _why_dropped(seen: PfcSeen, roce: int) -> list[str]:
-    pfc_on = dict(seen.pfc_on)
+def why_dropped(drops: tuple[Count, ...], in_drops: tuple[Count, ...],
+                pfc_on_ports: tuple[tuple[str, tuple[int, ...]], ...], roce: int) -> list[str]:
+    """Each queue that dropped, and the ports what it dropped came in by, with why they could not
+    pause their peers (shared with the dcqcn check, whose incast must be as lossless)."""
+    pfc_on = dict(pfc_on_ports)
     out = []
-    ingress = [c for c in seen.in_drops if c.index == roce]
-    for c in sorted(seen.drops, key=lambda c: (-c.value, c.port, c.index)):
+    ingress = [c for c in in_drops if c.index == roce]
+    for c in sorted(drops, key=lambda c: (-c.value, c.port, c.index)):
         on = pfc_on.get(c.port, ())
         itself = "" if roce in on else (f" (PFC there is on {'priorities ' + ', '.join(map(str, on)) if on else 'no priority'}"
                                          f", not {roce}: its queue never pauses what feeds it)")
         out.append(f"{c.port} queue {c.index} dropped {c.value} packets{itself}")
-    dropping = {c.port for c in seen.drops if roce not in pfc_on.get(c.port, ())}
+    dropping = {c.port for c in drops if roce not in pfc_on.get(c.port, ())}
     for c in sorted(ingress, key=lambda c: (-c.value, c.port)):
         if dropping and roce in pfc_on.get(c.port, ()):
             continue  # the queue's own port has PFC off: these came in by ports that did their part
@@ -107,7 +110,8 @@ def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
     if received == 0:
         problems.append(f"the receiver {seen.receiver} saw none of {sent} packets: not measured")
     if seen.drops or seen.in_drops:
-        problems.append(f"priority {roce} is not lossless: " + "; ".join(_why_dropped(seen, roce)))
+        why = why_dropped(seen.drops, seen.in_drops, seen.pfc_on, roce)
+        problems.append(f"priority {roce} is not lossless: " + "; ".join(why))
     elif loss > 0:
         problems.append(f"the incast lost {loss:.2f} % ({planned - received} of {planned}) though no queue of the "
                         "lossless data plane dropped any: the senders' NICs refused them")

@@ -71,11 +71,11 @@ class PfcSeen(Observation):
     senders_leaves: tuple[str, ...] = ()  # the switches the senders hang off
 
 
-def _wire(payload: int) -> int:
+def wire_bytes(payload: int) -> int:
     return _ETH + IP_LEN + UDP_LEN + BTH_LEN + RETH_LEN + payload + ICRC_LEN
 
 
-def _counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str, tuple[Count, ...]]:
+def lossless_counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str, tuple[Count, ...]]:
     out: dict[str, list[Count]] = {k: [] for k in ("pfc_tx", "pfc_rx", "drops", "in_drops", "storms")}
     active = {(p.name, i) for p in now.ports for i, q in enumerate(p.queues) if q.storm}
     for p in delta.ports:
@@ -91,7 +91,7 @@ def _counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str, tuple[C
     return {k: tuple(v) for k, v in out.items()}
 
 
-def _flows_seen(planned: tuple[PlannedFlow, ...], sent: dict, got: dict, start_ns: int) -> tuple[FlowSeen, ...]:
+def flows_seen(planned: tuple[PlannedFlow, ...], sent: dict, got: dict, start_ns: int) -> tuple[FlowSeen, ...]:
     out = []
     for p in planned:
         s = sent.get(p.flow.flow_id)
@@ -124,22 +124,27 @@ def _run(lab: LabView, groups: list[tuple[tuple[PlannedFlow, ...], int, float]])
             results.append(stack.enter_context(start_senders(mine)))
         sent = {f.flow_id: f for group in results for r in group.result(120).results for f in r.flows}
         got = {f.flow_id: f for proc in rx.values() for f in proc.result(60).flows}
-    return {p.flow.flow_id: s for p, s in zip(planned_all, _flows_seen(planned_all, sent, got, start_ns))}
+    return {p.flow.flow_id: s for p, s in zip(planned_all, flows_seen(planned_all, sent, got, start_ns))}
 
 
-def measure_pfc(lab: LabView, rail: int = 0, packets: int = 600, senders: int | None = None) -> PfcSeen:
+def measure_pfc(lab: LabView, rail: int = 0, packets: int = 600, senders: int = 7) -> PfcSeen:
+    """`senders`: at most this many, from the receiver's leaf first (up to half) and then from
+    the others, so that pauses cross the spines; more would only load the machine's senders."""
     members = rail_members(lab, rail)
     if len(members) < 3:
         raise NotMeasurable(f"rail {rail} has {len(members)} GPU NICs: an incast with a victim needs 3")
-    receiver, others = members[0], members[1:]
-    if senders is not None:
-        others = others[:max(1, senders)]
+    receiver = members[0]
     nic = lab.plan.host(receiver.node).nic(receiver.nic)
     leaf, port = nic.peer, nic.peer_port
+    near = [m for m in members[1:] if lab.plan.host(m.node).nic(m.nic).peer == leaf]
+    far = [m for m in members[1:] if m not in near]
+    take = max(2, senders)
+    mine = near[:max(1, take // 2)] if far else near[:take]
+    others = mine + far[:take - len(mine)]
     q = lab.plan.fabric.cluster.lossless
     speed = next(p.speed for s in lab.plan.switches if s.name == leaf for p in s.ports if p.name == port)
     port_bps = int(speed * 1e9 / q.time_scale)
-    wire = _wire(q.roce_mtu)
+    wire = wire_bytes(q.roce_mtu)
     incast_pps = port_bps * INCAST_SHARE / (wire * 8)
     victim_pps = port_bps * VICTIM_SHARE / (wire * 8)
     leaf_of = {m: lab.plan.host(m.node).nic(m.nic).peer for m in members}
@@ -158,7 +163,7 @@ def measure_pfc(lab: LabView, rail: int = 0, packets: int = 600, senders: int | 
         before = lab.lossless_counters()
         seen = _run(lab, [(flows, packets, incast_pps), (victim_flow, victim_packets, victim_pps)])
         now = lab.lossless_counters()
-    counts = _counts(now.minus(before), now)
+    counts = lossless_counts(now.minus(before), now)
     leaves = tuple(dict.fromkeys(lab.plan.host(m.node).nic(m.nic).peer for m in others))
     return PfcSeen(
         receiver=f"{receiver.node}:{receiver.nic}", port=f"{leaf}:{port}", port_bps=port_bps,
