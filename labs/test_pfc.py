@@ -12,7 +12,7 @@ beside the incast, against its own rate alone: PFC pauses a whole priority on a 
 Why it matters: RoCEv2 has no TCP to hide loss: a lost packet is a go-back-N retransmission,
 and a collective waits for its slowest QP. PFC is what makes the BE lossless, and its price
 is congestion spreading: a paused port holds back flows that have nothing to do with the
-congestion (head-of-line blocking), which ECN and DCQCN are there to avoid (lesson 10's dcqcn).
+congestion (head-of-line blocking), which ECN and DCQCN at the senders are there to avoid.
 
 Make it fail: `fablab break LAB pfc-priority --on be-g1-r0:Ethernet260` puts PFC on priority 4
 on the port gpu02 comes in by: gpu02 is never paused and its packets are dropped at the

@@ -7,7 +7,7 @@ leaf sent 802.1Qbb pause frames and they reached the senders' NICs, hop by hop t
 spines for the remote ones; the incast took no longer than MARGIN x its bytes at the port's
 rate; a victim flow that shares an upstream port (a sender's NIC) but not the
 destination slowed beside it, against its own rate alone (PFC pauses a whole priority:
-congestion spreads; DCQCN is what spares the victim, the dcqcn check); no PFC storm.
+congestion spreads; DCQCN at the senders is what would spare the victim); no PFC storm.
 
 Break it: `fablab break LAB pfc-priority --on be-g1-r0:Ethernet260` turns PFC to the wrong
 priority on the port gpu02 comes in by: gpu02 is never paused, and what it sends beyond the
