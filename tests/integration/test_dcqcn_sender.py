@@ -25,6 +25,7 @@ import pytest
 
 from harness.core.declarations import Dcqcn
 from harness.plumbing.namespaces import entered
+from harness.plumbing.priority import timed_turn
 from harness.runtime.state import claim_testbed, run_dir
 from harness.runtime.testbed import delete_netns
 from harness.traffic.dcqcn import ECT_0, cnp_packet
@@ -157,7 +158,8 @@ def spec(duration_s: float) -> SendSpec:
 
 def test_cnps_cut_the_flows_rate(pair):
     with responder(answer=True) as r:
-        result = run_sender(NS_A, spec(1.0), timeout_s=30)
+        with timed_turn(run_dir(LAB)):  # paced in time: alone among the labs' timed experiments
+            result = run_sender(NS_A, spec(1.0), timeout_s=30)
     sent = result.flows[0]
     cc = sent.dcqcn
     assert cc is not None and cc.line_rate_bps == LINE and cc.time_scale == TIME_SCALE
@@ -175,7 +177,8 @@ def test_cnps_cut_the_flows_rate(pair):
 def test_without_cnps_the_flow_keeps_line_rate(pair):
     """The positive control: the same sender, nobody answering."""
     with responder(answer=False) as r:
-        result = run_sender(NS_A, spec(1.0), timeout_s=30)
+        with timed_turn(run_dir(LAB)):  # paced in time: alone among the labs' timed experiments
+            result = run_sender(NS_A, spec(1.0), timeout_s=30)
     sent = result.flows[0]
     cc = sent.dcqcn
     assert cc is not None and cc.cnps == 0 and result.cnps_unmatched == 0
