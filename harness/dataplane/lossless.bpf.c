@@ -166,14 +166,6 @@ static __always_inline __u32 tc_of(struct ll_port_cfg *c, struct parsed *p, int 
 	return ip < 0 ? 0 : c->dscp_tc[p->dscp & 63] & 7;
 }
 
-static __always_inline __u64 bits(__u64 x)
-{
-	x = x - ((x >> 1) & 0x5555555555555555ULL);
-	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-	return (x * 0x0101010101010101ULL) >> 56;
-}
-
 static __always_inline void post(__u32 type, __u32 port, __u32 queue)
 {
 	struct ll_event e = {.type = type, .port = port, .queue = queue};
@@ -229,17 +221,18 @@ int ll_egress(struct __sk_buff *skb)
 			flocal = fc->local;
 			__u64 bit = 1ULL << (flocal & 63);
 			__u32 w = (flocal >> 6) & (LL_FEEDER_WORDS - 1);
-			if (!(s->seen[w] & bit))
-				__sync_fetch_and_or(&s->seen[w], bit);
+			if (!(s->seen[w] & bit) && !(__sync_fetch_and_or(&s->seen[w], bit) & bit) && fc->lossless_limit > fc->xoff)
+				__sync_fetch_and_add(&s->headroom, fc->lossless_limit - fc->xoff);
 		}
 	}
 	if (!(c->flags & LL_HOST) || skb->ingress_ifindex) {
 		__u64 limit = c->lossy_limit;
 		if (lossless) {
 			/* each port that feeds a lossless queue brings its own headroom, as each
-			 * ingress priority group has its own on a switch */
-			__u64 n = bits(s->seen[0]) + bits(s->seen[1]) + bits(s->seen[2]) + bits(s->seen[3]);
-			limit = c->xoff + (c->lossless_limit - c->xoff) * (n ? n : 1);
+			 * ingress priority group has its own on a switch: an 800G uplink's is twice a
+			 * 400G host port's (what is in flight after a pause grows with the speed) */
+			__u64 room = s->headroom;
+			limit = c->xoff + (room ? room : c->lossless_limit - c->xoff);
 		}
 		if ((__u64)depth + len > limit) {
 			__sync_fetch_and_add(&s->drop_pkts, 1);

@@ -45,6 +45,7 @@ struct ll_queue {
 	__u64 feeders[LL_FEEDER_WORDS]; /* local indexes of the ports that fed it since last read */
 	__u64 seen[LL_FEEDER_WORDS]; /* every port that fed it since it last drained below XON */
 	__u64 xoff; /* 1 while the queue holds its feeders paused */
+	__u64 headroom; /* what the ports in `seen` bring: each its own ingress PG's headroom */
 };
 
 struct ll_port_stat {

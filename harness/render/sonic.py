@@ -25,6 +25,11 @@ MGMT_PORT = "eth0"
 # short optics, leaf-spine links cross the hall.
 HOST_CABLE = "5m"
 FABRIC_CABLE = "40m"
+# A lossless PG's headroom (its profile's `xoff`) is what may still arrive after it sends pause:
+# the bits in flight, which grow with the port's speed and the cable's length. As SONiC's
+# buffer manager, one profile per speed and cable length (pg_lossless_<speed>_<cable>_profile).
+# 400G over 5 m keeps Mellanox's default; the cable adds its round trip at the speed (5 ns/m).
+HEADROOM_400G_5M = 165888
 
 
 def _mac(sw: SwitchPlan) -> str:
@@ -128,11 +133,23 @@ def _acl_rule(e: AclEntry, prio: int) -> dict[str, str]:
     return rule
 
 
+def pg_headroom(speed_g: int, cable: str) -> int:
+    """The headroom of a lossless PG on a port of `speed_g` with a `cable` ("40m") to its peer."""
+    metres = int(cable.rstrip("m"))
+    return round(HEADROOM_400G_5M * speed_g / 400 + speed_g * 1e9 / 8 * 2 * (metres - 5) * 5e-9)
+
+
+def _pg_profile(speed_g: int, cable: str) -> str:
+    return f"pg_lossless_{speed_g * 1000}_{cable}_profile"
+
+
 def _lossless(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
     q = plan.fabric.cluster.lossless
     roce, cnp = str(q.roce_priority), str(q.cnp_priority)
     names = [p.name for p in sw.ports]
     switches = {s.name for s in plan.switches}
+    cables = {p.name: FABRIC_CABLE if p.peer in switches else HOST_CABLE for p in sw.ports}
+    speeds = {p.name: p.speed for p in sw.ports}
     dscp_to_tc = {str(d): "0" for d in range(64)}
     dscp_to_tc[str(q.roce_dscp)] = roce
     dscp_to_tc[str(q.cnp_dscp)] = cnp
@@ -161,15 +178,15 @@ def _lossless(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
             "egress_lossless_pool": {"mode": "static", "size": "12766208", "type": "egress"},
         },
         "BUFFER_PROFILE": {
-            "ingress_lossless_profile": {"pool": "ingress_lossless_pool", "size": "0",
-                                         "dynamic_th": "-3", "xon": "18432", "xoff": "165888"},
+            **{_pg_profile(speed, cable): {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "-3",
+                                           "xon": "18432", "xoff": str(pg_headroom(speed, cable))}
+               for speed, cable in sorted({(p.speed, cables[p.name]) for p in sw.ports})},
             "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "static_th": "12766208"},
         },
         "BUFFER_PG": {},
         "BUFFER_QUEUE": {},
         # "AZURE" is the key SONiC's own buffer template writes (buffers_config.j2).
-        "CABLE_LENGTH": {"AZURE": {p.name: FABRIC_CABLE if p.peer in switches else HOST_CABLE
-                                   for p in sw.ports}},
+        "CABLE_LENGTH": {"AZURE": cables},
     }
     for name in names:
         tables["PORT_QOS_MAP"][name] = {
@@ -180,7 +197,7 @@ def _lossless(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
         tables["QUEUE"][f"{name}|{cnp}"] = {"scheduler": "scheduler.strict"}
         tables["QUEUE"][f"{name}|0"] = {"scheduler": "scheduler.0"}
         tables["PFC_WD"][name] = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
-        tables["BUFFER_PG"][f"{name}|{roce}"] = {"profile": "ingress_lossless_profile"}
+        tables["BUFFER_PG"][f"{name}|{roce}"] = {"profile": _pg_profile(speeds[name], cables[name])}
         tables["BUFFER_QUEUE"][f"{name}|{roce}"] = {"profile": "egress_lossless_profile"}
     return tables
 

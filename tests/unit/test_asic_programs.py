@@ -11,7 +11,7 @@ from harness.core.asic import DEFAULT_POOL, nic_program, switch_programs
 from harness.core.lossless_counters import from_status
 from harness.core.model import Dcqcn, Lossless, build
 from harness.core.plan import make_plan
-from harness.render.sonic import config_db
+from harness.render.sonic import config_db, pg_headroom
 from harness.runtime import lossless_dp
 from corpus.styles import running_config_db, sonic_config_db
 
@@ -35,8 +35,12 @@ def test_fablab_s_render_makes_the_declared_contract(leaf):
     assert p.pfc == {3} and p.ecn_queues == {3} and p.strict_queues == {6}
     assert (p.wred.min_bytes, p.wred.max_bytes, p.wred.probability_pct) == (250000, 2097152, 5)
     assert p.xoff_bytes == DEFAULT_POOL // 9  # dynamic_th -3: alpha 1/8, one congested PG holds alpha/(1+alpha)
-    assert (p.xon_bytes, p.headroom_bytes) == (p.xoff_bytes - 18432, 165888)  # Mellanox's xon: the hysteresis
-    assert p.lossless_limit == p.xoff_bytes + 165888 and p.lossy_limit == p.xoff_bytes
+    # Mellanox's xon (the hysteresis); the headroom its PG profile's, by the port's speed and cable
+    assert sw.ports[0].speed == 800 and db["CABLE_LENGTH"]["AZURE"][port] == "40m"
+    assert (p.xon_bytes, p.headroom_bytes) == (p.xoff_bytes - 18432, 366776)
+    assert p.lossless_limit == p.xoff_bytes + 366776 and p.lossy_limit == p.xoff_bytes
+    host = next(x.name for x in sw.ports if x.speed == 400)
+    assert switch_programs(db, [host])[host].headroom_bytes == 165888 == pg_headroom(400, "5m")
     assert p.watchdog.priorities == {3} and (p.watchdog.detect_ms, p.watchdog.restore_ms) == (200, 200)
 
 
@@ -45,6 +49,10 @@ def test_the_same_settings_under_other_names_make_the_same_program(leaf, style):
     sw, db = leaf
     ports = [p.name for p in sw.ports]
     assert switch_programs(style(copy.deepcopy(db)), ports) == switch_programs(db, ports)
+
+
+def _pg(db, port):
+    return next(v["profile"] for k, v in db["BUFFER_PG"].items() if k.startswith(f"{port}|"))
 
 
 def _with(db, table, key, **fields):
@@ -57,9 +65,9 @@ def _with(db, table, key, **fields):
     (lambda db, port: _with(db, "PORT_QOS_MAP", port, pfc_enable="4"), lambda p: p.pfc == {4}),
     (lambda db, port: _with(db, "PORT_QOS_MAP", port, pfc_enable="3,4"), lambda p: p.pfc == {3, 4}),
     (lambda db, port: _with(db, "DSCP_TO_TC_MAP", "AI_ROCE", **{"26": "0"}), lambda p: p.queue_of(26) == 0),
-    (lambda db, port: _with(db, "BUFFER_PROFILE", "ingress_lossless_profile", static_th="500000"),
+    (lambda db, port: _with(db, "BUFFER_PROFILE", _pg(db, port), static_th="500000"),
      lambda p: p.xoff_bytes == 500000),
-    (lambda db, port: _with(db, "BUFFER_PROFILE", "ingress_lossless_profile", xon_offset="100000"),
+    (lambda db, port: _with(db, "BUFFER_PROFILE", _pg(db, port), xon_offset="100000"),
      lambda p: p.xon_bytes == p.xoff_bytes - 100000),
     (lambda db, port: _with(db, "WRED_PROFILE", "AI_LOSSLESS", ecn="ecn_none"), lambda p: not p.ecn_queues),
     (lambda db, port: _with(db, "PFC_WD", port, detection_time="400"), lambda p: p.watchdog.detect_ms == 400),

@@ -177,7 +177,7 @@ def test_wred_off_for_green_packets(ai):
 
 
 def test_the_roce_pg_on_a_profile_without_headroom(ai):
-    found = _broken(ai, lambda c: c["be-s1"]["BUFFER_PROFILE"]["ingress_lossless_profile"].update(xoff="0"))
+    found = _broken(ai, lambda c: c["be-s1"]["BUFFER_PROFILE"]["pg_lossless_800000_40m_profile"].update(xoff="0"))
     assert found and all(f.table == "BUFFER_PROFILE" and "xoff=0" in f.found for f in found)
 
 

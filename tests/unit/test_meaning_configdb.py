@@ -62,7 +62,8 @@ def profiles_named_as_sonic(db):
     _rename(db, "SCHEDULER", {"scheduler.0": "scheduler.2", "scheduler.1": "scheduler.0",
                               "scheduler.strict": "scheduler.1"})
     _rename(db, "WRED_PROFILE", {"AI_LOSSLESS": "AZURE_LOSSLESS"})
-    _rename(db, "BUFFER_PROFILE", {"ingress_lossless_profile": "pg_lossless_100000_5m_profile",
+    _rename(db, "BUFFER_PROFILE", {"pg_lossless_800000_40m_profile": "ingress_lossless_profile",
+                                   "pg_lossless_400000_5m_profile": "headroom_400g",
                                    "egress_lossless_profile": "egress_lossless_profile_x"})
     _rename(db, "BUFFER_POOL", {"ingress_lossless_pool": "ingress_pool", "egress_lossless_pool": "egress_pool"})
 
@@ -245,11 +246,11 @@ FAULTS = [
     (SPINE, _drop("WRED_PROFILE", "AI_LOSSLESS", "wred_green_enable"), {("WRED/ECN", f"queue 3 on {EVERY}")},
      "wred_green_enable true", "wred_green_enable false"),  # YANG's default is false
     (SPINE, _wred_on_another_profile, {("WRED/ECN", "Ethernet8 queue 3")}, "ecn_all", "ecn_none"),
-    (SPINE, _set("BUFFER_PROFILE", "ingress_lossless_profile", xoff="1000"), {("buffers", f"PG 3 on {EVERY}")},
-     "xoff 165888", "xoff 1000"),
+    (SPINE, _set("BUFFER_PROFILE", "pg_lossless_800000_40m_profile", xoff="1000"),
+     {("buffers", f"PG 3 on {EVERY}")}, "xoff 366776", "xoff 1000"),
     (SPINE, _set("BUFFER_POOL", "egress_lossless_pool", mode="dynamic"), {("buffers", f"queue 3 on {EVERY}")},
      "pool mode static", "dynamic"),
-    (SPINE, _pg_range, {("buffers", "Ethernet0 PG 4")}, "no buffer profile", "xoff 165888"),
+    (SPINE, _pg_range, {("buffers", "Ethernet0 PG 4")}, "no buffer profile", "xoff 366776"),
     (SPINE, _set("PFC_WD", "Ethernet16", action="forward"), {("PFC watchdog", "Ethernet16")}, "drop", "forward"),
     (SPINE, _set("CABLE_LENGTH", "AZURE", Ethernet0="300m"), {("cable length", "Ethernet0")}, "40m", "300m"),
     (SPINE, _set("PORT", "Ethernet0", mtu="1500"), {("MTU", "Ethernet0")}, "9100", "1500"),
