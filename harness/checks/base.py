@@ -122,6 +122,22 @@ class Outcome:
         return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class MeasuredOutcome(Outcome):
+    """An outcome that can find nothing wrong and still not tell: its control failed, or a
+    figure it rests on could not be trusted. `not_measurable` says why; the verdict is then
+    None, never a pass (a problem found still fails it)."""
+
+    not_measurable: str = ""
+
+    @property
+    def passed(self) -> bool | None:
+        return False if self.problems else None if self.not_measurable else True
+
+    def why_undecided(self) -> str:
+        return self.not_measurable
+
+
 @dataclass(frozen=True)
 class Verdict:
     """One case of a check on one lab, as `fablab check`, validate and the reports show it."""

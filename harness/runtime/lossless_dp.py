@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,15 +25,21 @@ from harness.core.errors import LabError, PrerequisiteError
 from harness.core.plan import Plan
 from harness.plumbing import priority, wait
 from harness.plumbing.namespaces import NETNS_DIR
-from harness.runtime import processes
-from harness.runtime.state import Daemon, LabState, load, namespace, run_dir
+from harness.runtime.dataplane_process import DataPlaneProcess, compile_to, stale
+from harness.runtime.state import Daemon, namespace, run_dir
 
 DIR = Path(__file__).resolve().parents[1] / "dataplane"
 SOURCES = (DIR / "lossless_dp.c", DIR / "lossless.bpf.c", DIR / "lossless.h")
 BINARY = DIR / "build" / "fablab-lossless-dp"
 OBJECT = DIR / "build" / "lossless.bpf.o"
 NODE = "lossless-dp"  # the data plane's Daemon.node; its -N tag is namespace(lab, NODE)
-_UNIX_PATH_MAX = 107
+PROCESS = DataPlaneProcess(NODE, "the lossless data plane", "PFC, ECN and CNPs no longer act")
+status_socket = PROCESS.status_socket
+log_path = PROCESS.log_path
+tag = PROCESS.tag
+log_tail = PROCESS.log_tail
+daemon_of = PROCESS.daemon_of
+running = PROCESS.running
 
 
 @dataclass(frozen=True)
@@ -55,14 +60,10 @@ def uses(plan: Plan) -> bool:
     return q.emulate and any(sw.lossless for sw in plan.switches)
 
 
-def _stale(target: Path) -> bool:
-    return not target.exists() or target.stat().st_mtime < max(s.stat().st_mtime for s in SOURCES)
-
-
 def build() -> tuple[Path, Path]:
     """The data plane's executable and tc object, compiled from the project's sources when
     missing or older (a few seconds; `make deps` does it ahead)."""
-    if not _stale(BINARY) and not _stale(OBJECT):
+    if not stale(BINARY, SOURCES) and not stale(OBJECT, SOURCES):
         return BINARY, OBJECT
     cc, clang = shutil.which("cc") or shutil.which("gcc"), shutil.which("clang")
     missing = [what for what, tool in (("a C compiler (gcc)", cc), ("clang", clang)) if tool is None]
@@ -70,20 +71,9 @@ def build() -> tuple[Path, Path]:
         raise PrerequisiteError("the lossless data plane (PFC, ECN, CNPs) needs clang, gcc and libbpf-dev to build "
                                 "fablab-lossless-dp: apt-get install clang gcc libbpf-dev (or `make deps`); "
                                 "or declare Lossless(emulate=False) for lossy BE links")
-    BINARY.parent.mkdir(exist_ok=True)
-    pid = os.getpid()
-    steps = [
-        (OBJECT, [clang, "-O2", "-g", "-mcpu=v3", "-target", "bpf", "-I", "/usr/include/x86_64-linux-gnu", "-c",
-                  str(DIR / "lossless.bpf.c"), "-o"]),
-        (BINARY, [cc, "-O2", "-Wall", str(DIR / "lossless_dp.c"), "-lbpf", "-o"]),
-    ]
-    for target, argv in steps:
-        tmp = target.with_name(f".{target.name}.{pid}")
-        run = subprocess.run([*argv, str(tmp)], capture_output=True, text=True)
-        if run.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise PrerequisiteError(f"building {target.name} failed: {run.stderr.strip()[-800:]}")
-        os.replace(tmp, target)  # atomic: labs booting at once never run a half-written file
+    compile_to(OBJECT, [clang, "-O2", "-g", "-mcpu=v3", "-target", "bpf", "-I", "/usr/include/x86_64-linux-gnu",
+                        "-c", str(DIR / "lossless.bpf.c"), "-o"])
+    compile_to(BINARY, [cc, "-O2", "-Wall", str(DIR / "lossless_dp.c"), "-lbpf", "-o"])
     return BINARY, OBJECT
 
 
@@ -170,9 +160,11 @@ def _line(s: PortSpec, p: PortProgram, scale: int, storm: list[int]) -> str:
             + " ".join(f"{k}={v}" for k, v in fields.items()))
 
 
-def config_text(plan: Plan, lab: str, config_dbs: dict[str, dict]) -> str:
+def config_text(plan: Plan, lab: str, config_dbs: dict[str, dict],
+                progs: dict[tuple[str, str], PortProgram] | None = None) -> str:
+    """The data plane's configuration; `progs`: the ports' programs when already read from `config_dbs`."""
     specs = port_specs(plan)
-    progs = programs(plan, config_dbs)
+    progs = progs if progs is not None else programs(plan, config_dbs)
     scale = plan.fabric.cluster.lossless.time_scale
     nodes = dict.fromkeys(s.node for s in specs)
     storming = storms(lab)
@@ -203,22 +195,8 @@ def conf_path(lab: str) -> Path:
     return run_dir(lab) / "lossless-dp.conf"
 
 
-def status_socket(lab: str) -> Path:
-    return run_dir(lab) / "lossless-dp.status"
-
-
-def log_path(lab: str) -> Path:
-    return run_dir(lab) / "lossless-dp.log"
-
-
-def tag(lab: str) -> str:
-    return namespace(lab, NODE)
-
-
 def check_paths(lab: str) -> None:
-    if len(str(status_socket(lab)).encode()) > _UNIX_PATH_MAX:
-        raise LabError(f"{status_socket(lab)} is longer than a unix socket path may be ({_UNIX_PATH_MAX} bytes): "
-                       "use a shorter lab name or FABLAB_RUN_DIR")
+    PROCESS.check_paths(lab)
 
 
 def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30.0) -> Daemon:
@@ -240,40 +218,9 @@ def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30
                              input=qdisc_batch(ports, progs, scale))
         if run.returncode != 0:
             raise LabError(f"{node}: the BE ports' schedulers: {run.stderr.strip()[-400:]}")
-    conf_path(lab).write_text(config_text(plan, lab, config_dbs))
-    status = status_socket(lab)
-    status.unlink(missing_ok=True)
-    with open(log_path(lab), "ab") as log:
-        proc = subprocess.Popen([str(exe), "-N", tag(lab), "-c", str(conf_path(lab)), "-o", str(obj),
-                                 "-s", str(status), "-p", str(priority.BFD_DATAPLANE), "-r", str(d)],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-
-    def ready() -> bool:
-        if proc.poll() is not None:
-            raise LabError(f"the lossless data plane of {lab} exited at start ({proc.returncode}): {log_tail(lab)}")
-        return status.exists()
-
-    wait.until(ready, timeout, "the lossless data plane", interval=0.02)
-    return Daemon(NODE, NODE, proc.pid)
-
-
-def daemon_of(state: LabState) -> Daemon | None:
-    return next((d for d in state.daemons if d.node == NODE), None)
-
-
-def running(lab: str) -> Daemon | None:
-    """The lab's data plane, or None when it has none; raises when it had one and it died."""
-    try:
-        daemon = daemon_of(load(lab))
-    except LabError:
-        return None
-    if daemon is None:
-        return None
-    if processes.alive(daemon.pid) and processes.is_ours(daemon.pid, tag(lab)):
-        return daemon
-    raise LabError(f"the lossless data plane of {lab} (fablab-lossless-dp, pid {daemon.pid}) is not running: "
-                   f"PFC, ECN and CNPs no longer act. Its log ends: {log_tail(lab)}  Boot the lab again.")
+    conf_path(lab).write_text(config_text(plan, lab, config_dbs, progs))
+    return PROCESS.start(lab, [str(exe), "-c", str(conf_path(lab)), "-o", str(obj), "-p", str(priority.BFD_DATAPLANE),
+                               "-r", str(d)], timeout)
 
 
 def reload(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 10.0) -> None:
@@ -313,20 +260,4 @@ def status(lab: str, timeout: float = 10.0, required: bool = False) -> dict:
     if required and running(lab) is None:
         raise LabError(f"lab {lab} runs no lossless data plane (booted with Lossless(emulate=False), or without "
                        "a lossless BE)")
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect(str(status_socket(lab)))
-            chunks = []
-            while chunk := s.recv(1 << 16):
-                chunks.append(chunk)
-    except OSError as e:
-        raise LabError(f"the lossless data plane of {lab} did not answer on {status_socket(lab)}: {e}") from e
-    return json.loads(b"".join(chunks))
-
-
-def log_tail(lab: str, chars: int = 600) -> str:
-    try:
-        return log_path(lab).read_text(errors="replace")[-chars:].strip() or "(empty)"
-    except OSError:
-        return "(no log)"
+    return PROCESS.ask(lab, timeout)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from harness.checks.base import Observation, Outcome
+from harness.checks.base import MeasuredOutcome, Observation
 from harness.checks.collectives.delivery import rail_members
 from harness.core.asic import switch_programs
 from harness.core.capabilities import Feature
@@ -102,7 +102,7 @@ class FanIn:
 
 
 @dataclass(frozen=True)
-class IncastResult(Outcome):
+class IncastResult(MeasuredOutcome):
     receiver: str
     port: str  # the shaped leaf port, "leaf:port"
     shaper: str  # the tc command applied
@@ -112,16 +112,9 @@ class IncastResult(Outcome):
     base_delay_ms: float  # one-way delay with one sender, below the shaped rate
     fan_ins: tuple[FanIn, ...]
     pfc_enforced: bool  # False: the emulation drops instead of pausing
-    not_measurable: str = ""  # why a fan-in's figures cannot be trusted (a sender the machine held up), or ""
+    # not_measurable: why a fan-in's figures cannot be trusted (a sender the machine held up)
 
     held = "measured"
-
-    @property
-    def passed(self) -> bool | None:
-        return False if self.problems else None if self.not_measurable else True
-
-    def why_undecided(self) -> str:
-        return self.not_measurable
 
     def sentence(self) -> str:
         pauses = (lambda f: f", PFC {f.pauses_sent} sent/{f.pauses_received} at the senders") if self.pfc_enforced \

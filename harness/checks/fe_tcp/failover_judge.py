@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.checks.base import Observation, Outcome
+from harness.checks.base import MeasuredOutcome, Observation
 from harness.core.plan import Plan
 
 TCP_RTO_MIN_MS = 200.0  # Linux's TCP_RTO_MIN: the soonest a lost segment is sent again without a probe
@@ -62,7 +62,7 @@ class FeFailoverSeen(Observation):
 
 
 @dataclass(frozen=True)
-class FeFailoverResult(Outcome):
+class FeFailoverResult(MeasuredOutcome):
     source: str
     destination: str
     failed: str  # the cable, or the leaf
@@ -77,22 +77,13 @@ class FeFailoverResult(Outcome):
     restore_stall_ms: dict[int, float] = field(default_factory=dict)  # source port -> longest stall after the restore
     restore_budget_ms: float = 0.0
     back_ms: float | None = None  # restore -> the element back in the route (None: not while streams ran)
-    not_measurable: str = ""  # why restore_ms could not be judged, or ""
+    # not_measurable: why restore_ms could not be judged (a declared objective is never passed unmeasured)
     rto_ms: dict[int, float] = field(default_factory=dict)  # source port -> the longest RTO its sender armed
     leaf: str = ""  # the node that must reroute (the source's leaf, or the dual-homed source host) ...
     uplink: str = ""  # ... and its port to the failed element
     element: str = "uplink"  # which of ELEMENTS failed
 
     held, broken = "held", "NOT held"
-
-    @property
-    def passed(self) -> bool | None:
-        """None when nothing failed but the restore objective could not be judged: a declared
-        objective is never passed unmeasured."""
-        return False if self.problems else None if self.not_measurable else True
-
-    def why_undecided(self) -> str:
-        return self.not_measurable
 
     def sentence(self) -> str:
         worst = max(self.stall_ms.values(), default=0.0)

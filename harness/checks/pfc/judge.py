@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.checks.base import Outcome
+from harness.checks.base import MeasuredOutcome
 from harness.checks.pfc.measure import Count, FlowSeen, PfcSeen
 from harness.core.plan import Plan
 
@@ -18,7 +18,7 @@ VICTIM_SLOWED = 0.9  # beside the incast, under PFC alone, it must fall below th
 
 
 @dataclass(frozen=True, kw_only=True)
-class PfcResult(Outcome):
+class PfcResult(MeasuredOutcome):
     port: str
     port_mbit: float
     time_scale: int
@@ -34,16 +34,8 @@ class PfcResult(Outcome):
     victim_mbit: float
     drops: tuple[str, ...]  # "port queue q: n", every queue that dropped
     storms: tuple[str, ...]
-    not_measurable: str = ""
 
     held = "lossless"
-
-    @property
-    def passed(self) -> bool | None:
-        return False if self.problems else None if self.not_measurable else True
-
-    def why_undecided(self) -> str:
-        return self.not_measurable
 
     def sentence(self) -> str:
         return (f"{self.senders}→1 into {self.port} at {self.port_mbit:g} Mbit/s (its speed / {self.time_scale}), "
