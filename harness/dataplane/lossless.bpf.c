@@ -99,6 +99,7 @@ static __always_inline __u32 *port_of(struct __sk_buff *skb, __u32 ifindex)
 }
 
 struct parsed {
+	__u16 proto; /* the EtherType, network order */
 	__u8 dscp, ecn, ipv4, roce;
 	__u32 saddr, daddr;
 	__u32 dqp;
@@ -115,6 +116,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct parsed *p)
 		return -1;
 	__builtin_memcpy(p->smac, eth->h_source, 6);
 	__builtin_memcpy(p->dmac, eth->h_dest, 6);
+	p->proto = eth->h_proto;
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = (void *)(eth + 1);
 		if ((void *)(ip + 1) > end)
@@ -147,12 +149,9 @@ static __always_inline int parse(struct __sk_buff *skb, struct parsed *p)
 	return -1;
 }
 
-static __always_inline int is_ours(struct __sk_buff *skb)
+static __always_inline int is_ours(const struct parsed *p)
 {
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	return (void *)(eth + 1) <= end &&
-	       (eth->h_proto == bpf_htons(LL_ETH_P_PFC) || eth->h_proto == bpf_htons(LL_ETH_P_KICK));
+	return p->proto == bpf_htons(LL_ETH_P_PFC) || p->proto == bpf_htons(LL_ETH_P_KICK);
 }
 
 static __always_inline __u32 queue_of(struct ll_port_cfg *c, struct parsed *p, int ip)
@@ -186,7 +185,7 @@ int ll_egress(struct __sk_buff *skb)
 	int ip = parse(skb, &p);
 	__u32 q = queue_of(c, &p, ip), tc = tc_of(c, &p, ip);
 	skb->priority = LL_HTB_MAJOR << 16 | (LL_HTB_MINOR0 + q);
-	if (ip < 0 && is_ours(skb))
+	if (ip < 0 && is_ours(&p))
 		return LL_PASS; /* a kick: it restarts the port's queues and is not in them */
 	__u32 qi = port * LL_QUEUES + q;
 	struct ll_queue *s = bpf_map_lookup_elem(&ll_queues, &qi);
@@ -205,25 +204,23 @@ int ll_egress(struct __sk_buff *skb)
 	 * itself sends has no ingress port: a NIC never drops its own (the socket waits). */
 	__u32 feeder = LL_NO_PORT;
 	int lossless = 0;
+	struct ll_port_cfg *fc = NULL;
 	if (skb->ingress_ifindex) {
 		__u32 *f = port_of(skb, skb->ingress_ifindex);
 		if (f) {
 			feeder = *f;
-			struct ll_port_cfg *fc = bpf_map_lookup_elem(&ll_cfg, &feeder);
+			fc = bpf_map_lookup_elem(&ll_cfg, &feeder);
 			if (fc)
 				lossless = (fc->pfc >> tc) & 1 && (c->pfc >> tc) & 1;
 		}
 	}
 	__u32 flocal = LL_MAX_LOCAL;
-	if (feeder != LL_NO_PORT) {
-		struct ll_port_cfg *fc = bpf_map_lookup_elem(&ll_cfg, &feeder);
-		if (fc && fc->local < LL_MAX_LOCAL) {
-			flocal = fc->local;
-			__u64 bit = 1ULL << (flocal & 63);
-			__u32 w = (flocal >> 6) & (LL_FEEDER_WORDS - 1);
-			if (!(s->seen[w] & bit) && !(__sync_fetch_and_or(&s->seen[w], bit) & bit) && fc->lossless_limit > fc->xoff)
-				__sync_fetch_and_add(&s->headroom, fc->lossless_limit - fc->xoff);
-		}
+	if (fc && fc->local < LL_MAX_LOCAL) {
+		flocal = fc->local;
+		__u64 bit = 1ULL << (flocal & 63);
+		__u32 w = (flocal >> 6) & (LL_FEEDER_WORDS - 1);
+		if (!(s->seen[w] & bit) && !(__sync_fetch_and_or(&s->seen[w], bit) & bit) && fc->lossless_limit > fc->xoff)
+			__sync_fetch_and_add(&s->headroom, fc->lossless_limit - fc->xoff);
 	}
 	if (!(c->flags & LL_HOST) || skb->ingress_ifindex) {
 		__u64 limit = c->lossy_limit;
@@ -285,12 +282,9 @@ int ll_ingress(struct __sk_buff *skb)
 		return LL_PASS;
 	struct parsed p = {};
 	int ip = parse(skb, &p);
-	if (ip < 0 && is_ours(skb)) {
+	if (ip < 0 && is_ours(&p)) {
 		/* MAC control frames and kicks never sat in the peer's queues; a kick ends here */
-		struct ethhdr *eth = (void *)(long)skb->data;
-		if ((void *)(eth + 1) > (void *)(long)skb->data_end)
-			return LL_PASS;
-		return eth->h_proto == bpf_htons(LL_ETH_P_KICK) ? TC_ACT_SHOT : LL_PASS;
+		return p.proto == bpf_htons(LL_ETH_P_KICK) ? TC_ACT_SHOT : LL_PASS;
 	}
 	__u32 peer = c->peer;
 	struct ll_port_cfg *pc = bpf_map_lookup_elem(&ll_cfg, &peer);
