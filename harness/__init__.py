@@ -22,7 +22,7 @@ moved.install()
 # Names of upper floors, loaded on first use (PEP 562): name -> module that defines it.
 LAZY: dict[str, str] = {
     **dict.fromkeys(("Acl", "AclRule", "Addressing", "Backend", "Bfd", "Cable", "Cabling", "Cluster", "Fabric",
-                     "Dcqcn", "Frontend", "GpuNodes", "Hardware", "Link", "Lossless", "Management", "Node", "Objectives",
+                     "Dcqcn", "Ecn", "Frontend", "GpuNodes", "Hardware", "Link", "Lossless", "Management", "Node", "Objectives",
                      "Plane", "Role", "Routing", "Tenant", "build"), "harness.core.model"),
     "HwSku": "harness.core.hwsku",
     "Plan": "harness.core.plan",

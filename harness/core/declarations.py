@@ -267,6 +267,18 @@ class Dcqcn:
 
 
 @dataclass(frozen=True)
+class Ecn:
+    """The lossless queue's ECN marking, SONiC's WRED_PROFILE for green packets (RoCE's): a
+    packet of an ECN-capable flow is marked CE with a probability that grows from 0 at
+    `min_bytes` of queue to `probability_pct` at `max_bytes`, and always above it. Defaults:
+    SONiC's own AZURE_LOSSLESS green thresholds, 5 % at the maximum."""
+
+    min_bytes: int = 250000  # green_min_threshold, >= 0
+    max_bytes: int = 2097152  # green_max_threshold, > min_bytes
+    probability_pct: int = 5  # green_drop_probability: at max_bytes, 1..100
+
+
+@dataclass(frozen=True)
 class Lossless:
     """The backend's lossless RoCEv2 contract, the same on every hop: RoCE traffic is marked
     `roce_dscp` and travels in traffic class, queue, priority group and PFC priority
@@ -286,6 +298,7 @@ class Lossless:
     time_scale: int = 2000  # 400G runs at 200 Mbit/s; 1..1000000
     emulate: bool = True  # False: no lossless data plane (BE links lossy, at veth speed)
     dcqcn: Dcqcn = field(default_factory=Dcqcn)  # the NICs' congestion control
+    ecn: Ecn = field(default_factory=Ecn)  # the RoCE queue's WRED/ECN profile on every BE switch
 
     @property
     def roce_frame_bytes(self) -> int:

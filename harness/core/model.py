@@ -16,7 +16,7 @@ from harness.core.cabling.apply import apply as apply_cabling
 from harness.core.codec import CodecError, from_plain, to_plain
 from harness.core.declarations import (  # the declaration types: importable from here as well
     ACL_ACTIONS, ACL_PROTOCOLS, Acl, AclRule, Addressing, BACKEND_KINDS, Backend, Bfd, Cable, Cabling, Cluster,
-    DECLARATIONS, HOST_ASN, Dcqcn, Hardware, ECMP_HASHES, FE_NIC, FE_NIC2, Frontend, GpuNodes, Lossless, MGMT_NIC, Management,
+    DECLARATIONS, HOST_ASN, Dcqcn, Ecn, Hardware, ECMP_HASHES, FE_NIC, FE_NIC2, Frontend, GpuNodes, Lossless, MGMT_NIC, Management,
     Objectives, Plane, ROCE_MTUS, Role, Routing, SPEEDS_GBPS, STORAGE_NIC, Tenant, _NAME, check_lab_name,
     rail_nic, switch_mgmt_port)
 from harness.core.declguard import CallProblems
@@ -28,7 +28,7 @@ from harness.core.tenancy import check_tenancy
 
 __all__ = [
     "ACL_ACTIONS", "ACL_PROTOCOLS", "Acl", "AclRule", "Addressing", "BACKEND_KINDS", "Backend", "Bfd", "Cable",
-    "Cabling", "Cluster", "DECLARATIONS", "Dcqcn", "ECMP_HASHES", "FE_NIC", "FE_NIC2", "Fabric", "Frontend", "GpuNodes", "HOST_ASN", "Hardware", "Link", "Lossless",
+    "Cabling", "Cluster", "DECLARATIONS", "Dcqcn", "ECMP_HASHES", "Ecn", "FE_NIC", "FE_NIC2", "Fabric", "Frontend", "GpuNodes", "HOST_ASN", "Hardware", "Link", "Lossless",
     "MGMT_NIC", "Management", "Node", "Objectives", "Plane", "ROCE_MTUS", "Role", "Routing", "SPEEDS_GBPS",
     "STORAGE_NIC", "Tenant", "build", "check_lab_name", "check_lossless", "cluster_from_dict",
     "cluster_to_dict", "gpu_node_names", "host_nics", "oversubscription", "rail_nic", "switch_mgmt_port",
@@ -246,6 +246,25 @@ def check_lossless(q: Lossless, be_mtu: int) -> list[Problem]:
         p.append(Problem("lossless.dcqcn", f"{q.dcqcn!r} is not a Dcqcn", "write dcqcn=Dcqcn(...)"))
     else:
         p += _check_dcqcn(q.dcqcn)
+    if not isinstance(q.ecn, Ecn):
+        p.append(Problem("lossless.ecn", f"{q.ecn!r} is not an Ecn", "write ecn=Ecn(min_bytes=..., max_bytes=...)"))
+    else:
+        p += _check_ecn(q.ecn)
+    return p
+
+
+def _check_ecn(e: Ecn) -> list[Problem]:
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+    p: list[Problem] = []
+    if not whole(e.min_bytes) or e.min_bytes < 0:
+        p.append(Problem("lossless.ecn.min_bytes", f"{e.min_bytes!r} is not a number of bytes >= 0",
+                         f"SONiC's default is {Ecn().min_bytes}"))
+    elif not whole(e.max_bytes) or e.max_bytes <= e.min_bytes:
+        p.append(Problem("lossless.ecn.max_bytes", f"{e.max_bytes!r} is not a number of bytes above min_bytes "
+                         f"({e.min_bytes})", "marking grows from min_bytes to max_bytes: make it larger"))
+    if not whole(e.probability_pct) or not 1 <= e.probability_pct <= 100:
+        p.append(Problem("lossless.ecn.probability_pct", f"{e.probability_pct!r} is not a percentage in 1..100",
+                         f"SONiC's default is {Ecn().probability_pct}"))
     return p
 
 

@@ -162,8 +162,8 @@ def _lossless(plan: Plan, sw: SwitchPlan) -> dict[str, dict]:
         "MAP_PFC_PRIORITY_TO_QUEUE": {"AI_ROCE": identity},
         "WRED_PROFILE": {"AI_LOSSLESS": {
             "ecn": "ecn_all", "wred_green_enable": "true", "wred_yellow_enable": "true",
-            "wred_red_enable": "true", "green_min_threshold": "250000", "green_max_threshold": "2097152",
-            "green_drop_probability": "5", "yellow_min_threshold": "1048576",
+            "wred_red_enable": "true", "green_min_threshold": str(q.ecn.min_bytes),
+            "green_max_threshold": str(q.ecn.max_bytes), "green_drop_probability": str(q.ecn.probability_pct), "yellow_min_threshold": "1048576",
             "yellow_max_threshold": "2097152", "yellow_drop_probability": "5",
             "red_min_threshold": "1048576", "red_max_threshold": "2097152", "red_drop_probability": "5",
         }},

@@ -69,7 +69,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-_LOSSLESS_DATAPLANE = ("time_scale", "emulate", "dcqcn")  # fields added after hashes were recorded
+_LOSSLESS_DATAPLANE = ("time_scale", "emulate", "dcqcn", "ecn")  # fields added after hashes were recorded
 
 
 def declaration_sha256(cluster) -> str:

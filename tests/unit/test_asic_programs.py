@@ -3,13 +3,14 @@ and profiles (harness.core.asic), and the lossless data plane's files say exactl
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 
 from harness.catalog import load_cluster
 from harness.core.asic import DEFAULT_POOL, nic_program, switch_programs
 from harness.core.lossless_counters import from_status
-from harness.core.model import Dcqcn, Lossless, build
+from harness.core.model import Dcqcn, Ecn, Lossless, build
 from harness.core.plan import make_plan
 from harness.render.sonic import config_db, pg_headroom
 from harness.runtime import lossless_dp
@@ -79,6 +80,19 @@ def test_a_changed_field_changes_what_the_port_does(leaf, change, expect):
     port = sw.ports[0].name
     assert expect(switch_programs(change(db, port), [port])[port])
     assert not expect(switch_programs(db, [port])[port])  # the control: the render does not already
+
+
+def test_the_declared_ecn_profile_is_what_every_be_switch_marks_by(plan):
+    """Lossless(ecn=...) is rendered as each switch's WRED_PROFILE and read back as its program;
+    the control: the default declaration's is SONiC's."""
+    cluster = replace(load_cluster("ai-cluster"), lossless=Lossless(ecn=Ecn(150000, 1500000, 100)))
+    declared = make_plan(build(cluster))
+    for p_ in (declared, plan):
+        for sw in (s for s in p_.switches if s.lossless):
+            port = sw.ports[0].name
+            wred = switch_programs(config_db(p_, sw), [port])[port].wred
+            assert (wred.min_bytes, wred.max_bytes, wred.probability_pct) == (
+                (150000, 1500000, 100) if p_ is declared else (250000, 2097152, 5))
 
 
 def test_a_nic_trusts_dscp_honours_pause_and_paces_its_cnps_scaled():

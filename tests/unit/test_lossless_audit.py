@@ -11,7 +11,7 @@ import pytest
 from harness.checks.lossless import audit, load_dir
 from harness.cli.main import main
 from harness.core.errors import HarnessError, TopologyError
-from harness.core.model import Lossless, build
+from harness.core.model import Ecn, Lossless, build
 from harness.core.plan import make_plan
 from harness.render import artifacts, write_artifacts
 from harness.render.lossless import contract_of
@@ -288,6 +288,11 @@ def _judged(directory, topology: str):
     (dict(cnp_priority=3), "lossless.cnp_priority"),
     (dict(cnp_dscp=26), "lossless.cnp_dscp"),
     (dict(roce_mtu=3000), "lossless.roce_mtu"),
+    (dict(ecn=Ecn(min_bytes=-1)), "lossless.ecn.min_bytes"),
+    (dict(ecn=Ecn(min_bytes=500000, max_bytes=400000)), "lossless.ecn.max_bytes"),
+    (dict(ecn=Ecn(probability_pct=0)), "lossless.ecn.probability_pct"),
+    (dict(ecn=Ecn(probability_pct=101)), "lossless.ecn.probability_pct"),
+    (dict(ecn="5%"), "lossless.ecn"),
 ])
 def test_a_bad_contract_is_refused_naming_the_field(change, field):
     with pytest.raises(TopologyError, match=field):
