@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.core.model import Acl, AclRule, Backend, Cluster, Frontend, GpuNodes, Tenant, gpu_node_names
+from topologies.roce import roce_tuned
 
 ACL = Acl(rules=(
     AclRule("permit", src="role:gpu", dst="role:storage", protocol="tcp", dst_ports="2049"),
@@ -29,6 +30,7 @@ def ai_cluster(name: str = "ai-cluster", nodes: int = 8, gpus_per_node: int = 4,
                spines: int = 2) -> Cluster:
     base = Cluster(
         name=name,
+        lossless=roce_tuned(),
         gpu=GpuNodes(count=nodes, gpus_per_node=gpus_per_node, nic_speed=400, fe_speed=100),
         backend=Backend(kind="rail-optimized", rails=gpus_per_node, groups=groups, spines=spines,
                         leaf_ports=64, spine_ports=64, uplink_speed=800, uplinks_per_spine=1),

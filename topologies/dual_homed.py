@@ -10,11 +10,13 @@ NIC, a cable or a whole leaf (`Frontend(dual_homed=True)`).
 from __future__ import annotations
 
 from harness.core.model import Backend, Cluster, Frontend, GpuNodes
+from topologies.roce import roce_tuned
 
 
 def dual_homed(name: str = "dual-homed", nodes: int = 4, gpus_per_node: int = 2, fe_leaves: int = 4) -> Cluster:
     return Cluster(
         name=name,
+        lossless=roce_tuned(),
         gpu=GpuNodes(count=nodes, gpus_per_node=gpus_per_node, nic_speed=400, fe_speed=100),
         backend=Backend(kind="rail-optimized", rails=gpus_per_node, groups=2, spines=2, leaf_ports=64,
                         spine_ports=64, uplink_speed=800, uplinks_per_spine=1),

@@ -13,6 +13,7 @@ the rails of one leaf stay apart (a VRF per rail on SONiC), as on leaves of thei
 from __future__ import annotations
 
 from harness.core.model import Backend, Cluster, Frontend, GpuNodes
+from topologies.roce import roce_tuned
 
 
 def multi_rail(name: str = "multi-rail", nodes: int = 8, gpus_per_node: int = 4, rails_per_leaf: int = 2,
@@ -20,6 +21,7 @@ def multi_rail(name: str = "multi-rail", nodes: int = 8, gpus_per_node: int = 4,
     spread = kind == "rail-optimized"
     return Cluster(
         name=name,
+        lossless=roce_tuned(),
         gpu=GpuNodes(count=nodes, gpus_per_node=gpus_per_node, nic_speed=400, fe_speed=100),
         backend=Backend(kind=kind, rails=gpus_per_node, rails_per_leaf=rails_per_leaf, groups=2 if spread else 1,
                         spines=2 if spread else 0, leaf_ports=64, spine_ports=64, uplink_speed=800,

@@ -11,6 +11,7 @@ server and a gateway. 16 + 4 + 2 = 22 BE switches.
 from __future__ import annotations
 
 from harness.core.model import Backend, Cluster, Frontend, GpuNodes
+from topologies.roce import roce_tuned
 
 
 def pods(name: str = "pods", pods: int = 2, groups: int = 2, nodes_per_group: int = 4, gpus_per_node: int = 4,
@@ -19,6 +20,7 @@ def pods(name: str = "pods", pods: int = 2, groups: int = 2, nodes_per_group: in
     leaf_links = groups * gpus_per_node
     return Cluster(
         name=name,
+        lossless=roce_tuned(),
         gpu=GpuNodes(count=pods * groups * nodes_per_group, gpus_per_node=gpus_per_node, nic_speed=400, fe_speed=100),
         backend=Backend(kind="rail-optimized", rails=gpus_per_node, groups=groups, spines=spines, pods=pods,
                         superspines=superspines, uplinks_per_superspine=-(-leaf_links // superspines),

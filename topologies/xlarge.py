@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 from harness.core.model import Backend, Cluster, Frontend, GpuNodes
+from topologies.roce import roce_tuned
 
 
 def xlarge(name: str = "xlarge") -> Cluster:
     return Cluster(
         name=name,
+        lossless=roce_tuned(),
         gpu=GpuNodes(count=128, gpus_per_node=8),
         backend=Backend(kind="rail-optimized", rails=8, groups=8, spines=16, leaf_ports=64,
                         spine_ports=64, uplink_speed=400),

@@ -32,6 +32,7 @@ MODULES: tuple[tuple[str, str], ...] = (  # (check name, module exporting its CH
     ("lossless", "harness.checks.lossless"),
     ("deadlock", "harness.checks.deadlock"),
     ("pfc", "harness.checks.pfc"),
+    ("dcqcn", "harness.checks.dcqcn"),
     ("ecmp", "harness.checks.ecmp"),
     ("ecmp-superspine", "harness.checks.ecmp_superspine"),
     ("failover", "harness.checks.failover"),

@@ -1,6 +1,6 @@
 """Faults in the lossless contract: a port whose MTU no longer holds a RoCE frame, PFC on the
-wrong priority, RoCE's DSCP in a lossy traffic class (the last two a switch's running
-CONFIG_DB changed by one field, as a hand edit or a bad push does)."""
+wrong priority, ECN off on a port's RoCE queue, RoCE's DSCP in a lossy traffic class (the last
+three a switch's running CONFIG_DB changed by one field, as a hand edit or a bad push does)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,9 +42,11 @@ def mtu_back(lab: LabView, target: Port, state: Mtu) -> None:
     lab.ns_exec(target.node, ["ip", "link", "set", target.port, "mtu", str(state.mtu)], check=True)
 
 
-def _set(lab: LabView, node: str, table: str, key: str, field: str, value: str, what: str) -> Applied[ConfigDbField]:
+def _set(lab: LabView, node: str, table: str, key: str, field: str, value: str | None,
+         what: str) -> Applied[ConfigDbField]:
     old = lab.set_config_db(node, table, key, field, value)
-    return Applied(f"{node}: {table}|{key} {field} {old} -> {value} ({what})", ConfigDbField(table, key, field, old))
+    new = "(removed)" if value is None else value
+    return Applied(f"{node}: {table}|{key} {field} {old} -> {new} ({what})", ConfigDbField(table, key, field, old))
 
 
 def pfc_priority(lab: LabView, target: Port) -> Applied[ConfigDbField]:
@@ -57,6 +59,20 @@ def pfc_priority(lab: LabView, target: Port) -> Applied[ConfigDbField]:
         raise InputError(f"{target.node}:{port} has no PORT_QOS_MAP row (no lossless port): pick a BE port")
     return _set(lab, target.node, "PORT_QOS_MAP", port, "pfc_enable", str((roce + 1) % 8),
                 "PFC on the wrong priority: RoCE is no longer lossless")
+
+
+def ecn_off(lab: LabView, target: Port) -> Applied[ConfigDbField]:
+    """The RoCE queue of one port without its WRED profile (SONiC's default then: no WRED, no
+    ECN): the port never marks CE, so its congestion sends no CNP and PFC alone holds it. One
+    port's QUEUE row, not the WRED_PROFILE every port of the switch shares."""
+    if not target.port:
+        raise InputError(f"--on {target}: give the port too, SWITCH:PORT")
+    roce = lab.plan.fabric.cluster.lossless.roce_priority
+    key = f"{target.port}|{roce}"
+    if "wred_profile" not in lab.running_config_db(target.node).get("QUEUE", {}).get(key, {}):
+        raise InputError(f"{target}: QUEUE|{key} has no wred_profile (ECN is off there already, or no lossless "
+                         "port): pick a BE port")
+    return _set(lab, target.node, "QUEUE", key, "wred_profile", None, "ECN off on the RoCE queue: it never marks CE")
 
 
 def dscp_map(lab: LabView, target: Switch) -> Applied[ConfigDbField]:

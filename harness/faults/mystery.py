@@ -28,7 +28,7 @@ NONE_WEIGHT = 1  # "nothing is wrong" is one of the answers, as often as any one
 NONE = "none"  # the answer `--answer` takes for "nothing is wrong"
 
 # The faults a mystery draws from, in the order a seed indexes them (a seed keeps choosing the
-# same answer: docs/learn/12-mystery.md relies on seed 1). Only faults the first look does not
+# same answer: docs/learn/13-mystery.md relies on seed 1). Only faults the first look does not
 # give away: with each of these in place and settled, `fablab status` and `fablab view` read as
 # they do on a healthy lab (tests/integration/test_mystery_lab.py holds every one to that).
 # Left out because status is right to show what they do, and showing it names the place:

@@ -59,6 +59,12 @@ def be_host_port(plan: Plan) -> Port | None:
     return Port(leaf.name, port.name) if port else None
 
 
+def incast_port(plan: Plan) -> Port | None:
+    """The leaf port facing rail 0's first GPU NIC: the congested port of the pfc and dcqcn incasts."""
+    nic = next((n for h in plan.hosts for n in h.nics if n.rail == 0), None)
+    return Port(nic.peer, nic.peer_port) if nic else None
+
+
 def gpu_nic(plan: Plan) -> Port | None:
     """Rail 0's second GPU NIC: a sender of the pfc check's incast, not its receiver."""
     nics = [(h.name, n.name) for h in plan.hosts for n in h.nics if n.rail == 0]

@@ -61,6 +61,9 @@ FAULTS: tuple[Fault, ...] = (
           Port, lossless.ConfigDbField, places.be_host_port, lossless.pfc_priority, lossless.config_db_back),
     Fault("pfc-storm", "lossless", "a GPU NIC that sends PFC pause without end (a pause storm)", "pfc",
           Port, lossless.Storm, places.gpu_nic, lossless.pfc_storm, lossless.storm_over),
+    Fault("ecn-off", "lossless", "ECN off on the RoCE queue of the port an incast congests (its WRED profile "
+          "removed): PFC alone holds the incast", "dcqcn", Port, lossless.ConfigDbField, places.incast_port,
+          lossless.ecn_off, lossless.config_db_back),
     Fault("dscp-map", "lossless", "RoCE's DSCP mapped to a lossy traffic class", "lossless-audit",
           Switch, lossless.ConfigDbField, places.first_be_leaf, lossless.dscp_map, lossless.config_db_back),
     Fault("route-bounce", "lossless", "a spine's static route sends one GPU's address down to another leaf, which "

@@ -78,9 +78,14 @@ def declaration_sha256(cluster) -> str:
     file or built-in they came from; any change to any field gives another. `cluster` is a
     Cluster, or the plain data of one (a running lab's state)."""
     from harness.core.codec import to_plain
-    from harness.core.model import Cabling, Lossless, cluster_to_dict
+    from harness.core.errors import InputError
+    from harness.core.model import Cabling, Lossless, cluster_from_dict, cluster_to_dict
 
     data = cluster if isinstance(cluster, dict) else cluster_to_dict(cluster)
+    try:  # by meaning: Dcqcn(cnp_interval_us=50) and its state file's 50.0 are one declaration
+        data = cluster_to_dict(cluster_from_dict(data))
+    except (InputError, ValueError):
+        pass  # not a whole declaration: hashed as given
     if data.get("cabling") == to_plain(Cabling()):  # no cabling plan: the hash it had before Cabling was
         data = {k: v for k, v in data.items() if k != "cabling"}
     lossless = data.get("lossless")

@@ -1,5 +1,5 @@
 """Every answer a mystery can hide, each by the first seed that chooses it, played on a running
-lab as lesson 12 plays it: the first look (`fablab status`, `fablab view`) reads as it did on the
+lab as lesson 13 plays it: the first look (`fablab status`, `fablab view`) reads as it did on the
 healthy lab and names neither the fault nor its place; the hints come in order, the first naming
 the symptom and its check (never "run every check") and none the fault's nodes; the check the
 first hint names fails (or, for none, every case a fault would fail passes); `--answer` says

@@ -240,7 +240,7 @@ FAULTS = [
     (SPINE, _set("SCHEDULER", "scheduler.strict", type="DWRR"), {("scheduler", f"queue 6 on {EVERY}")}, "STRICT",
      "DWRR"),
     (SPINE, _set("WRED_PROFILE", "AI_LOSSLESS", green_min_threshold="500000"), {("WRED/ECN", f"queue 3 on {EVERY}")},
-     "green_min_threshold 250000", "500000"),
+     "green_min_threshold 5000", "500000"),
     (SPINE, _set("WRED_PROFILE", "AI_LOSSLESS", ecn="ecn_none"), {("WRED/ECN", f"queue 3 on {EVERY}")}, "ecn_all",
      "ecn_none"),
     (SPINE, _drop("WRED_PROFILE", "AI_LOSSLESS", "wred_green_enable"), {("WRED/ECN", f"queue 3 on {EVERY}")},

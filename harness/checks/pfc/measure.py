@@ -127,20 +127,27 @@ def _run(lab: LabView, groups: list[tuple[tuple[PlannedFlow, ...], int, float]])
     return {p.flow.flow_id: s for p, s in zip(planned_all, flows_seen(planned_all, sent, got, start_ns))}
 
 
+def incast_senders(lab: LabView, members: list[Endpoint], senders: int) -> list[Endpoint]:
+    """The incast's senders to members[0]: at most `senders`, from the receiver's leaf first (up
+    to half) and then from the others, so that pauses cross the spines."""
+    leaf = lab.plan.host(members[0].node).nic(members[0].nic).peer
+    near = [m for m in members[1:] if lab.plan.host(m.node).nic(m.nic).peer == leaf]
+    far = [m for m in members[1:] if m not in near]
+    take = max(2, senders)
+    mine = near[:max(1, take // 2)] if far else near[:take]
+    return mine + far[:take - len(mine)]
+
+
 def measure_pfc(lab: LabView, rail: int = 0, packets: int = 600, senders: int = 7) -> PfcSeen:
-    """`senders`: at most this many, from the receiver's leaf first (up to half) and then from
-    the others, so that pauses cross the spines; more would only load the machine's senders."""
+    """`senders`: at most this many (`incast_senders`); more would only load the machine's
+    senders."""
     members = rail_members(lab, rail)
     if len(members) < 3:
         raise NotMeasurable(f"rail {rail} has {len(members)} GPU NICs: an incast with a victim needs 3")
     receiver = members[0]
     nic = lab.plan.host(receiver.node).nic(receiver.nic)
     leaf, port = nic.peer, nic.peer_port
-    near = [m for m in members[1:] if lab.plan.host(m.node).nic(m.nic).peer == leaf]
-    far = [m for m in members[1:] if m not in near]
-    take = max(2, senders)
-    mine = near[:max(1, take // 2)] if far else near[:take]
-    others = mine + far[:take - len(mine)]
+    others = incast_senders(lab, members, senders)
     q = lab.plan.fabric.cluster.lossless
     speed = next(p.speed for s in lab.plan.switches if s.name == leaf for p in s.ports if p.name == port)
     port_bps = int(speed * 1e9 / q.time_scale)

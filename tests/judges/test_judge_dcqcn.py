@@ -1,0 +1,110 @@
+"""The dcqcn judge on what real ai-cluster labs' lossless data plane showed (tests/observations/
+dcqcn/): the 7->1 incast under the built-ins' DCQCN (topologies/roce.py: CE marks and CNPs, the
+queue marking but below the pause threshold in the second half, the port busy, the senders at a
+fair share, the victim kept its rate); the same incast under ConnectX's defaults (marked and
+drained, far from a fair share: their recovery is too slow at this time scale,
+docs/checks/dcqcn.md); the negative control (ECN off on the congested port: no mark there,
+named, PFC holding the incast, the victim slowed); and the pass changed one figure at a time."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from harness.checks.dcqcn import FAIR, DcqcnResult
+from harness.checks.pfc import Count
+
+import judge_tables as tables
+
+PORT = "be-g1-r0:Ethernet256"
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return tables.recorded("dcqcn/ai-cluster").observation
+
+
+def test_the_recorded_incast_is_held_by_ecn_and_dcqcn(recorded):
+    r = tables.verdict("dcqcn/ai-cluster")
+    assert isinstance(r, DcqcnResult) and r.passed is True, r.reason
+    assert r.marks_steady > 0 and r.cnps > 0 and r.cnps_at_senders > 0 and not r.drops
+    assert r.pfc_frames > 0 and r.pfc_frames_steady == 0  # pauses at the start only
+    assert r.jain >= FAIR and sum(r.arrived_mbit) >= 0.8 * r.port_mbit
+    assert r.victim_mbit >= 0.9 * r.victim_alone_mbit
+
+
+def test_connectx_defaults_mark_and_drain_but_are_not_fair():
+    r = tables.verdict("dcqcn/connectx-defaults")
+    assert r.passed is False
+    assert r.marks > 0 and r.cnps > 0 and r.cnps_at_senders > 0 and not r.drops
+    assert r.pfc_frames > 0 and r.pfc_frames_steady == 0
+    assert r.jain < FAIR and len(r.problems) == 1 and "did not converge to a fair share" in r.reason
+    assert "1.5 ms of NIC time" in r.reason
+
+
+def test_a_queue_below_wred_in_the_steady_state_is_not_a_failure(recorded):
+    """The senders still climbing back after their first cuts (no mark in the second half, as a
+    3->1 on rail-only showed): fair, no pause, the port busy enough, so it passes, and says it."""
+    last = max(d.marked for d in recorded.depth if d.t_ms < recorded.steady_from_ms)
+    climbing = dataclasses.replace(recorded, depth=tuple(
+        dataclasses.replace(d, marked=last) if d.t_ms >= recorded.steady_from_ms else d for d in recorded.depth))
+    r = tables.verdict("dcqcn/ai-cluster", climbing)
+    assert r.passed is True and r.marks_steady == 0 and "(0 in the steady state)" in r.reason
+
+
+def test_a_port_left_idle_is_named(recorded):
+    """The senders cut far below the port and kept there: fair, drained, and a quarter busy."""
+    idle = dataclasses.replace(recorded, senders=tuple(dataclasses.replace(s, steady_packets=s.steady_packets // 4)
+                                                       for s in recorded.senders))
+    r = tables.verdict("dcqcn/ai-cluster", idle)
+    assert r.passed is False and len(r.problems) == 1
+    assert f"the incast kept {PORT} only" in r.reason and "busy in the steady state" in r.reason
+
+
+def test_ecn_off_on_the_congested_port_is_named():
+    r = tables.verdict("dcqcn/ecn-off")
+    assert r.passed is False and r.marks == 0
+    assert f"no CE mark on {PORT} queue 3" in r.reason and "marks ECN on no queue" in r.reason
+    assert "PFC, not DCQCN, held the incast" in r.reason
+    assert "congestion spread to it" in r.reason  # PFC alone held the incast, the victim waited
+
+
+def _flow(f, **kw):
+    return dataclasses.replace(f, **kw)
+
+
+def _faster(sender):
+    return dataclasses.replace(sender, steady_bps=10 * sender.steady_bps)
+
+
+def _paused_in_steady_state(seen):
+    """Every depth sample of the second half at the pause threshold, the leaf pausing again."""
+    return tuple(dataclasses.replace(d, depth_bytes=1_418_467, pfc_tx=d.pfc_tx + int(d.t_ms))
+                 if d.t_ms >= seen.steady_from_ms else d for d in seen.depth)
+
+
+@pytest.mark.parametrize("change, verdict, words", [
+    (lambda s: dataclasses.replace(s, marked=tuple(c for c in s.marked if c.port != PORT)),
+     False, f"no CE mark on {PORT} queue 3"),
+    (lambda s: dataclasses.replace(s, cnp_tx=()), False, "0 CNPs sent"),
+    (lambda s: dataclasses.replace(s, senders=tuple(dataclasses.replace(x, cnps=0) for x in s.senders)),
+     False, "acted on by the senders: DCQCN did not slow the incast"),
+    (lambda s: dataclasses.replace(s, depth=_paused_in_steady_state(s)), False,
+     "PFC pause frames in the steady state"),
+    (lambda s: dataclasses.replace(s, depth=()), False, "no depth sample of the congested queue"),
+    (lambda s: dataclasses.replace(s, senders=(_faster(s.senders[0]),) + s.senders[1:]), False,
+     "did not converge to a fair share"),
+    (lambda s: dataclasses.replace(s, victim=_flow(s.victim, last_ns=s.victim.last_ns * 2)), False,
+     "congestion spread to it"),
+    (lambda s: dataclasses.replace(s, victim_alone=_flow(s.victim_alone, last_ns=s.victim_alone.last_ns * 2)),
+     None, "the control failed"),
+    (lambda s: dataclasses.replace(s, drops=(Count("be-s1:Ethernet0", 3, 7),)), False,
+     "be-s1:Ethernet0 queue 3 dropped 7 packets"),
+    (lambda s: dataclasses.replace(s, senders=(dataclasses.replace(s.senders[0], flow=_flow(
+        s.senders[0].flow, received=s.senders[0].flow.received - 5)),) + s.senders[1:]), False,
+     "no queue of the lossless data plane dropped any"),
+])
+def test_one_figure_changed_changes_the_verdict(recorded, change, verdict, words):
+    r = tables.verdict("dcqcn/ai-cluster", change(recorded))
+    assert r.passed is verdict, r.reason
+    assert words in r.reason
