@@ -69,7 +69,17 @@ def places(lab, entry: dict) -> set[str]:
     return found | {str(v) for v in entry["state"].values() if isinstance(v, (str, int))}
 
 
-@pytest.mark.parametrize("control", CONTROLS, ids=[c.fault.name for c in CONTROLS])
+# ecn-off's case is an incast that runs until its steady state has been watched (9-11 s of
+# traffic a run, three runs here): what this table proves of it is proven elsewhere, on the
+# same fault and case. labs/test_dcqcn_incast.py: the positive control, then the fault named
+# at its port; lesson 10 (test_lessons_second_half.py): `fablab break` and `fablab fix` as
+# processes of their own, the lab left as found; its undo is pfc-priority's and dscp-map's
+# (ConfigDbField), run here.
+COVERED_ELSEWHERE = {"ecn-off"}
+
+
+@pytest.mark.parametrize("control", [c for c in CONTROLS if c.fault.name not in COVERED_ELSEWHERE],
+                         ids=[c.fault.name for c in CONTROLS if c.fault.name not in COVERED_ELSEWHERE])
 def test_a_fault_fails_its_case_where_it_is_and_fix_from_another_process_undoes_it(lab, before, control, capsys):
     good = before(control.case, control.options)
     assert good.passed is True, good.reason  # the positive control
@@ -86,6 +96,12 @@ def test_a_fault_fails_its_case_where_it_is_and_fix_from_another_process_undoes_
     assert in_place(lab) == []
     after = run_case(case(control.case), lab, **control.options)
     assert after.passed is True, after.reason
+
+
+def test_what_the_table_leaves_to_others_is_undone_as_one_it_runs():
+    undo = {c.fault.name: c.fault.undo_ for c in CONTROLS}
+    assert COVERED_ELSEWHERE <= set(undo)
+    assert all(undo[f] in {undo["pfc-priority"], undo["dscp-map"]} for f in COVERED_ELSEWHERE)
 
 
 def test_the_with_block_form_undoes_on_leaving(lab, before):

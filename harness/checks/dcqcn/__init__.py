@@ -2,11 +2,13 @@
 
 One case, on the lab's lossless data plane (harness/dataplane; the netns runtime): the pfc
 check's incast (up to 7 GPU NICs of rail 0 send to its first one), its senders under DCQCN
-from their NICs' line rate, for 10 s, while the congested queue's depth is read every 50 ms
-(measure.py). The verdict (judge.py): the queue's WRED marked CE and the receiver's NIC sent
-CNPs; in the steady state (the second half) the queue still marked but never reached the pause
-threshold (pauses at the start, before the first cuts, are reported) and the incast kept the
-port at least 70 % busy; the senders' rates reached a fair share (Jain >= 0.9); a victim flow
+from their NICs' line rate, while the congested queue's depth is read every 50 ms (measure.py):
+the start-up backlog drains, the senders climb back, and the steady state begins when the queue
+is marked again; it is watched for 20 of DCQCN's periods (2.2 s for the built-ins' tuning), the
+run at most 30 s. The verdict (judge.py): the queue's WRED marked CE and the receiver's NIC sent
+CNPs; a steady state began within the run; in it the queue never reached the pause threshold
+(pauses in the start-up backlog are reported) and the incast kept the port at least 80 % busy;
+the senders' rates reached a fair share (Jain >= 0.9); a victim flow
 sharing a sender's NIC kept its rate alone (no pause held its NIC back: what the pfc check
 shows PFC alone cannot); nothing dropped.
 
