@@ -42,6 +42,10 @@ from harness.traffic.runner import start_receiver, start_senders
 # still there at HOLD_S is PFC holding the queue, and the steady state starts there.
 MAX_S = 30.0  # the longest run: DCQCN that has not won the port back by then is judged as such
 HOLD_S = 4.0
+# Marked again means new marks at this many reads in a row (200 ms): a burst of two frames
+# past the WRED minimum (5 kB in the built-ins) is marked now and then while the senders still
+# climb back; the steady state marks at every read.
+MARKING_SAMPLES = 4
 STEADY_PERIODS = 20
 STEADY_MIN_S, STEADY_MAX_S = 2.0, 10.0
 CONTROL_S = 1.0  # the victim alone: a fixed rate on an idle path, steady from its first packet
@@ -121,7 +125,8 @@ class _Watch:
         self.steady_from_ms: float | None = None
         self.done = threading.Event()
         self._first: tuple[int, int] | None = None
-        self._marks_drained = 0
+        self._marks_last = 0  # the marks at the last read, once the backlog has drained
+        self._marking: list[float] = []  # the reads since which every read has seen new marks
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"dcqcn-depth-{leaf}", daemon=True)
 
@@ -147,10 +152,13 @@ class _Watch:
             if d.depth_bytes >= self.wred_min:
                 self.backlog_ms = d.t_ms
         elif self.drained_ms is None and d.depth_bytes < self.wred_min:
-            self.drained_ms, self._marks_drained = d.t_ms, d.marked
+            self.drained_ms, self._marks_last = d.t_ms, d.marked
         if self.steady_from_ms is None:
-            if self.drained_ms is not None and d.marked > self._marks_drained:
-                self.steady_from_ms = d.t_ms  # marked again: the senders are back at the port's rate
+            marking = self.drained_ms is not None and d.marked > self._marks_last
+            self._marking = self._marking + [d.t_ms] if marking else []
+            self._marks_last = d.marked if self.drained_ms is not None else self._marks_last
+            if len(self._marking) >= MARKING_SAMPLES:
+                self.steady_from_ms = self._marking[0]  # marked again, read after read: the senders are back
             elif self.drained_ms is None and d.t_ms >= HOLD_S * 1000:
                 self.steady_from_ms = d.t_ms  # no backlog yet, or PFC still holding it
         elif d.t_ms >= self.steady_from_ms + self.steady_ms:
