@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 from harness.checks.base import Outcome
 from harness.checks.dcqcn.measure import STEADY_MIN_S, DcqcnSeen, Depth, declared
-from harness.checks.pfc.judge import why_dropped
-from harness.checks.pfc.measure import FlowSeen
+from harness.checks.pfc.judge import flow_mbit, why_dropped
 from harness.core.plan import Plan
 from harness.traffic.dcqcn import jain
 
@@ -84,12 +83,6 @@ class DcqcnResult(Outcome):
                 f"steady state; victim {self.victim_mbit:.1f} Mbit/s beside it, {self.victim_alone_mbit:.1f} alone")
 
 
-def _mbit(f: FlowSeen, wire: int) -> float:
-    if not f.received or f.first_ns is None or f.last_ns is None or f.last_ns <= f.first_ns:
-        return 0.0
-    return (f.received - 1) * wire * 8 / ((f.last_ns - f.first_ns) / 1e9) / 1e6
-
-
 def _nic_time(seconds: float, time_scale: int) -> str:
     """A time here in the NICs' own time: DCQCN's timers are scaled, so seconds here are
     milliseconds of what a NIC would do."""
@@ -154,7 +147,7 @@ def judge_dcqcn(plan: Plan, seen: DcqcnSeen) -> DcqcnResult:
     fair = seen.port_bps / 1e6 / len(rates) if rates else 0.0
     arrived = [s.steady_packets * wire * 8 / steady.seconds / 1e6 if steady.seconds > 0 else 0.0
                for s in seen.senders]
-    alone, beside = _mbit(seen.victim_alone, wire), _mbit(seen.victim, wire)
+    alone, beside = flow_mbit(seen.victim_alone, wire), flow_mbit(seen.victim, wire)
     victim_rate = seen.victim_pps * wire * 8 / 1e6
     problems = _loss(seen)
     undecided = ""

@@ -45,7 +45,8 @@ class PfcResult(MeasuredOutcome):
                 f"it, {self.victim_alone_mbit:.1f} alone")
 
 
-def _mbit(f: FlowSeen, wire: int) -> float:
+def flow_mbit(f: FlowSeen, wire: int) -> float:
+    """A flow's rate as it arrived (Mbit/s of `wire`-byte frames), first packet to last."""
     if not f.received or f.first_ns is None or f.last_ns is None or f.last_ns <= f.first_ns:
         return 0.0
     return (f.received - 1) * wire * 8 / ((f.last_ns - f.first_ns) / 1e9) / 1e6
@@ -95,7 +96,7 @@ def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
                    and c.port.split(":")[0] not in {f.src.split(":")[0] for f in seen.incast})
     senders = {f.src for f in seen.incast}
     at_senders = sum(c.value for c in seen.pfc_rx if c.port in senders)
-    alone, beside = _mbit(seen.victim_alone, wire), _mbit(seen.victim, wire)
+    alone, beside = flow_mbit(seen.victim_alone, wire), flow_mbit(seen.victim, wire)
     victim_rate = seen.victim_pps * wire * 8 / 1e6
     problems: list[str] = []
     undecided = ""
