@@ -107,3 +107,15 @@ class CablingScope:
     nodes: tuple[str, ...]
     skip_interfaces: frozenset[str]
     text: str
+
+
+@dataclass(frozen=True)
+class LldpNeighbour:
+    """One LLDP neighbour a node heard on one of its ports, as lldpd (`lldpctl -f json`) or
+    SONiC (`show lldp table`) lists it: the evidence of a cable on real gear."""
+
+    local_port: str  # the port it was heard on, as the node names it
+    chassis: str  # the neighbour's system name; its chassis ID where it sends no name
+    port_id: str  # the neighbour's port ID: an ifname, a SONiC alias ("etp1"), or a MAC
+    port_descr: str = ""  # the neighbour's port description, where it sends one
+    chassis_id: str = ""  # the neighbour's chassis ID (a MAC, usually)
