@@ -104,9 +104,12 @@ class Lab:
     @classmethod
     def up(cls, cluster: Cluster | Fabric | Plan, name: str | None = None, runtime: str = "netns",
            replace: bool = False, progress: Progress = quiet, timeout: float | None = None,
-           topology: str | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> Lab:
+           topology: str | None = None, detached: bool = False, configs: SwitchConfigs | None = None,
+           mgmt_services: bool | None = None) -> Lab:
         """Boot and wait until converged. The lab belongs to this process (`fablab clean`
-        removes it once the process is gone) unless `detached`, as `fablab up` makes it."""
+        removes it once the process is gone) unless `detached`, as `fablab up` makes it.
+        mgmt_services: sshd and lldpd in every node and a management station, for `--via ssh`
+        (None: on the netns runtime for a lab of up to 64 nodes; docs/staged.md)."""
         plan = _plan_of(cluster)
         lab = name or plan.name
         problems = check_lab_name(lab, "name" if name else "name (default: the cluster's name)")
@@ -114,7 +117,7 @@ class Lab:
             raise TopologyError(problems, "lab")
         rt = get_runtime(runtime)
         state = rt.up(plan, lab, topology or plan.name, progress=progress, replace=replace, timeout=timeout,
-                      detached=detached, configs=configs)
+                      detached=detached, configs=configs, mgmt=mgmt_services)
         return cls(state, plan, rt)
 
     @classmethod

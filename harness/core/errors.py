@@ -33,12 +33,12 @@ class UnknownLab(InputError):
 class TopologyError(InputError):
     """A declaration is invalid. Carries every problem found, not just the first."""
 
-    def __init__(self, problems: list[Problem] | tuple[Problem, ...], source: str = "") -> None:
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...], source: str = "", what: str = "declaration") -> None:
         self.problems = tuple(problems)
         self.source = source
         head = f"{source}: " if source else ""
         count = len(self.problems)
-        lines = [f"{head}{count} problem{'s' if count != 1 else ''} in the declaration:"]
+        lines = [f"{head}{count} problem{'s' if count != 1 else ''} in the {what}:"]
         lines += [f"  - {p}" for p in self.problems]
         super().__init__("\n".join(lines))
 

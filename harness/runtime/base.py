@@ -58,7 +58,8 @@ class Runtime(Protocol):
     switch_kind: SwitchKind  # how its switches' config and ACL are read (harness.runtime.kinds)
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
+           timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None,
+           mgmt: bool | None = None) -> LabState:
         """Boot and wait until converged; `timeout`: seconds the fabric has to converge once every
         node's routing daemons run, the same on every runtime (None: harness.core.budgets'
         default for the plan's size). What comes before is the runtime's own, in budgets of its own."""

@@ -110,11 +110,15 @@ class ClabRuntime(NamespaceAccess):
     # ------------------------------------------------------------------ boot
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
+           timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None,
+           mgmt: bool | None = None) -> LabState:
         """Pull what is missing, deploy, wait for every switch's init.sh, then for convergence,
         each phase in a budget of its own from the work it does (harness.core.budgets); `timeout`
         is the convergence phase's, as on the netns runtime."""
         check_lab_name(lab)
+        if mgmt:
+            raise InputError("fablab's mgmt services (sshd and lldpd in every node, a management station) are the "
+                             "netns runtime's: on containerlab boot without --mgmt-services (docs/staged.md)")
         shared = vs_shared_interfaces(plan)
         if shared:  # before anything is made
             raise InputError(f"docker-sonic-vs wires one interface per row of a HwSKU's port_config.ini, and these "

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.plumbing import interrupt, meminfo, namespaces, priority
 from harness.core.budgets import resolve_timeout
-from harness.core.errors import LabError, PrerequisiteError, UnknownLab
+from harness.core.errors import LabError, PrerequisiteError
 from harness.core.kinds import LabPhase, NodeKind, RuntimeName
 from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
@@ -24,7 +24,7 @@ from harness.core.plan import CableRow, Plan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
-from harness.runtime import bfd_offload, frr_parts, lossless_dp, neighbours, processes, tenants
+from harness.runtime import bfd_offload, frr_parts, lossless_dp, mgmt_services, neighbours, processes, tenants
 from harness.runtime.kinds import SWITCH_KINDS
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
@@ -33,8 +33,8 @@ from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed
 from harness.runtime.netns_setup import (HOST_SYSCTLS, address_node, gateways_permanent, routed_host_sysctls, switch_rules,
                                          switch_sysctls)
 from harness.runtime.processes import start_time
-from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, is_stale, lab_of_namespace,
-                                   labs, load, namespace, run_dir, save, testbed_owned)
+from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, lab_of_namespace, labs, load,
+                                   namespace, run_dir, runtime_of, save, stale)
 from harness.runtime.vty import VtyClient, daemon_of
 
 
@@ -64,13 +64,19 @@ class NetnsRuntime(NamespaceAccess):
     # ------------------------------------------------------------------ boot
 
     def up(self, plan: Plan, lab: str, topology: str, progress: Progress = quiet, replace: bool = False,
-           timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None) -> LabState:
+           timeout: float | None = None, detached: bool = False, configs: SwitchConfigs | None = None,
+           mgmt: bool | None = None) -> LabState:
         """configs: the engineer's own (frr.conf, and config_db.json kept for the audit) instead of
         fablab's render. A boot from them that does not converge still leaves the lab up, with
-        what is missing in `not_converged`: the configs are what is wrong, not the boot."""
+        what is missing in `not_converged`: the configs are what is wrong, not the boot. mgmt:
+        sshd and lldpd in every node, and a management station (runtime/mgmt_services.py; None:
+        for a lab of up to mgmt_services.AUTO_UP_TO nodes)."""
         check_lab_name(lab)
         converge_s = resolve_timeout(timeout, len(plan.switches))
         check_prerequisites()
+        mgmt = mgmt_services.wanted(plan, mgmt)
+        if mgmt:
+            mgmt_services.check_installed()
         if lab in labs() or any(lab_of_namespace(ns) == lab for ns in namespaces.list_namespaces()):
             if not replace:
                 raise LabError(f"a lab named {lab!r} is already running: `fablab down {lab}` first, "
@@ -102,10 +108,10 @@ class NetnsRuntime(NamespaceAccess):
             if waited > 1:
                 progress("turn", f"waited {waited:.0f} s for another lab's timed experiment to end")
             save(state)
-            return self._boot(plan, lab, state, parts, frr, progress, converge_s, configs)
+            return self._boot(plan, lab, state, parts, frr, progress, converge_s, configs, bool(mgmt))
 
     def _boot(self, plan: Plan, lab: str, state: LabState, parts: frr_parts.Background, frr: dict[str, str],
-              progress: Progress, converge_s: float, configs: SwitchConfigs | None) -> LabState:
+              progress: Progress, converge_s: float, configs: SwitchConfigs | None, mgmt: bool) -> LabState:
         mem_before = meminfo.available_mb()
         timings: dict[str, float] = {}
         try:
@@ -121,6 +127,13 @@ class NetnsRuntime(NamespaceAccess):
             state = self._daemons(plan, lab, state, parts.result(set(configs.frr) if configs else set(), progress),
                                   frr, progress, defer_bfd, dict(configs.config_db) if configs else {})
             timings["daemons"] = time.monotonic() - t
+            if mgmt:
+                t = time.monotonic()
+                progress("mgmt", f"sshd and lldpd on the mgmt network of {len(plan.fabric.nodes)} nodes, "
+                                 "and a management station")
+                for node, pids in mgmt_services.start(plan, lab).items():
+                    state = _started(state, node, pids)
+                timings["mgmt"] = time.monotonic() - t
             deadline = time.monotonic() + converge_s  # as on clab: from the moment every daemon runs
             looks = None
             try:
@@ -291,6 +304,7 @@ class NetnsRuntime(NamespaceAccess):
         pids |= {pid: ns for pid, ns in processes.frr_pids_by_namespace(prefix).items() if lab_of_namespace(ns) == lab}
         pids |= {pid: tag for pid, tag in processes.dataplane_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
         pids |= {pid: tag for pid, tag in processes.vm_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
+        pids |= {pid: ns for pid, ns in mgmt_services.pids_of(lab).items() if lab_of_namespace(ns) == lab}
         run_dir(lab).parent.mkdir(parents=True, exist_ok=True)
         with priority.timed_turn(run_dir(lab)):  # as a boot: another lab's timed experiment waits
             killed = processes.terminate(pids)
@@ -315,9 +329,9 @@ class NetnsRuntime(NamespaceAccess):
         found |= {lab for tag in processes.dataplane_pids_by_tag(NS_PREFIX).values() if (lab := lab_of_namespace(tag))}
         found |= {lab for tag in processes.vm_pids_by_tag(NS_PREFIX).values() if (lab := lab_of_namespace(tag))}
         found |= {lab for ns in _pathspaces() if (lab := lab_of_namespace(ns))}
-        found = {lab for lab in found if _runtime_of(lab) in (None, self.name)}
+        found = {lab for lab in found if runtime_of(lab) in (None, self.name)}
         if not everything:
-            found = {lab for lab in found if _stale(lab)}
+            found = {lab for lab in found if stale(lab)}
         return sorted(found)
 
     # ------------------------------------------------------------------ driving
@@ -357,7 +371,8 @@ class NetnsRuntime(NamespaceAccess):
         return {}
 
     def cabling_scope(self, plan: Plan) -> CablingScope:
-        return CablingScope(tuple(Plane), tuple(n.name for n in plan.fabric.nodes), frozenset(),
+        return CablingScope(tuple(Plane), tuple(n.name for n in plan.fabric.nodes),
+                            frozenset({mgmt_services.STATION_PORT}),
                             "every veth in every node's namespace; mgmt through the OOB switch's bridge")
 
     def vtysh(self, lab: str, node: str, *commands: str) -> str:
@@ -399,23 +414,6 @@ def _pathspaces() -> set[str]:
 
 def _pathspaces_of(lab: str) -> set[str]:
     return {ns for ns in _pathspaces() if lab_of_namespace(ns) == lab}
-
-
-def _runtime_of(lab: str) -> str | None:
-    try:
-        return load(lab).runtime
-    except Exception:  # no state, or unreadable
-        return None
-
-
-def _stale(lab: str) -> bool:
-    try:
-        state = load(lab)
-    except UnknownLab:  # no state: a traffic testbed's owner may vouch for it
-        return not testbed_owned(lab)
-    except Exception:  # unreadable: nothing vouches for it
-        return True
-    return is_stale(state)
 
 
 def _started(state: LabState, switch: str, pids: dict[str, int]) -> LabState:

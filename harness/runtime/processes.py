@@ -11,6 +11,8 @@ from pathlib import Path
 
 from harness.plumbing import wait
 
+NETNS_DIR = Path("/run/netns")
+
 
 def cmdline(pid: int) -> list[str]:
     try:
@@ -22,9 +24,54 @@ def cmdline(pid: int) -> list[str]:
 
 def is_ours(pid: int, tag: str) -> bool:
     """The process still names `tag`: an FRR daemon's -N pathspace (the namespace), or a
-    microVM's QEMU -name."""
+    microVM's QEMU -name; or it runs in the namespace `tag` (sshd and lldpd, whose process
+    titles name nothing)."""
     args = cmdline(pid)
-    return any(a in ("-N", "-name") and b == tag for a, b in zip(args, args[1:]))
+    if any(a in ("-N", "-name") and b == tag for a, b in zip(args, args[1:])):
+        return True
+    inode = _namespace_inode(tag)
+    return inode is not None and _net_inode(pid) == inode
+
+
+def pids_in_namespaces(prefix: str, programs: tuple[str, ...]) -> dict[int, str]:
+    """Every process of `programs` (executable paths) whose network namespace is one under
+    /run/netns whose name starts with `prefix`: pid -> that namespace."""
+    inodes = {}
+    try:
+        names = [n for n in os.listdir(NETNS_DIR) if n.startswith(prefix)]
+    except FileNotFoundError:
+        return {}
+    for name in names:
+        inode = _namespace_inode(name)
+        if inode is not None:
+            inodes[inode] = name
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc") if inodes else ():
+        if not entry.isdigit():
+            continue
+        try:
+            exe = os.readlink(f"/proc/{entry}/exe")
+        except OSError:
+            continue
+        if exe in programs and (ns := inodes.get(_net_inode(int(entry)))) is not None:
+            found[int(entry)] = ns
+    return found
+
+
+def _namespace_inode(name: str) -> int | None:
+    if "/" in name:
+        return None
+    try:
+        return os.stat(NETNS_DIR / name).st_ino
+    except OSError:
+        return None
+
+
+def _net_inode(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
 
 
 def alive(pid: int) -> bool:

@@ -162,3 +162,21 @@ def testbed_owned(lab: str) -> bool:
         return same_process(int(owner["pid"]), int(owner["start"]))
     except (OSError, ValueError, KeyError, TypeError):
         return False
+
+
+def runtime_of(lab: str) -> str | None:
+    try:
+        return load(lab).runtime
+    except Exception:  # no state, or unreadable
+        return None
+
+
+def stale(lab: str) -> bool:
+    """Left behind: no state that an owner vouches for (see is_stale)."""
+    try:
+        state = load(lab)
+    except UnknownLab:  # no state: a traffic testbed's owner may vouch for it
+        return not testbed_owned(lab)
+    except Exception:  # unreadable: nothing vouches for it
+        return True
+    return is_stale(state)
