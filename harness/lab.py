@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from harness.core.capabilities import Feature, lacks
-from harness.core.errors import HarnessError, InputError, TopologyError, UnknownLab
+from harness.core.errors import HarnessError, InputError, LabError, TopologyError, UnknownLab
+from harness.core.inventory import Reach
 from harness.core.lossless_counters import LosslessCounters, from_status
 from harness.core.model import Cluster, Fabric, Plane, build, check_lab_name
-from harness.core.observed import CablingScope, Counters, Shortfall
+from harness.core.observed import CablingScope, Counters, LldpNeighbour, PortState, Shortfall
+from harness.observe.links import json_loads, port_states
+from harness.observe.lldp import neighbours_from_lldpctl_json as lldp_from_json
 from harness.observe.counters import interface_counters
 from harness.observe.routing import BfdPeer, BgpPeer, Route, bfd_peers, bgp_peers
 from harness.core.plan import CableRow, Plan, make_plan
@@ -288,6 +291,28 @@ class Lab:
     def cabling_scope(self) -> CablingScope:
         """What the cabling audit can see on this runtime: planes, nodes, interfaces left out."""
         return self.runtime.cabling_scope(self.plan)
+
+    def mgmt_reach(self) -> Reach:
+        """How the lab's nodes are reached over SSH, from its management station (`--via ssh`)."""
+        return self.runtime.mgmt_reach(self.plan, self.name)
+
+    def lldp(self, node: str) -> tuple[LldpNeighbour, ...] | None:
+        """The LLDP neighbours the node's lldpd hears now; None where the lab runs no lldpd there."""
+        self.check_node(node)
+        socket = self.runtime.lldp_socket(self.name, node)
+        if socket is None:
+            return None
+        run = self.ns_exec(node, ["lldpctl", "-u", str(socket), "-f", "json"])
+        if run.returncode != 0:
+            raise LabError(f"{node}: lldpctl failed ({run.returncode}): {run.stderr.strip()[:300]}")
+        return lldp_from_json(json_loads(run.stdout, f"lldpctl -f json in {node}"))
+
+    def port_states(self, node: str) -> tuple[PortState, ...]:
+        """Every interface of the node as its kernel lists it (`ip -j -d link show`)."""
+        run = self.ns_exec(node, ["ip", "-j", "-d", "link", "show"])
+        if run.returncode != 0:
+            raise LabError(f"{node}: ip link failed: {run.stderr.strip()[:300]}")
+        return port_states(run.stdout, f"ip -j -d link show in {node}")
 
     def set_carriers(self, handles: Sequence[LinkHandle], up: bool) -> None:
         """Carrier of many of this lab's cables at once (a switch losing power): `set_carriers`."""

@@ -97,6 +97,12 @@ class FakeLab:
     def cabling_scope(self):
         raise self._refuse("cabling_scope")
 
+    def lldp(self, node: str):
+        raise self._refuse("lldp")
+
+    def port_states(self, node: str):
+        raise self._refuse("port_states")
+
     # -- observation
     def counters(self, node: str, ifname: str | None = None) -> dict:
         self._ask("counters")

@@ -20,36 +20,16 @@ audit is tested on views recorded on real labs (tests/observations/cabling/).
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 from harness.checks.base import Case, Check, Observation, Outcome, Table
+from harness.checks.cabling_kernel import End, KernelPort, kernel_ports
+from harness.checks.cabling_lldp import NO_LLDP, live_ports, lldp_ports, read_links, settled_lldp
 from harness.plumbing.labview import LabView
 from harness.core.model import Plane, Role
+from harness.core.observed import LldpNeighbour, PortState
 from harness.core.plan import Plan
 
-# Every runtime links a node's namespace under this directory (DESIGN: "The Lab is the only door").
-NETNS_DIR = Path("/run/netns")
-_NOT_ASSIGNED = 0xFFFFFFFF  # RTM_GETNSID's answer for a namespace that has no id here
-_IFF_UP = 0x1
-_IFF_LOWER_UP = 0x10000
-
-End = tuple[str, str]  # (node, port) as cabling.csv names it
-
-
-@dataclass(frozen=True)
-class KernelPort:
-    """One veth end as the kernel has it, named as the plan names ports."""
-
-    node: str
-    port: str
-    peer: End | None  # the other end, when it is in one of the lab's namespaces
-    outside: str = ""  # where the other end is when it is not (e.g. "the host's root namespace")
-    up: bool = True  # administratively
-    carrier: bool = True
-    bridge: str | None = None  # the bridge this port is a member of, e.g. the OOB switch's
-    bridge_up: bool = True
 
 
 @dataclass(frozen=True)
@@ -59,6 +39,10 @@ class CablingSeen(Observation):
     ports: tuple[KernelPort, ...]
     planes: tuple[Plane, ...]  # the planes whose cables this runtime's kernel can show (clab: no mgmt)
     scope: str  # the same, in words
+    # node -> the LLDP neighbours it heard, for each node whose LLDP agent answered; None: none did
+    lldp: dict[str, tuple[LldpNeighbour, ...]] | None = None
+    # node -> its interfaces, where no kernel view of the veth ends is had (a fabric over SSH)
+    links: dict[str, tuple[PortState, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +67,8 @@ class CablingResult(Outcome):
     matched: int  # planned cables present, up, and where the plan puts them
     findings: tuple[CableFinding, ...]
     scope: str
+    lldp_matched: int | None = None  # planned cables LLDP shows where the plan puts them; None: no LLDP seen
+    lldp_silent: int = 0  # live ports of nodes with an LLDP agent that heard no neighbour
 
     held = "cabled as planned"
     shown = 4
@@ -95,7 +81,11 @@ class CablingResult(Outcome):
         return f"NOT cabled as planned ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})"
 
     def sentence(self) -> str:
-        figures = f"{self.matched}/{self.planned} planned cables as planned, {self.observed} veth pairs in the kernel"
+        figures = f"{self.matched}/{self.planned} planned cables as planned"
+        if self.observed:
+            figures += f", {self.observed} veth pairs in the kernel"
+        if self.lldp_matched is not None:
+            figures += f", {self.lldp_matched} confirmed by LLDP"
         return figures + (", none unknown" if self.passed else "")
 
     def findings_table(self) -> Table:
@@ -129,6 +119,8 @@ def audit(plan: Plan, ports: list[KernelPort], planes: tuple[Plane, ...] = tuple
         for end, mine, other in ((a, pa, b), (b, pb, a)):
             if mine is None:
                 findings.append(CableFinding("missing", *end, _name(other), "", (f"no interface {end[1]} on {end[0]}",)))
+            elif mine.peer is None and mine.outside == NO_LLDP:
+                findings.append(CableFinding("missing", *end, _name(other), "", (f"{NO_LLDP} on {_name(end)}",)))
             elif mine.peer != other:
                 kind = "swapped" if mine.peer in planned else "miswired"
                 findings.append(CableFinding(kind, *end, _name(other), _actual(mine), kinds.notes(end, mine.peer)))
@@ -137,6 +129,8 @@ def audit(plan: Plan, ports: list[KernelPort], planes: tuple[Plane, ...] = tuple
         end = (p.node, p.port)
         if end in planned or (p.peer is not None and p.peer in planned):
             continue  # a planned end: reported above, from its own side
+        if p.peer is None and p.outside == NO_LLDP:
+            continue  # a port that hears nothing shows no cable
         key = frozenset((end, p.peer or ("", p.outside)))
         if key in reported:
             continue
@@ -231,132 +225,39 @@ def _actual(p: KernelPort) -> str:
     return _name(p.peer) if p.peer is not None else f"outside the lab ({p.outside})"
 
 
-# --------------------------------------------------------------------------- the kernel's view
-
-
-@dataclass(frozen=True)
-class _Raw:
-    index: int
-    ifname: str
-    peer_index: int | None
-    peer_nsid: int | None  # None: the peer is in the same namespace
-    up: bool
-    carrier: bool
-    master: int | None
-
-
-def kernel_ports(lab: LabView, nodes: list[str], skip_ifnames: frozenset[str] = frozenset()) -> list[KernelPort]:
-    """Every veth end in the namespaces of `nodes`, with its peer resolved to (node, port)."""
-    paths = {node: NETNS_DIR / lab.namespace(node) for node in nodes}
-    fds: dict[str, int] = {}
-    neighbours: dict[str, list[str]] = {node: [] for node in nodes}
-    for c in lab.plan.cables:
-        if c.a_node in neighbours and c.b_node in neighbours:
-            neighbours[c.a_node].append(c.b_node)
-            neighbours[c.b_node].append(c.a_node)
-    try:
-        for node, path in paths.items():
-            fds[node] = os.open(path, os.O_RDONLY)
-        root = os.open(f"/proc/{os.getpid()}/ns/net", os.O_RDONLY)
-        try:
-            dumps = {node: _dump(lab, node, fds, neighbours[node], root) for node in nodes}
-        finally:
-            os.close(root)
-    finally:
-        for fd in fds.values():
-            os.close(fd)
-    names = {node: {r.index: r.ifname for r in raws} for node, (raws, _, _) in dumps.items()}
-    port_of = lab.kernel_port_names()  # where the runtime names a cable's end otherwise (clab: ethN)
-    out = []
-    for node, (raws, nsids, bridges) in dumps.items():
-        for r in raws:
-            if r.ifname in skip_ifnames:
-                continue
-            peer: End | None = None
-            outside = ""
-            peer_node = node if r.peer_nsid is None else nsids.get(r.peer_nsid)
-            if peer_node in names and r.peer_index in names[peer_node]:
-                ifname = names[peer_node][r.peer_index]
-                peer = (peer_node, port_of.get((peer_node, ifname), ifname))
-            else:
-                outside = peer_node or f"an unnamed namespace, id {r.peer_nsid} in {node}'s"
-            bridge = bridges.get(r.master) if r.master else None
-            out.append(KernelPort(node, port_of.get((node, r.ifname), r.ifname), peer, outside, r.up, r.carrier,
-                                  bridge[0] if bridge else None, bridge[1] if bridge else True))
-    return out
-
-
-def _dump(lab: LabView, node: str, fds: dict[str, int], first: list[str], root: int
-          ) -> tuple[list[_Raw], dict[int, str], dict[int, tuple[str, bool]]]:
-    """One namespace: its veth ends, which node each peer namespace id stands for, its bridges."""
-    with lab.netlink(node) as ipr:
-        raws: list[_Raw] = []
-        bridges: dict[int, tuple[str, bool]] = {}
-        for msg in ipr.link("dump"):
-            info = msg.get_attr("IFLA_LINKINFO")
-            kind = info.get_attr("IFLA_INFO_KIND") if info is not None else None
-            flags = msg["flags"]
-            if kind == "bridge":
-                bridges[msg["index"]] = (msg.get_attr("IFLA_IFNAME"), bool(flags & _IFF_UP))
-            if kind != "veth":
-                continue
-            raws.append(_Raw(msg["index"], msg.get_attr("IFLA_IFNAME"), msg.get_attr("IFLA_LINK"),
-                             msg.get_attr("IFLA_LINK_NETNSID"), bool(flags & _IFF_UP),
-                             bool(flags & _IFF_LOWER_UP), msg.get_attr("IFLA_MASTER")))
-        wanted = {r.peer_nsid for r in raws if r.peer_nsid is not None}
-        nsids: dict[int, str] = {}
-        # The planned neighbours first: on a correct lab they answer every id at once.
-        order = list(dict.fromkeys(first + [n for n in fds if n not in first and n != node]))
-        for other in order:
-            if not wanted:
-                break
-            nsid = _nsid(ipr, fds[other])
-            if nsid in wanted:
-                nsids[nsid] = other
-                wanted.discard(nsid)
-        if wanted:
-            nsid = _nsid(ipr, root)
-            if nsid in wanted:
-                nsids[nsid] = "the host's root namespace"
-                wanted.discard(nsid)
-        for name in sorted(os.listdir(NETNS_DIR)) if wanted else ():
-            try:
-                fd = os.open(NETNS_DIR / name, os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                nsid = _nsid(ipr, fd)
-            finally:
-                os.close(fd)
-            if nsid in wanted:
-                nsids[nsid] = f"namespace {name}"
-                wanted.discard(nsid)
-    return raws, nsids, bridges
-
-
-def _nsid(ipr, fd: int) -> int:
-    answer = ipr.get_netnsid(fd=fd)
-    nsid = answer.get("nsid") if answer else None
-    return _NOT_ASSIGNED if nsid is None else nsid
-
-
 # --------------------------------------------------------------------------- the case
 
 
 def measure_cabling(lab: LabView) -> CablingSeen:
     scope = lab.cabling_scope()  # what this runtime's kernel can show (clab: no mgmt cables)
-    ports = kernel_ports(lab, list(scope.nodes), scope.skip_interfaces)
-    return CablingSeen(tuple(ports), tuple(scope.planes), scope.text)
+    ports = kernel_ports(lab, list(scope.nodes), scope.skip_interfaces) if scope.veth else []
+    links = None if scope.veth else read_links(lab, scope.nodes)
+    live = live_ports(ports, links, scope.skip_interfaces)
+    lldp = settled_lldp(lab, scope.nodes, live)
+    return CablingSeen(tuple(ports), tuple(scope.planes), scope.text, lldp, links)
 
 
 def judge_cabling(plan: Plan, seen: CablingSeen) -> CablingResult:
     ports, planes = list(seen.ports), seen.planes
-    findings = audit(plan, ports, planes)
+    findings = audit(plan, ports, planes) if ports else []
     pairs = {frozenset(((p.node, p.port), p.peer or ("", p.outside))) for p in ports}
+    matched = matched_cables(plan, ports, findings, planes) if ports else 0
+    lldp_matched, silent = None, 0
+    if seen.lldp is not None:
+        heard = lldp_ports(plan, seen.lldp, live_ports(ports, seen.links, frozenset()))
+        silent = sum(1 for p in heard if p.peer is None and p.outside == NO_LLDP)
+        by_lldp = audit(plan, heard, planes)
+        lldp_matched = matched_cables(plan, heard, by_lldp, planes)
+        known = {(f.kind, f.node, f.port) for f in findings}
+        findings += [replace(f, notes=f.notes + ("seen by LLDP",)) for f in by_lldp
+                     if (f.kind, f.node, f.port) not in known]
+        if not ports:  # LLDP is the only evidence (a fabric over SSH)
+            matched = lldp_matched
     return CablingResult(
         planned=sum(1 for c in plan.cables if c.plane in planes), observed=len(pairs),
-        matched=matched_cables(plan, ports, findings, planes), findings=tuple(findings), scope=seen.scope,
-        seconds=seen.seconds, problems=tuple(str(f) for f in findings))
+        matched=matched, findings=tuple(findings), scope=seen.scope,
+        seconds=seen.seconds, problems=tuple(str(f) for f in findings), lldp_matched=lldp_matched,
+        lldp_silent=silent)
 
 
 CHECK = Check("cabling", "every cable in the kernel against the plan (cabling.csv)",

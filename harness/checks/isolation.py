@@ -77,13 +77,18 @@ class IsolationResult(Outcome):
     probe_seconds: float
     scan_seconds: float
     mismatch: str | None = None  # why the observation is not of this plan's probes, None where it is
+    unprobed: str = ""  # why no probe was sent (over SSH): only routes and sessions were judged
 
     held, broken = "isolated", "NOT isolated"
 
     def sentence(self) -> str:
-        figures = (f"{self.probes} probes ({self.negatives} cross-plane, {self.controls} controls) in "
-                   f"{self.probe_seconds:.1f} s; {self.routes_scanned} routes on {self.nodes_scanned} nodes and "
+        scanned = (f"{self.routes_scanned} routes on {self.nodes_scanned} nodes and "
                    f"{self.sessions_scanned} BGP sessions scanned in {self.scan_seconds:.1f} s")
+        if self.unprobed:
+            return (("no route or session across planes; " if self.passed else "")
+                    + f"{scanned}; no probe sent ({self.unprobed.split(':')[0]})")
+        figures = (f"{self.probes} probes ({self.negatives} cross-plane, {self.controls} controls) in "
+                   f"{self.probe_seconds:.1f} s; {scanned}")
         if not self.passed:
             return figures
         return (f"0/{self.negatives} cross-plane probes delivered, {self.controls_delivered}/{self.controls} controls "
@@ -194,7 +199,7 @@ def _no_nonce() -> bytes:
 
 
 def judge_isolation(plan: Plan, seen: IsolationSeen) -> IsolationResult:
-    probes = plan_probes(plan, _no_nonce)
+    probes = [] if seen.unprobed else plan_probes(plan, _no_nonce)
     by_id = {p.id: p for p in probes}
     controls = [p for p in probes if p.expect_delivery]
     at_destination = {h.probe for h in seen.heard if h.probe in by_id and h.node == by_id[h.probe].dst_node}
@@ -215,7 +220,7 @@ def judge_isolation(plan: Plan, seen: IsolationSeen) -> IsolationResult:
         leaked_routes=tuple(leaked_routes), cross_plane_sessions=tuple(sessions), failed_controls=failed,
         nodes_scanned=len(seen.fibs), routes_scanned=sum(len(f) for f in seen.fibs.values()),
         sessions_scanned=sum(len(s) for s in seen.sessions.values()), probe_seconds=seen.probe_seconds,
-        scan_seconds=seen.scan_seconds, mismatch=mismatch)
+        scan_seconds=seen.scan_seconds, mismatch=mismatch, unprobed=seen.unprobed)
 
 
 def _leaks(by_id: dict[int, Probe], seen: IsolationSeen) -> list[Leak]:

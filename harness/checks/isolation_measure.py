@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from harness.checks.base import Observation
 from harness.checks.isolation_probes import MGMT_PORT, plan_probes
+from harness.core.capabilities import Feature
 from harness.core.plan import Plan
 from harness.observe.paths import Fib, owner_of, trace
 from harness.plumbing.labview import LabView
@@ -58,12 +59,15 @@ class IsolationSeen(Observation):
     sessions: dict[str, tuple[Session, ...]]  # BGP speaker -> its sessions
     probe_seconds: float
     scan_seconds: float
+    # why no probe was sent (a fabric reached over SSH, which fablab sends nothing into); "" where they were
+    unprobed: str = ""
 
 
 def measure_isolation(lab: LabView, timeout: float = 5.0, resend: int = 2) -> IsolationSeen:
     t0 = time.monotonic()
-    probes = plan_probes(lab.plan)
-    arrivals, frames, resent = _send(lab, probes, timeout, resend)
+    unprobed = lab.lacks(Feature.OWN_TRAFFIC) or ""
+    probes = [] if unprobed else plan_probes(lab.plan)
+    arrivals, frames, resent = _send(lab, probes, timeout, resend) if probes else ([], 0, 0)
     probe_seconds = time.monotonic() - t0
     t1 = time.monotonic()
     fibs, sessions = _scan(lab, lab.plan)
@@ -72,7 +76,7 @@ def measure_isolation(lab: LabView, timeout: float = 5.0, resend: int = 2) -> Is
     return IsolationSeen(
         probes=len(probes), heard=heard, paths=paths, frames_sent=frames, controls_resent=resent, fibs=fibs,
         sessions=sessions, probe_seconds=round(probe_seconds, 2), scan_seconds=round(scan_seconds, 2),
-        seconds=round(time.monotonic() - t0, 2))
+        seconds=round(time.monotonic() - t0, 2), unprobed=unprobed)
 
 
 def _send(lab: LabView, probes: list[Probe], timeout: float, resend: int) -> tuple[list[Arrival], int, int]:

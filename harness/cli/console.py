@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from rich.console import Console
 
@@ -42,3 +43,16 @@ def _console(cls: type[Console], stream) -> Console:
 
 out = _console(_Results, sys.stdout)
 err = _console(_Progress, sys.stderr)
+
+
+def progress_printer(enabled: bool = True):
+    """A Progress that prints each phase with the seconds since it was made (on stderr)."""
+    from rich.markup import escape
+
+    start = time.monotonic()
+
+    def progress(phase: str, detail: str) -> None:
+        if enabled:
+            err.print(f"[{time.monotonic() - start:6.2f}s] {phase}: {escape(detail)}", highlight=False, soft_wrap=True)
+
+    return progress

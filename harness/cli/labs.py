@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from rich.table import Table
 
 from harness.catalog import TOPOLOGY_HELP, load_fabric
 from harness.core.budgets import CONVERGE_BASE_S, CONVERGE_PER_SWITCH_S
-from harness.cli.console import err, out
+from harness.cli.console import err, out, progress_printer
 from harness.core.errors import HarnessError, InputError, TopologyError
 from harness.core.kinds import LabPhase, RuntimeName
 from harness.lab import Lab
@@ -21,16 +20,6 @@ from harness.core.model import check_lab_name
 from harness.core.plan import make_plan
 from harness.render.configs import load_configs
 from harness.runtime import RUNTIMES
-
-
-def progress_printer(enabled: bool = True):
-    start = time.monotonic()
-
-    def progress(phase: str, detail: str) -> None:
-        if enabled:
-            err.print(f"[{time.monotonic() - start:6.2f}s] {phase}: {escape(detail)}", highlight=False, soft_wrap=True)
-
-    return progress
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -206,6 +195,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     checks = _checks(args.only)
     if checks is None:
         return 2
+    if args.inventory:
+        return _check_inventory(args, checks)
+    if args.lab is None:
+        raise InputError("name the lab to check (fablab check LAB), or a staged fabric's --inventory FILE")
+    if (args.allow_traffic or args.allow_faults) and args.via != "ssh":
+        raise InputError("--allow-traffic and --allow-faults are for a fabric reached over SSH (--via ssh, --inventory)")
     try:
         lab = Lab.attach(args.lab)
     except HarnessError as e:
@@ -221,11 +216,33 @@ def cmd_check(args: argparse.Namespace) -> int:
         _same_declaration(lab, args.against)
     provenance = collect(lab.plan.fabric.cluster, lab.state.topology, lab.state.runtime, lab.name,
                          frr_version=lab_frr_version(lab), configs=lab.state.configs)
+    if args.via == "ssh":
+        from harness.cli import staged
+
+        return staged.run(args, checks, lab.mgmt_reach(), lab.plan, lab.name,
+                          {"lab": lab.name, "topology": lab.state.topology, "runtime": lab.state.runtime, "via": "ssh"},
+                          _report, provenance)
     results = Results(Path(args.results), lab.name, provenance)
     verdicts = run_checks(lab, checks, results, progress_printer(not args.json))
     results.finish()
     return _report(args, f"fablab check {lab.name}", verdicts, lab.plan,
                    {"lab": lab.name, "topology": lab.state.topology, "runtime": lab.state.runtime}, results)
+
+
+def _check_inventory(args: argparse.Namespace, checks) -> int:
+    """A fabric fablab did not boot, reached over SSH as its inventory says."""
+    from harness.cli import staged
+    from harness.report.provenance import collect
+
+    if args.lab is not None:
+        raise InputError(f"give either a lab ({args.lab}) or --inventory, not both: a lab's own mgmt plane is "
+                         f"`fablab check {args.lab} --via ssh`")
+    reach, plan = staged.load_reach(args.inventory)
+    name = Path(args.inventory).stem
+    provenance = collect(plan.fabric.cluster, reach.inventory.topology, "ssh", name)
+    return staged.run(args, checks, reach, plan, name,
+                      {"inventory": args.inventory, "topology": reach.inventory.topology, "via": "ssh"},
+                      _report, provenance)
 
 
 def _same_declaration(lab: Lab, against: str) -> None:
@@ -317,7 +334,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("check", help="run the checks on a running lab (exit 0 pass, 3 a check failed, 2 bad input)")
-    s.add_argument("lab", help="a lab booted by `fablab up`")
+    s.add_argument("lab", nargs="?", help="a lab booted by `fablab up` (none with --inventory)")
+    s.add_argument("--via", choices=("direct", "ssh"), default="direct",
+                   help="ssh: read every node over SSH from the lab's management station, LLDP as the cabling's "
+                        "evidence; the read-only checks only (docs/staged.md)")
+    s.add_argument("--inventory", metavar="FILE",
+                   help="check a fabric fablab did not boot, over SSH: FILE names each node's mgmt address, user, key "
+                        "and the TOPOLOGY it must match (docs/staged.md)")
+    s.add_argument("--allow-traffic", action="store_true", help="over SSH: let fablab send its own traffic (not built yet)")
+    s.add_argument("--allow-faults", action="store_true", help="over SSH: let fablab change the fabric (not built yet)")
     s.add_argument("--against", metavar="TOPOLOGY",
                    help="refuse (exit 2) unless the lab was booted from this declaration (built-in name, .py file or "
                         "cabling plan)")

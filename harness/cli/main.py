@@ -234,7 +234,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="replace the output file if it exists")
     s.set_defaults(func=cmd_import)
     from harness.cli import audit as cli_audit, diff as cli_diff, labs as cli_lab, learn as cli_learn, rdma as cli_rdma
-    from harness.cli import counters as cli_counters, view as cli_view
+    from harness.cli import counters as cli_counters, staged as cli_staged, view as cli_view
 
     cli_lab.register(sub)
     cli_rdma.register(sub)
@@ -243,6 +243,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_learn.register(sub)
     cli_counters.register(sub)
     cli_view.register(sub)
+    cli_staged.register(sub)
     return p
 
 

@@ -22,6 +22,7 @@ class Feature(StrEnum):
     BFD_OFFLOAD = "bfd-offload"  # fablab's BFD data plane (harness/dataplane) stands in for a NIC's
     GRAY_FAILURE = "gray-failure"  # a cable end can drop every frame with its carrier up
     ECMP_L4_HASH = "ecmp-l4-hash"  # next hops chosen by the 5-tuple (the kernel's policy 1)
+    OWN_TRAFFIC = "own-traffic"  # fablab sends its own frames from the nodes (probes, flows): not over SSH
 
 
 DATA_PLANE: dict[RuntimeName, dict[Feature, str | None]] = {
@@ -31,6 +32,7 @@ DATA_PLANE: dict[RuntimeName, dict[Feature, str | None]] = {
         Feature.BFD_OFFLOAD: None,
         Feature.GRAY_FAILURE: None,  # nftables drops in the node's namespace
         Feature.ECMP_L4_HASH: None,
+        Feature.OWN_TRAFFIC: None,
     },
     RuntimeName.CLAB: {
         Feature.ACL_DATA_PATH: ("docker-sonic-vs has no ACL data path (vslib accepts ACL_RULE and filters nothing; "
@@ -41,6 +43,7 @@ DATA_PLANE: dict[RuntimeName, dict[Feature, str | None]] = {
         Feature.BFD_OFFLOAD: "docker-sonic-vs runs FRR's bfdd (started by fablab); there is no BFD offload",
         Feature.GRAY_FAILURE: None,  # host tools act in the container's namespace
         Feature.ECMP_L4_HASH: None,  # the container's kernel, fib_multipath_hash_policy=1
+        Feature.OWN_TRAFFIC: None,  # AF_PACKET sockets in the container's namespace
     },
 }
 

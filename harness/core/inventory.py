@@ -3,6 +3,7 @@ fabric must match (`fablab check --inventory FILE`).
 
     # the fabric as cabled and configured on the staging floor
     topology: ai-cluster            # what it must match: a built-in, a .py declaration, a cabling plan
+    known_hosts: ~/.ssh/known_hosts # optional: the nodes' host keys must be in it
     defaults: {user: admin, key: ~/.ssh/staging_ed25519}
     nodes:
       be-s1:  {address: 10.250.0.14}                    # a SONiC switch (a switch's default kind)
@@ -43,6 +44,7 @@ class InventoryNode:
     sudo: bool = False  # run privileged reads (vtysh, lldpctl) under sudo -n
     config_db: str | None = None  # frr: the file its running CONFIG_DB is kept in
     lldp_socket: str | None = None  # lldpctl -u, where lldpd's socket is not the default one
+    vty_socket: str | None = None  # vtysh --vty_socket, where FRR's sockets are not in the default directory
 
 
 @dataclass(frozen=True)
@@ -50,13 +52,14 @@ class Inventory:
     source: str  # the file, or "lab NAME" for a lab's own mgmt plane
     topology: str  # what the fabric must match (a built-in name or a path), as written
     nodes: tuple[InventoryNode, ...]
+    known_hosts: str | None = None  # the nodes' host keys must be in it; None: a key first seen is accepted
 
     def node(self, name: str) -> InventoryNode | None:
         return next((n for n in self.nodes if n.name == name), None)
 
 
-_NODE_FIELDS = {"address", "kind", "user", "key", "port", "sudo", "config_db", "lldp_socket"}
-_TOP_FIELDS = {"topology", "defaults", "nodes"}
+_NODE_FIELDS = {"address", "kind", "user", "key", "port", "sudo", "config_db", "lldp_socket", "vty_socket"}
+_TOP_FIELDS = {"topology", "defaults", "nodes", "known_hosts"}
 
 
 def parse_inventory(text: str, source: str) -> Inventory:
@@ -92,9 +95,12 @@ def parse_inventory(text: str, source: str) -> Inventory:
         problems += found
         if node is not None:
             parsed.append(node)
+    known_hosts = doc.get("known_hosts")
+    if known_hosts is not None and (not isinstance(known_hosts, str) or not known_hosts):
+        problems.append(Problem("known_hosts", f"{known_hosts!r} is not a path", "an OpenSSH known_hosts file"))
     if problems:
         raise TopologyError(problems, source, "inventory")
-    return Inventory(source, topology, tuple(parsed))
+    return Inventory(source, topology, tuple(parsed), known_hosts)
 
 
 def _node(name: str, fields: object, defaults: dict) -> tuple[InventoryNode | None, list[Problem]]:
@@ -119,7 +125,7 @@ def _node(name: str, fields: object, defaults: dict) -> tuple[InventoryNode | No
     if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
         problems.append(Problem(f"{where}.port", f"{port!r} is not a TCP port", "1-65535; 22 by default"))
         port = 22
-    for text_field in ("user", "key", "config_db", "lldp_socket"):
+    for text_field in ("user", "key", "config_db", "lldp_socket", "vty_socket"):
         value = merged.get(text_field)
         if value is not None and (not isinstance(value, str) or not value):
             problems.append(Problem(f"{where}.{text_field}", f"{value!r} is not a string", "a name or a path"))
@@ -129,7 +135,8 @@ def _node(name: str, fields: object, defaults: dict) -> tuple[InventoryNode | No
     if problems:
         return None, problems
     return InventoryNode(name, address, RemoteKind(kind) if kind else None, str(merged.get("user", "admin")),
-                         merged.get("key"), port, sudo, merged.get("config_db"), merged.get("lldp_socket")), []
+                         merged.get("key"), port, sudo, merged.get("config_db"), merged.get("lldp_socket"),
+                         merged.get("vty_socket")), []
 
 
 def check_against(inventory: Inventory, nodes: set[str], hosts: set[str]) -> Inventory:
@@ -144,3 +151,27 @@ def check_against(inventory: Inventory, nodes: set[str], hosts: set[str]) -> Inv
                   replace(n, kind=RemoteKind.LINUX if n.name in hosts else RemoteKind.SONIC)
                   for n in inventory.nodes)
     return replace(inventory, nodes=fixed)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How this machine reaches a fabric's management network: the inventory, the network
+    namespace the connections start in (a lab's management station; None: this process's
+    own), and a known_hosts file the nodes' host keys must be in (None: first seen, kept)."""
+
+    inventory: Inventory
+    station_netns: str | None = None
+    known_hosts: str | None = None
+
+
+def inventory_yaml(inventory: Inventory, comment: str) -> str:
+    """The inventory as `parse_inventory` reads it back."""
+    nodes = {}
+    for n in inventory.nodes:
+        fields = {"address": n.address, "kind": str(n.kind) if n.kind else None, "user": n.user, "key": n.key,
+                  "port": n.port if n.port != 22 else None, "sudo": n.sudo or None, "config_db": n.config_db,
+                  "lldp_socket": n.lldp_socket, "vty_socket": n.vty_socket}
+        nodes[n.name] = {k: v for k, v in fields.items() if v is not None}
+    doc = {"topology": inventory.topology, **({"known_hosts": inventory.known_hosts} if inventory.known_hosts else {}),
+           "nodes": nodes}
+    return f"# {comment}\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=200)

@@ -107,6 +107,7 @@ class CablingScope:
     nodes: tuple[str, ...]
     skip_interfaces: frozenset[str]
     text: str
+    veth: bool = True  # each cable end's peer is readable from the kernel (an emulation's veth); else LLDP only
 
 
 @dataclass(frozen=True)
@@ -119,3 +120,15 @@ class LldpNeighbour:
     port_id: str  # the neighbour's port ID: an ifname, a SONiC alias ("etp1"), or a MAC
     port_descr: str = ""  # the neighbour's port description, where it sends one
     chassis_id: str = ""  # the neighbour's chassis ID (a MAC, usually)
+
+
+@dataclass(frozen=True)
+class PortState:
+    """One interface of a node as its kernel lists it (`ip -j -d link show`)."""
+
+    name: str
+    up: bool  # administratively
+    carrier: bool
+    mtu: int
+    kind: str = ""  # veth, bridge, ...; "" for a physical port
+    bridge: str | None = None  # the bridge it is a member of

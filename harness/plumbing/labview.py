@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
     from harness.core.capabilities import Feature
     from harness.core.lossless_counters import LosslessCounters
-    from harness.core.observed import BfdPeer, BgpPeer, CablingScope, Counters, Route, Shortfall
+    from harness.core.observed import (BfdPeer, BgpPeer, CablingScope, Counters, LldpNeighbour, PortState, Route,
+                                       Shortfall)
     from harness.core.plan import CableRow, Plan
 
 T = TypeVar("T")
@@ -102,6 +103,14 @@ class LabView(Protocol):
 
     def cabling_scope(self) -> CablingScope:
         """What the cabling audit can see on this runtime."""
+        ...
+
+    def lldp(self, node: str) -> tuple[LldpNeighbour, ...] | None:
+        """The LLDP neighbours the node hears now; None where no LLDP agent answers in it."""
+        ...
+
+    def port_states(self, node: str) -> tuple[PortState, ...]:
+        """Every interface of the node as its kernel lists it (up, carrier, MTU, bridge)."""
         ...
 
     # -- observation

@@ -15,12 +15,14 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Network
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 
 from harness.plumbing import namespaces, wait
 from harness.core.errors import LabError
 from harness.core.kinds import RuntimeName
+from harness.core.inventory import Reach
 from harness.core.observed import CablingScope
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
 from harness.observe.routing import (FIBMATCH_ARGV, ROUTE_ARGV, WIDTH_ARGV, Route, bfd_peers, bgp_peers,
@@ -86,6 +88,14 @@ class Runtime(Protocol):
 
     # -- a node's network namespace, from the host
     def namespace(self, lab: str, node: str) -> str: ...
+
+    def lldp_socket(self, lab: str, node: str) -> Path | None:
+        """lldpd's control socket in the node, where the runtime runs one (netns: mgmt services)."""
+        ...
+
+    def mgmt_reach(self, plan: Plan, lab: str) -> Reach:
+        """How the lab's nodes are reached over SSH from its management station; LabError where not."""
+        ...
 
     def ns_argv(self, lab: str, node: str, argv: list[str]) -> list[str]: ...
 
@@ -161,6 +171,13 @@ class NamespaceAccess:
 
     def namespace(self, lab: str, node: str) -> str:
         raise NotImplementedError
+
+    def lldp_socket(self, lab: str, node: str) -> Path | None:
+        return None
+
+    def mgmt_reach(self, plan: Plan, lab: str) -> Reach:
+        raise LabError(f"the {self.name} runtime starts no sshd in its nodes: `--via ssh` is the netns runtime's "
+                       "(docs/staged.md)")
 
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
         raise NotImplementedError

@@ -21,6 +21,8 @@ from harness.plumbing import wait
 from harness.core.errors import PrerequisiteError, LabError
 from harness.plumbing.namespaces import exec_argv
 from harness.plumbing.priority import CONTROL_PLANE_NICE
+from harness.core.plan import Plan
+from harness.runtime.state import namespace, run_dir
 
 FRR_BIN = Path("/usr/lib/frr")
 DAEMONS = ("zebra", "bfdd", "bgpd")
@@ -195,3 +197,12 @@ def remove_path(path: Path) -> None:
         path.unlink()
     elif path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
+
+
+def frr_names(plan: Plan) -> list[str]:
+    """The nodes that run FRR: every routed switch, then every dual-homed FE host."""
+    return [sw.name for sw in plan.switches] + [h.name for h in plan.hosts if h.routed]
+
+
+def frr_node(lab: str, switch: str) -> FrrNode:
+    return FrrNode(namespace(lab, switch), run_dir(lab) / switch)

@@ -26,6 +26,7 @@ from ipaddress import IPv4Interface
 from pathlib import Path
 
 from harness.core.errors import LabError, PrerequisiteError
+from harness.core.inventory import Inventory, InventoryNode, Reach, RemoteKind
 from harness.core.model import Role
 from harness.core.plan import Plan
 from harness.plumbing import namespaces, wait
@@ -111,6 +112,7 @@ def start(plan: Plan, lab: str) -> dict[str, dict[str, int]]:
     base.mkdir(parents=True, exist_ok=True)
     os.chmod(base, 0o711)  # lldpcli is set-uid _lldpd: it must reach the sockets; the keys are 0600
     _keys(base, lab)
+    _known_hosts(plan, lab)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     _station(plan, lab)
     pids: dict[str, dict[str, int]] = {}
@@ -127,6 +129,25 @@ def start(plan: Plan, lab: str) -> dict[str, dict[str, int]]:
     return pids
 
 
+def reach(plan: Plan, lab: str) -> Reach:
+    """The lab's management plane as an inventory (every node fablab's sshd listens in), from
+    its management station, with the lab's own host key the only one accepted."""
+    if not running(lab):
+        raise LabError(f"lab {lab} runs no sshd: it was booted without its mgmt services; boot it again with "
+                       "`fablab up ... --mgmt-services` (docs/staged.md)")
+    nodes = []
+    routed = {h.name for h in plan.hosts if h.routed}
+    for ep in endpoints(plan, lab):
+        is_switch = any(sw.name == ep.node for sw in plan.switches)
+        kind = RemoteKind.FRR if is_switch or ep.node in routed else RemoteKind.LINUX
+        config_db = str(run_dir(lab) / ep.node / "config_db.json") if is_switch else None
+        vty = str(run_dir(lab) / ep.node) if kind is RemoteKind.FRR else None  # FRR's -N pathspace, as frr.py runs it
+        nodes.append(InventoryNode(ep.node, ep.address, kind, "root", str(client_key(lab)), 22, False, config_db,
+                                   str(ep.lldp_socket), vty))
+    return Reach(Inventory(f"lab {lab}", plan.name, tuple(nodes)), namespace(lab, STATION),
+                 str(directory(lab) / "known_hosts"))
+
+
 def pids_of(lab: str) -> dict[int, str]:
     """Every sshd and lldpd (sessions and children too) in the lab's namespaces: pid -> namespace."""
     return pids_in_namespaces(f"fl_{lab}_", PROGRAMS)
@@ -138,6 +159,11 @@ def _keys(base: Path, lab: str) -> None:
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"fablab-{lab}", "-f", str(path)],
                            check=True, capture_output=True, timeout=30)
     (base / "authorized_keys").write_text(client_key(lab).with_suffix(".pub").read_text())
+
+
+def _known_hosts(plan: Plan, lab: str) -> None:
+    key = " ".join((directory(lab) / "host_ed25519.pub").read_text().split()[:2])
+    (directory(lab) / "known_hosts").write_text("".join(f"{ep.address} {key}\n" for ep in endpoints(plan, lab)))
 
 
 def _sshd(base: Path, lab: str, ep: Endpoint) -> int:

@@ -20,6 +20,7 @@ from harness.core.errors import LabError, PrerequisiteError
 from harness.core.kinds import LabPhase, NodeKind, RuntimeName
 from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall, cached_expectations
+from harness.core.inventory import Reach
 from harness.core.plan import CableRow, Plan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
@@ -28,7 +29,7 @@ from harness.runtime import bfd_offload, frr_parts, lossless_dp, mgmt_services, 
 from harness.runtime.kinds import SWITCH_KINDS
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
-from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, FrrNode, check_installed, json_documents,
+from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, check_installed, frr_names, frr_node, json_documents,
                                  pathspace_dirs, remove_path)
 from harness.runtime.netns_setup import (HOST_SYSCTLS, address_node, gateways_permanent, routed_host_sysctls, switch_rules,
                                          switch_sysctls)
@@ -366,6 +367,13 @@ class NetnsRuntime(NamespaceAccess):
     def namespace(self, lab: str, node: str) -> str:
         return namespace(lab, node)
 
+    def lldp_socket(self, lab: str, node: str) -> Path | None:
+        path = mgmt_services.lldp_socket(lab, node)
+        return path if path.exists() else None
+
+    def mgmt_reach(self, plan: Plan, lab: str) -> Reach:
+        return mgmt_services.reach(plan, lab)
+
     def kernel_port_names(self, plan: Plan) -> dict[tuple[str, str], str]:
         """None differ: every cable end is a veth named as the plan names the port."""
         return {}
@@ -436,13 +444,3 @@ def _defer_bfd(plan: Plan) -> bool:
 
 def _bfd_interval(plan: Plan) -> int:
     return plan.fabric.cluster.bfd.interval_ms
-
-
-def frr_names(plan: Plan) -> list[str]:
-    """The nodes that run FRR: every routed switch, then every dual-homed FE host."""
-    return [sw.name for sw in plan.switches] + [h.name for h in plan.hosts if h.routed]
-
-
-def frr_node(lab: str, switch: str) -> FrrNode:
-    return FrrNode(namespace(lab, switch), run_dir(lab) / switch)
-

@@ -58,7 +58,7 @@ def test_the_scan_sees_an_offending_import(tmp_path):
 # ---------------------------------------------------------------------- LabView: what a check may use
 
 # The layers `Lab` may stand on: the pure core, the runtimes behind it and the observers.
-LAB_MAY_IMPORT = ("harness.core.capabilities", "harness.core.errors", "harness.core.lossless_counters",
+LAB_MAY_IMPORT = ("harness.core.capabilities", "harness.core.errors", "harness.core.inventory", "harness.core.lossless_counters",
                   "harness.core.model", "harness.core.observed",
                   "harness.core.plan", "harness.core.switchconfigs",
                   "harness.plumbing.labview", "harness.runtime", "harness.observe")

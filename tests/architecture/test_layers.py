@@ -13,7 +13,7 @@ The layers, lowest first (docs/architecture.md):
 4 runtime/   netns and containerlab
 5 lab.py     the door to a running lab
 6 rdma/      the microVM lane
-7 checks/    one plug-in per check: measure, then judge
+7 checks/    one plug-in per check: measure, then judge; remote/, a fabric reached over SSH as a LabView
 8 faults/    what breaks a lab on purpose, and undoes it; each names the check that catches it
 9 report/    results, JUnit, HTML, provenance; recorded observations judged again
 10 cli/      the fablab command; pytest_plugin.py
@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (  # a package or a module each; the longe
     ("harness.runtime",),
     ("harness.lab",),
     ("harness.rdma",),
-    ("harness.checks",),
+    ("harness.checks", "harness.remote"),
     ("harness.faults",),
     ("harness.report",),
     ("harness.cli", "harness.pytest_plugin"),
