@@ -69,6 +69,7 @@ class CablingResult(Outcome):
     scope: str
     lldp_matched: int | None = None  # planned cables LLDP shows where the plan puts them; None: no LLDP seen
     lldp_silent: int = 0  # live ports of nodes with an LLDP agent that heard no neighbour
+    unseen: int = 0  # planned cables neither of whose nodes answered (over SSH): not judged, not counted as planned
 
     held = "cabled as planned"
     shown = 4
@@ -86,6 +87,8 @@ class CablingResult(Outcome):
             figures += f", {self.observed} veth pairs in the kernel"
         if self.lldp_matched is not None:
             figures += f", {self.lldp_matched} confirmed by LLDP"
+        if self.unseen:
+            figures += f" ({self.unseen} between nodes not reached, not seen)"
         return figures + (", none unknown" if self.passed else "")
 
     def findings_table(self) -> Table:
@@ -120,7 +123,8 @@ def audit(plan: Plan, ports: list[KernelPort], planes: tuple[Plane, ...] = tuple
             if mine is None:
                 findings.append(CableFinding("missing", *end, _name(other), "", (f"no interface {end[1]} on {end[0]}",)))
             elif mine.peer is None and mine.outside == NO_LLDP:
-                findings.append(CableFinding("missing", *end, _name(other), "", (f"{NO_LLDP} on {_name(end)}",)))
+                why = "" if mine.up and mine.carrier else f" ({'administratively down' if not mine.up else 'no carrier'})"
+                findings.append(CableFinding("missing", *end, _name(other), "", (f"{NO_LLDP} on {_name(end)}{why}",)))
             elif mine.peer != other:
                 kind = "swapped" if mine.peer in planned else "miswired"
                 findings.append(CableFinding(kind, *end, _name(other), _actual(mine), kinds.notes(end, mine.peer)))
@@ -242,22 +246,26 @@ def judge_cabling(plan: Plan, seen: CablingSeen) -> CablingResult:
     findings = audit(plan, ports, planes) if ports else []
     pairs = {frozenset(((p.node, p.port), p.peer or ("", p.outside))) for p in ports}
     matched = matched_cables(plan, ports, findings, planes) if ports else 0
-    lldp_matched, silent = None, 0
+    lldp_matched, silent, unseen = None, 0, set()
     if seen.lldp is not None:
         heard = lldp_ports(plan, seen.lldp, live_ports(ports, seen.links, frozenset()))
-        silent = sum(1 for p in heard if p.peer is None and p.outside == NO_LLDP)
+        silent = sum(1 for p in heard if p.peer is None and p.outside == NO_LLDP and p.up and p.carrier)
         by_lldp = audit(plan, heard, planes)
+        if not ports:  # LLDP is the only evidence (a fabric over SSH): a cable neither of whose nodes answered is unseen
+            unseen = {(c.a_node, c.a_port) for c in plan.cables if c.plane in planes
+                      and c.a_node not in seen.lldp and c.b_node not in seen.lldp}
+            by_lldp = [f for f in by_lldp if (f.node, f.port) not in unseen]
         lldp_matched = matched_cables(plan, heard, by_lldp, planes)
         known = {(f.kind, f.node, f.port) for f in findings}
         findings += [replace(f, notes=f.notes + ("seen by LLDP",)) for f in by_lldp
                      if (f.kind, f.node, f.port) not in known]
-        if not ports:  # LLDP is the only evidence (a fabric over SSH)
+        if not ports:
             matched = lldp_matched
     return CablingResult(
-        planned=sum(1 for c in plan.cables if c.plane in planes), observed=len(pairs),
+        planned=sum(1 for c in plan.cables if c.plane in planes) - len(unseen), observed=len(pairs),
         matched=matched, findings=tuple(findings), scope=seen.scope,
         seconds=seen.seconds, problems=tuple(str(f) for f in findings), lldp_matched=lldp_matched,
-        lldp_silent=silent)
+        lldp_silent=silent, unseen=len(unseen))
 
 
 CHECK = Check("cabling", "every cable in the kernel against the plan (cabling.csv)",

@@ -103,8 +103,7 @@ def lldp_ports(plan: Plan, lldp: dict[str, tuple[LldpNeighbour, ...]], live: Liv
         for port, (up, carrier, bridge) in sorted(live.get(node, {}).items()):
             n = by_port.get(port)
             if n is None:
-                out[(node, port)] = KernelPort(node, port, None, NO_LLDP if up and carrier else "", up, carrier,
-                                               bridge)
+                out[(node, port)] = KernelPort(node, port, None, NO_LLDP, up, carrier, bridge)
                 continue
             peer = _end(n, names, ports_of)
             out[(node, port)] = KernelPort(node, port, peer, "" if peer else _outside(n), up, carrier, bridge)

@@ -31,7 +31,7 @@ from harness.core.model import Role
 from harness.core.plan import Plan
 from harness.plumbing import namespaces, wait
 from harness.runtime.netns_setup import OOB_BRIDGE
-from harness.runtime.processes import pids_in_namespaces
+from harness.runtime.processes import pids_in_namespaces, pids_with_env
 from harness.runtime.state import namespace, run_dir
 
 STATION = "+station"  # a node name no declaration or cabling plan can give (they start with a letter or digit)
@@ -39,6 +39,7 @@ STATION_PORT = "mgmt-station"  # the station's cable on the OOB switch (the cabl
 SSHD = "/usr/sbin/sshd"
 LLDPD = "/usr/sbin/lldpd"
 PROGRAMS = (SSHD, LLDPD)
+LAB_ENV = "FABLAB_LAB"
 # Above this many nodes a lab boots without them unless asked: each node's pair holds about
 # 2.5 MB of its own (docs/staged.md, measured), 2.2 GB at gpu4096's 893 namespaces.
 AUTO_UP_TO = 64
@@ -153,6 +154,11 @@ def pids_of(lab: str) -> dict[int, str]:
     return pids_in_namespaces(f"fl_{lab}_", PROGRAMS)
 
 
+def leftover_pids(lab: str) -> list[int]:
+    """The lab's sshd and lldpd still running, whether or not their namespaces are."""
+    return pids_with_env(PROGRAMS, LAB_ENV, lab)
+
+
 def _keys(base: Path, lab: str) -> None:
     for path in (base / "host_ed25519", client_key(lab)):
         if not path.exists():
@@ -202,7 +208,8 @@ def _spawn(lab: str, node: str, argv: list[str], log: Path) -> int:
     with open(log, "ab") as out:
         # nsenter with only --net execs the daemon in place, so this pid is the daemon's.
         proc = subprocess.Popen(namespaces.exec_argv(namespace(lab, node), argv), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, LAB_ENV: lab})  # found by it once its namespace is gone
     return proc.pid
 
 

@@ -58,6 +58,25 @@ def pids_in_namespaces(prefix: str, programs: tuple[str, ...]) -> dict[int, str]
     return found
 
 
+def pids_with_env(programs: tuple[str, ...], key: str, value: str) -> list[int]:
+    """Every process of `programs` started with `key`=`value` in its environment (a lab's sshd
+    and lldpd carry FABLAB_LAB): found even once the namespace they ran in is gone."""
+    wanted = f"{key}={value}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/exe") not in programs:
+                continue
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if wanted in env:
+            found.append(int(entry))
+    return found
+
+
 def _namespace_inode(name: str) -> int | None:
     if "/" in name:
         return None

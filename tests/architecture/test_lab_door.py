@@ -170,3 +170,20 @@ def test_the_unit_tests_fake_lab_is_a_labview_with_the_same_signatures(ai_plan):
     assert fake.mtus("gpu01") == {"eth1": 9000}
     with pytest.raises(NotScripted, match=r"FakeLab.mtus\('gpu02',\)"):  # the control: what was not scripted
         fake.mtus("gpu02")
+
+
+def test_a_fabric_over_ssh_is_a_labview_with_the_same_signatures(ai_plan):
+    """`fablab check --via ssh` hands the checks a RemoteView: the same face, every member."""
+    import inspect
+
+    from harness.core.inventory import Inventory, Reach
+    from harness.plumbing.labview import LabView
+    from harness.remote.view import RemoteView
+
+    view = RemoteView(ai_plan, Reach(Inventory("inventory.yml", "ai-cluster", ())), "staged")
+    assert isinstance(view, LabView)
+    members = [name for name, v in vars(LabView).items() if not name.startswith("_") and callable(v)]
+    for name in members:
+        want, have = inspect.signature(getattr(LabView, name)), inspect.signature(getattr(RemoteView, name))
+        assert [(p.name, p.default, p.kind) for p in want.parameters.values()] == \
+            [(p.name, p.default, p.kind) for p in have.parameters.values()], name

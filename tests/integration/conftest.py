@@ -11,7 +11,7 @@ import pytest
 
 from harness.plumbing import namespaces
 from harness.pytest_plugin import skip_reason
-from harness.runtime import processes
+from harness.runtime import mgmt_services, processes
 from harness.runtime.state import NS_PREFIX
 
 
@@ -51,6 +51,7 @@ def leftovers_of(lab: str) -> list[str]:
     found += [f"pid {pid}" for pid in processes.frr_pids_by_namespace(prefix)]
     found += [f"microVM pid {pid}" for pid in processes.vm_pids_by_tag(prefix)]
     found += [f"BFD data plane pid {pid}" for pid in processes.dataplane_pids_by_tag(prefix)]
+    found += [f"sshd or lldpd pid {pid}" for pid in mgmt_services.leftover_pids(lab)]
     for path in (f"/run/fablab/{lab}",):
         if os.path.exists(path):
             found.append(path)
