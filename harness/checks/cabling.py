@@ -237,7 +237,7 @@ def measure_cabling(lab: LabView) -> CablingSeen:
     ports = kernel_ports(lab, list(scope.nodes), scope.skip_interfaces) if scope.veth else []
     links = None if scope.veth else read_links(lab, scope.nodes)
     live = live_ports(ports, links, scope.skip_interfaces)
-    lldp = settled_lldp(lab, scope.nodes, live)
+    lldp = settled_lldp(lab, scope.nodes, live, ports)
     return CablingSeen(tuple(ports), tuple(scope.planes), scope.text, lldp, links)
 
 

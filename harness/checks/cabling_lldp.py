@@ -56,10 +56,13 @@ def live_ports(ports: list[KernelPort], links: dict[str, tuple[PortState, ...]] 
     return live
 
 
-def settled_lldp(lab: LabView, nodes: tuple[str, ...], live: Live) -> dict[str, tuple[LldpNeighbour, ...]] | None:
-    """Every node's LLDP table once it is settled: each port with carrier hears someone and two
-    reads in a row agree, or SETTLE_S passed (a port facing a device that sends no LLDP). None
-    where no node has an LLDP agent that answers."""
+def settled_lldp(lab: LabView, nodes: tuple[str, ...], live: Live, kernel: list[KernelPort] | None = None
+                 ) -> dict[str, tuple[LldpNeighbour, ...]] | None:
+    """Every node's LLDP table once it is settled: each port with carrier hears someone, two
+    reads in a row agree and, where the kernel's veth peers are known (`kernel`), LLDP names
+    the same peer on every port (a cable just moved is heard a second later), or SETTLE_S
+    passed (a port facing a device that sends no LLDP, or a real disagreement). None where no
+    node has an LLDP agent that answers."""
     def read() -> dict[str, tuple[LldpNeighbour, ...]]:
         def one(node: str) -> tuple[LldpNeighbour, ...] | None:
             try:
@@ -76,12 +79,19 @@ def settled_lldp(lab: LabView, nodes: tuple[str, ...], live: Live) -> dict[str, 
     def settled() -> bool:
         if not reads[-1]:
             return True  # no LLDP agent answers anywhere: nothing to wait for
-        quiet = _silent(reads[-1], live)
+        quiet = _silent(reads[-1], live) or _disagree(lab.plan, reads[-1], live, kernel or [])
         reads.append(read())
         return not quiet and reads[-1] == reads[-2]
 
     wait.within(settled, SETTLE_S, interval=POLL_S)  # not settled by then: judged as it stands
     return reads[-1] or None
+
+
+def _disagree(plan: Plan, lldp: dict[str, tuple[LldpNeighbour, ...]], live: Live, kernel: list[KernelPort]
+              ) -> bool:
+    heard = {(p.node, p.port): p.peer for p in lldp_ports(plan, lldp, live)}
+    return any(p.peer is not None and p.node in lldp and p.peer[0] in lldp and heard.get((p.node, p.port)) != p.peer
+               for p in kernel)
 
 
 def _silent(lldp: dict[str, tuple[LldpNeighbour, ...]], live: Live) -> list[End]:
@@ -92,14 +102,17 @@ def _silent(lldp: dict[str, tuple[LldpNeighbour, ...]], live: Live) -> list[End]
 
 def lldp_ports(plan: Plan, lldp: dict[str, tuple[LldpNeighbour, ...]], live: Live) -> list[KernelPort]:
     """The cable ends LLDP shows, named as the plan names ports: each live port of a node that
-    answered, with the end it hears; then, for each end heard on a node that did not answer, that end."""
+    answered, with the end it hears; then, for each end heard on a node that did not answer, that end.
+    A neighbour on an interface the node no longer has (lldpd forgets a deleted port a moment
+    later) is no cable."""
     names = {n.name for n in plan.fabric.nodes}
     ports_of = _port_names(plan)
     out: dict[End, KernelPort] = {}
     for node, found in lldp.items():
-        by_port = {}
-        for n in found:
-            by_port.setdefault(n.local_port, n)
+        by_port: dict[str, LldpNeighbour] = {}
+        for n in found:  # two on one port: a cable moved, the old one not yet aged out; the newest is the cable
+            if n.local_port not in by_port or _newer(n, by_port[n.local_port], names):
+                by_port[n.local_port] = n
         for port, (up, carrier, bridge) in sorted(live.get(node, {}).items()):
             n = by_port.get(port)
             if n is None:
@@ -107,8 +120,8 @@ def lldp_ports(plan: Plan, lldp: dict[str, tuple[LldpNeighbour, ...]], live: Liv
                 continue
             peer = _end(n, names, ports_of)
             out[(node, port)] = KernelPort(node, port, peer, "" if peer else _outside(n), up, carrier, bridge)
-        for port, n in by_port.items():  # heard on an interface the live list lacks (a SONiC port by another name)
-            if (node, port) not in out:
+        for port, n in by_port.items():  # heard where no interface list was read for the node
+            if node not in live and (node, port) not in out:
                 peer = _end(n, names, ports_of)
                 out[(node, port)] = KernelPort(node, port, peer, "" if peer else _outside(n))
     for (node, port), p in list(out.items()):
@@ -116,6 +129,12 @@ def lldp_ports(plan: Plan, lldp: dict[str, tuple[LldpNeighbour, ...]], live: Liv
             # its node did not answer: the end that heard it speaks for the cable (a bridge not seen)
             out[p.peer] = KernelPort(p.peer[0], p.peer[1], (node, port), bridge="(not read: LLDP from its peer)")
     return list(out.values())
+
+
+def _newer(n: LldpNeighbour, than: LldpNeighbour, names: set[str]) -> bool:
+    if (n.chassis in names) != (than.chassis in names):
+        return n.chassis in names
+    return 0 <= n.age_s < than.age_s or than.age_s < 0 <= n.age_s
 
 
 def _port_names(plan: Plan) -> dict[str, dict[str, str]]:

@@ -26,6 +26,7 @@ __all__ = ["MODULES", "NAMES", "Case", "Check", "UnknownCheck", "Verdict", "case
 
 MODULES: tuple[tuple[str, str], ...] = (  # (check name, module exporting its CHECK), in the order they run
     ("cabling", "harness.checks.cabling"),
+    ("routing", "harness.checks.routing"),
     ("isolation", "harness.checks.isolation"),
     ("tenants", "harness.checks.tenants"),
     ("fe-tcp", "harness.checks.fe_tcp"),

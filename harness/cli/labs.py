@@ -31,7 +31,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         down = _sessions_down(plan, configs, args)
     lab = Lab.up(plan, name=args.name, runtime=args.runtime, replace=args.replace,
                  progress=progress_printer(not args.json), timeout=args.timeout, topology=args.topology,
-                 detached=True, configs=configs)
+                 detached=True, configs=configs, mgmt_services=args.mgmt_services)
     found = 3 if lab.state.not_converged else 0  # the engineer's configs fall short of the plan; the lab is up
     summary = {"lab": lab.name, "topology": args.topology, "runtime": args.runtime,
                "configs": lab.state.configs or "fablab's render", "not_converged": lab.state.not_converged,
@@ -362,6 +362,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="boot your own switch configs (DIR/configs/<switch>/frr.conf, and config_db.json where you "
                         "have one) instead of fablab's render; the checks still expect what the declaration says. "
                         "If they do not converge the lab stays up and up exits 3, naming what is missing")
+    s.add_argument("--mgmt-services", action=argparse.BooleanOptionalAction, default=None,
+                   help="sshd and lldpd in every node and a management station on the OOB network, for `fablab check "
+                        "--via ssh` (default: on for a lab of up to 64 nodes on the netns runtime; docs/staged.md)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_up)
 

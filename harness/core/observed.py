@@ -120,6 +120,7 @@ class LldpNeighbour:
     port_id: str  # the neighbour's port ID: an ifname, a SONiC alias ("etp1"), or a MAC
     port_descr: str = ""  # the neighbour's port description, where it sends one
     chassis_id: str = ""  # the neighbour's chassis ID (a MAC, usually)
+    age_s: int = -1  # seconds since it was first heard (lldpd's "age"); -1 where the output gives none
 
 
 @dataclass(frozen=True)

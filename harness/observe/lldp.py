@@ -24,6 +24,7 @@ from harness.core.observed import LldpNeighbour
 from harness.observe.sonic_show import column, show_tables
 
 _JSON = "lldpctl JSON"
+_AGE = re.compile(r"(\d+) days?, (\d+):(\d+):(\d+)")
 
 
 def neighbours_from_lldpctl_json(doc: object) -> tuple[LldpNeighbour, ...]:
@@ -75,7 +76,7 @@ def _json_neighbour(local: str, body: object) -> LldpNeighbour:
         raise LabError(f"{_JSON}: {where}: port 'descr' is a {type(descr).__name__}, not a string")
     return LldpNeighbour(local_port=local, chassis=name or chassis_id,
                          port_id=_value(_key(port, "id", f"{where}: port"), f"{where}: port 'id'"),
-                         port_descr=descr, chassis_id=chassis_id)
+                         port_descr=descr, chassis_id=chassis_id, age_s=_age(body.get("age")))
 
 
 def _json0_neighbour(entry: object, index: int) -> LldpNeighbour:
@@ -94,7 +95,16 @@ def _json0_neighbour(entry: object, index: int) -> LldpNeighbour:
     descr = _value(_only(port["descr"], f"{where}: port 'descr'"), f"{where}: port 'descr'") \
         if "descr" in port else ""
     return LldpNeighbour(local_port=local, chassis=name or chassis_id, port_id=port_id,
-                         port_descr=descr, chassis_id=chassis_id)
+                         port_descr=descr, chassis_id=chassis_id, age_s=_age(entry.get("age")))
+
+
+def _age(text: object) -> int:
+    """lldpd's "age" ("0 day, 00:00:07", as json_writer prints a neighbour's): seconds, -1 if absent."""
+    match = _AGE.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        return -1
+    days, hours, minutes, seconds = (int(g) for g in match.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
 
 
 def _is_id(node: object) -> bool:

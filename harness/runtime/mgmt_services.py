@@ -19,9 +19,14 @@ make them when missing: sshd's privilege-separation directory /run/sshd and lldp
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from ipaddress import IPv4Interface
 from pathlib import Path
 
@@ -40,6 +45,7 @@ SSHD = "/usr/sbin/sshd"
 LLDPD = "/usr/sbin/lldpd"
 PROGRAMS = (SSHD, LLDPD)
 LAB_ENV = "FABLAB_LAB"
+TX_INTERVAL_S, TX_HOLD = 2, 2  # lldpd's transmit interval and hold: a neighbour's TTL is their product
 # Above this many nodes a lab boots without them unless asked: each node's pair holds about
 # 2.5 MB of its own (docs/staged.md, measured), 2.2 GB at gpu4096's 893 namespaces.
 AUTO_UP_TO = 64
@@ -123,10 +129,10 @@ def start(plan: Plan, lab: str) -> dict[str, dict[str, int]]:
     for node in oob:
         pids[node] = {"lldpd": _lldpd(base, lab, node, None)}
     _wait_listening(plan, lab, base, list(pids))
-    for node in pids:  # every lldpd listens: each sends now, so each hears every neighbour
-        subprocess.run(namespaces.exec_argv(namespace(lab, node), ["lldpcli", "-u", str(lldp_socket(lab, node)),
-                                                                    "update"]),
-                       capture_output=True, timeout=10)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(partial(_configured, lab), pids))
+    for node in pids:  # every lldpd configured and listening: each sends now, so each hears every neighbour
+        _lldpcli(lab, node, "update")
     return pids
 
 
@@ -147,6 +153,37 @@ def reach(plan: Plan, lab: str) -> Reach:
                                    str(ep.lldp_socket), vty))
     return Reach(Inventory(f"lab {lab}", plan.name, tuple(nodes)), namespace(lab, STATION),
                  str(directory(lab) / "known_hosts"))
+
+
+class Background:
+    """`start` in a thread of its own, while the fabric converges (its CPU is mostly spent
+    waiting on BGP): result() gives its pids, or raises what it raised."""
+
+    def __init__(self, plan: Plan, lab: str, progress) -> None:
+        progress("mgmt", f"sshd and lldpd on the mgmt network of {len(plan.fabric.nodes)} nodes, and a management "
+                         "station, while the fabric converges")
+        self.seconds = 0.0
+        self._pids: dict[str, dict[str, int]] = {}
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(plan, lab), name=f"mgmt-{lab}", daemon=True)
+        self._thread.start()
+
+    def _run(self, plan: Plan, lab: str) -> None:
+        t = time.monotonic()
+        try:
+            self._pids = start(plan, lab)
+        except BaseException as e:  # handed to the booting thread, which tears the lab down
+            self._error = e
+        self.seconds = round(time.monotonic() - t, 3)
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> dict[str, dict[str, int]]:
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._pids
 
 
 def pids_of(lab: str) -> dict[int, str]:
@@ -197,11 +234,40 @@ def _lldpd(base: Path, lab: str, node: str, address: str | None) -> int:
     node_dir = base / node
     node_dir.mkdir(exist_ok=True)
     config = node_dir / "lldpd.conf"
-    config.write_text(f"configure system hostname {node}\nconfigure lldp portidsubtype ifname\n")
+    # Every 2 s, forgotten after 4 s without a frame: a cable moved (a fault) is seen within
+    # seconds, where lldpd's defaults (30 s, 120 s) kept the old neighbour two minutes beside the new.
+    config.write_text(f"configure system hostname {node}\nconfigure lldp portidsubtype ifname\n"
+                      f"configure lldp tx-interval {TX_INTERVAL_S}\nconfigure lldp tx-hold {TX_HOLD}\n")
     argv = [LLDPD, "-d", "-u", str(lldp_socket(lab, node)), "-p", str(node_dir / "lldpd.pid"), "-O", str(config)]
     if address:
         argv += ["-m", address]
     return _spawn(lab, node, argv, node_dir / "lldpd.log")
+
+
+def _lldpcli(lab: str, node: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(namespaces.exec_argv(namespace(lab, node), ["lldpcli", "-u", str(lldp_socket(lab, node)),
+                                                                      *args]),
+                          capture_output=True, text=True, timeout=10)
+
+
+def _configured(lab: str, node: str) -> None:
+    """The node's lldpd configured and sending. lldpd runs lldpcli on its -O file itself, but does
+    not check that it worked: under load it was seen to send as the machine's host name, or to
+    stay paused (SONiC's docker-lldp retries the same way, waitfor_lldp_ready.sh). So the file
+    is applied again, with `resume`, until the daemon says its system name is the node's."""
+    config = str(directory(lab) / node / "lldpd.conf")
+
+    def named() -> bool:
+        if _lldpcli(lab, node, "-c", config, "resume").returncode != 0:
+            return False
+        shown = _lldpcli(lab, node, "-f", "json", "show", "chassis")
+        try:
+            chassis = json.loads(shown.stdout)["local-chassis"]["chassis"]
+        except (ValueError, KeyError, TypeError):
+            return False
+        return isinstance(chassis, dict) and node in chassis
+
+    wait.until(named, 20.0, f"lldpd of {node} in lab {lab} to take its configuration", interval=0.2)
 
 
 def _spawn(lab: str, node: str, argv: list[str], log: Path) -> int:

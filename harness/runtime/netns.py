@@ -115,6 +115,7 @@ class NetnsRuntime(NamespaceAccess):
               progress: Progress, converge_s: float, configs: SwitchConfigs | None, mgmt: bool) -> LabState:
         mem_before = meminfo.available_mb()
         timings: dict[str, float] = {}
+        starting = None
         try:
             neighbours.hold(lab, len(plan.cables), progress)
             t = time.monotonic()
@@ -128,13 +129,7 @@ class NetnsRuntime(NamespaceAccess):
             state = self._daemons(plan, lab, state, parts.result(set(configs.frr) if configs else set(), progress),
                                   frr, progress, defer_bfd, dict(configs.config_db) if configs else {})
             timings["daemons"] = time.monotonic() - t
-            if mgmt:
-                t = time.monotonic()
-                progress("mgmt", f"sshd and lldpd on the mgmt network of {len(plan.fabric.nodes)} nodes, "
-                                 "and a management station")
-                for node, pids in mgmt_services.start(plan, lab).items():
-                    state = _started(state, node, pids)
-                timings["mgmt"] = time.monotonic() - t
+            starting = mgmt_services.Background(plan, lab, progress) if mgmt else None  # while it converges
             deadline = time.monotonic() + converge_s  # as on clab: from the moment every daemon runs
             looks = None
             try:
@@ -147,9 +142,15 @@ class NetnsRuntime(NamespaceAccess):
             except LabError as e:
                 state = state.with_(not_converged=not_converged(e, configs, progress))
                 looks = self.observe(plan, lab)
+            if starting is not None:
+                for node, pids in starting.result().items():
+                    state = _started(state, node, pids)
+                timings["mgmt"] = starting.seconds
             interrupt.checkpoint()  # a signal swallowed during the boot (see harness/plumbing/interrupt.py)
         except BaseException:
             interrupt.handled()
+            if starting is not None:
+                starting.wait()  # nothing may start after the teardown below has looked
             if os.getpid() == state.runner_pid:  # never from a forked helper process
                 progress("teardown", f"boot of {lab} failed or was interrupted: removing what was made")
                 self.down(lab)

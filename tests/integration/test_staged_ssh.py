@@ -16,13 +16,13 @@ from harness.runtime import mgmt_services
 from harness.runtime.state import namespace
 from topologies import ai_cluster
 
-CHECKS = "cabling,isolation,lossless"
+CHECKS = "cabling,routing,isolation,lossless"
 
 
 def _figures(doc: dict) -> dict:
     """What each case measured, as numbers: the same fabric must give the same ones either way."""
     keep = ("planned", "matched", "lldp_matched", "routes_scanned", "nodes_scanned", "sessions_scanned",
-            "switches", "ports", "links", "findings")
+            "switches", "ports", "links", "findings", "speakers", "sessions", "bfd", "prefixes", "short")
     return {c["check"]: {k: c["result"][k] for k in keep if isinstance(c.get("result"), dict) and k in c["result"]}
             for c in doc["checks"] if c["passed"] is not None}
 
@@ -51,7 +51,7 @@ def test_the_same_checks_over_ssh_from_the_management_station(lab_name, tmp_path
     code, over_ssh = _check(lab_name, "--via", "ssh", "--only", CHECKS, "--results", results)
     assert code == 0, over_ssh["failed"]
     assert _figures(over_ssh) == {k: v for k, v in _figures(direct).items() if k in _figures(over_ssh)}
-    assert set(_figures(over_ssh)) == {"cabling", "isolation", "lossless-audit"}  # lossless-wire: not over SSH
+    assert set(_figures(over_ssh)) == {"cabling", "routing", "isolation", "lossless-audit"}  # lossless-wire: not over SSH
     assert over_ssh["reach"]["reached"] == len(lab.plan.fabric.nodes) - 1  # every node but the OOB switch
     cabling = next(c for c in over_ssh["checks"] if c["check"] == "cabling")["result"]
     assert cabling["lldp_matched"] == cabling["planned"] == len(lab.plan.cables) and cabling["observed"] == 0

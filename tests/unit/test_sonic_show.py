@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -43,14 +44,22 @@ LLDPD_NEIGHBOUR = N("eth0", "ns-2.example.com", "00:00:00:00:00:02", "eth1", "00
     ("lldpctl_json_no_neighbour.json", ()),
 ])
 def test_lldpctl_json_samples(fixture, expected):
-    assert neighbours_from_lldpctl_json(doc(fixture)) == expected
+    assert tuple(replace(n, age_s=-1) for n in neighbours_from_lldpctl_json(doc(fixture))) == expected
+
+
+def test_a_neighbours_age_is_read_in_seconds():
+    """lldpd prints how long ago a neighbour's information last changed as "D day(s), HH:MM:SS"."""
+    by_port = {n.local_port: n for n in neighbours_from_lldpctl_json(doc("lldpctl_json_many_interfaces.json"))}
+    assert by_port["Ethernet0"].age_s == 5 * 3600 + 9 * 60 + 5
+    assert all(n.age_s == -1 for n in neighbours_from_show_lldp_table(
+        (FIXTURES / "show_lldp_table_2macs.txt").read_text()))  # SONiC's table gives none
 
 
 def test_lldpctl_json_with_many_interfaces_from_sonic():
     found = neighbours_from_lldpctl_json(doc("lldpctl_json_many_interfaces.json"))
     assert len(found) == 33
     assert [n.local_port for n in found] == sorted(n.local_port for n in found)
-    by_port = {n.local_port: n for n in found}
+    by_port = {n.local_port: replace(n, age_s=-1) for n in found}
     assert by_port["Ethernet0"] == N("Ethernet0", "switch13", "Ethernet1", "this is a port description",
                                      "00:11:22:33:44:55")
     assert by_port["Ethernet96"] == N("Ethernet96", "00:11:22:33:44:55", "Ethernet25", "", "00:11:22:33:44:55")
