@@ -49,10 +49,11 @@ validate: deps
 # What needs no lab on both cores, then the labs four at a time (five: three of six runs failed a timed case beside the others, docs/performance.md). Labs side by side take turns
 # at what is timed (harness/plumbing/priority.py: timed_turn), their FRR runs at nice -5 and
 # their traffic ends under SCHED_FIFO; one at a time the labs take 27 minutes
-# (docs/performance.md). Both run; either failing fails the target.
+# (docs/performance.md). Both run; either failing fails the target. The labs boot without the
+# mgmt services (sshd, lldpd) unless a test asks for them: 80 daemons a boot, a minute of the run.
 test: deps rdma-deps
 	@$(BIN)/pytest -n 2 tests --ignore=tests/integration; unit=$$?; \
-	$(BIN)/pytest -n 4 --dist loadfile tests/integration labs; labs=$$?; \
+	FABLAB_MGMT_SERVICES=off $(BIN)/pytest -n 4 --dist loadfile tests/integration labs; labs=$$?; \
 	exit $$(( unit || labs ))
 
 # What needs no root and no lab: unit, judge, architecture and docs tests (tests/integration boots).

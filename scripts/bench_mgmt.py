@@ -32,13 +32,16 @@ CASES = ("cabling", "routing", "isolation", "lossless-audit")
 
 
 def lab_daemons(lab: str) -> list[int]:
-    """The lab's sshd and lldpd processes: they carry FABLAB_LAB=<lab> in their environment."""
-    mark = f"FABLAB_LAB={lab}".encode()
+    """The lab's sshd and lldpd processes: sshd's title names its config under the lab's run
+    directory, lldpd's namespace holds its control socket there."""
+    mark = f"/run/fablab/{lab}/"
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and (entry / "exe").readlink().name in ("sshd", "lldpd") \
-                    and mark in (entry / "environ").read_bytes().split(b"\0"):
+            if not entry.name.isdigit() or (entry / "exe").readlink().name not in ("sshd", "lldpd"):
+                continue
+            if mark in (entry / "cmdline").read_text(errors="replace") or \
+                    mark in (entry / "net" / "unix").read_text(errors="replace"):
                 found.append(int(entry.name))
         except OSError:
             continue

@@ -14,6 +14,7 @@ over SSH), that end's word is taken for both.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from harness.checks.base import NotMeasurable
 from harness.checks.cabling_kernel import End, KernelPort
@@ -81,10 +82,14 @@ def settled_lldp(lab: LabView, nodes: tuple[str, ...], live: Live, kernel: list[
             return True  # no LLDP agent answers anywhere: nothing to wait for
         quiet = _silent(reads[-1], live) or _disagree(lab.plan, reads[-1], live, kernel or [])
         reads.append(read())
-        return not quiet and reads[-1] == reads[-2]
+        return not quiet and _ageless(reads[-1]) == _ageless(reads[-2])  # ages tick between reads
 
     wait.within(settled, SETTLE_S, interval=POLL_S)  # not settled by then: judged as it stands
     return reads[-1] or None
+
+
+def _ageless(lldp: dict[str, tuple[LldpNeighbour, ...]]) -> dict[str, tuple[LldpNeighbour, ...]]:
+    return {node: tuple(replace(n, age_s=-1) for n in found) for node, found in lldp.items()}
 
 
 def _disagree(plan: Plan, lldp: dict[str, tuple[LldpNeighbour, ...]], live: Live, kernel: list[KernelPort]

@@ -36,7 +36,7 @@ from harness.core.model import Role
 from harness.core.plan import Plan
 from harness.plumbing import namespaces, wait
 from harness.runtime.netns_setup import OOB_BRIDGE
-from harness.runtime.processes import pids_in_namespaces, pids_with_env
+from harness.runtime.processes import pids_in_namespaces, pids_naming_path
 from harness.runtime.state import namespace, run_dir
 
 STATION = "+station"  # a node name no declaration or cabling plan can give (they start with a letter or digit)
@@ -44,10 +44,12 @@ STATION_PORT = "mgmt-station"  # the station's cable on the OOB switch (the cabl
 SSHD = "/usr/sbin/sshd"
 LLDPD = "/usr/sbin/lldpd"
 PROGRAMS = (SSHD, LLDPD)
-LAB_ENV = "FABLAB_LAB"
+# What a boot that does not choose gets: `make test`'s lab phase sets it off (its many boots
+# need none; tests/integration/test_staged_ssh.py asks for them).
+DEFAULT_ENV = "FABLAB_MGMT_SERVICES"
 TX_INTERVAL_S, TX_HOLD = 2, 2  # lldpd's transmit interval and hold: a neighbour's TTL is their product
 # Above this many nodes a lab boots without them unless asked: each node's pair holds about
-# 2.5 MB of its own (docs/staged.md, measured), 2.2 GB at gpu4096's 893 namespaces.
+# 2.8 MB (PSS, docs/staged.md, measured on ai-cluster), 2.5 GB at gpu4096's 893 namespaces.
 AUTO_UP_TO = 64
 
 
@@ -61,10 +63,14 @@ class Endpoint:
     sshd: bool
 
 
-def wanted(plan: Plan, choice: bool | None) -> bool:
-    """The choice, or by default: a lab of up to AUTO_UP_TO nodes, on a machine that has both."""
+def wanted(plan: Plan, choice: bool | None, default: str | None = None) -> bool:
+    """The choice, or by default (`default`, else $FABLAB_MGMT_SERVICES: on, off, or auto): a lab
+    of up to AUTO_UP_TO nodes, on a machine that has both daemons."""
     if choice is not None:
         return choice
+    default = (default if default is not None else os.environ.get(DEFAULT_ENV, "auto")).strip().lower()
+    if default in ("on", "off"):
+        return default == "on"
     return len(plan.fabric.nodes) <= AUTO_UP_TO and all(os.access(p, os.X_OK) for p in PROGRAMS)
 
 
@@ -193,7 +199,7 @@ def pids_of(lab: str) -> dict[int, str]:
 
 def leftover_pids(lab: str) -> list[int]:
     """The lab's sshd and lldpd still running, whether or not their namespaces are."""
-    return pids_with_env(PROGRAMS, LAB_ENV, lab)
+    return pids_naming_path(PROGRAMS, f"{run_dir(lab)}/")
 
 
 def _keys(base: Path, lab: str) -> None:
@@ -274,8 +280,7 @@ def _spawn(lab: str, node: str, argv: list[str], log: Path) -> int:
     with open(log, "ab") as out:
         # nsenter with only --net execs the daemon in place, so this pid is the daemon's.
         proc = subprocess.Popen(namespaces.exec_argv(namespace(lab, node), argv), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, LAB_ENV: lab})  # found by it once its namespace is gone
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     return proc.pid
 
 

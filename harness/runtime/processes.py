@@ -58,10 +58,11 @@ def pids_in_namespaces(prefix: str, programs: tuple[str, ...]) -> dict[int, str]
     return found
 
 
-def pids_with_env(programs: tuple[str, ...], key: str, value: str) -> list[int]:
-    """Every process of `programs` started with `key`=`value` in its environment (a lab's sshd
-    and lldpd carry FABLAB_LAB): found even once the namespace they ran in is gone."""
-    wanted = f"{key}={value}".encode()
+def pids_naming_path(programs: tuple[str, ...], mark: str) -> list[int]:
+    """Every process of `programs` whose process title, or a unix socket bound in its network
+    namespace (/proc/PID/net/unix), names a path containing `mark`: sshd's title keeps its
+    config file, lldpd's namespace holds its control socket. Found even once that namespace's
+    name under /run/netns is gone, which the namespace scan cannot."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -69,10 +70,11 @@ def pids_with_env(programs: tuple[str, ...], key: str, value: str) -> list[int]:
         try:
             if os.readlink(f"/proc/{entry}/exe") not in programs:
                 continue
-            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            title = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            sockets = "" if mark in title else Path(f"/proc/{entry}/net/unix").read_text(errors="replace")
         except OSError:
             continue
-        if wanted in env:
+        if mark in title or mark in sockets:
             found.append(int(entry))
     return found
 
