@@ -13,8 +13,10 @@ over SSH), that end's word is taken for both.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import TypeVar
 
 from harness.checks.base import NotMeasurable
 from harness.checks.cabling_kernel import End, KernelPort
@@ -22,6 +24,8 @@ from harness.core.observed import LldpNeighbour, PortState
 from harness.core.plan import Plan
 from harness.plumbing import wait
 from harness.plumbing.labview import LabView
+
+T = TypeVar("T")
 
 NO_LLDP = "no LLDP neighbour heard"
 SETTLE_S = 8.0  # lldpd sends on a new port within about a second; a fabric long up is settled at once
@@ -33,15 +37,21 @@ Live = dict[str, dict[str, tuple[bool, bool, str | None]]]  # node -> port -> (u
 
 def read_links(lab: LabView, nodes: tuple[str, ...]) -> dict[str, tuple[PortState, ...]]:
     """Each node's interfaces; a node that cannot be read is left out (its peers speak for it)."""
-    def one(node: str) -> tuple[PortState, ...] | None:
+    return _each(lab.port_states, nodes)
+
+
+def _each(read: Callable[[str], T | None], nodes: tuple[str, ...]) -> dict[str, T]:
+    """read(node) for every node, a few at once (over SSH each is a round trip); a node that
+    cannot be read (not reached) or has nothing to say (no LLDP agent: None) is left out."""
+    def one(node: str) -> T | None:
         try:
-            return lab.port_states(node)
+            return read(node)
         except NotMeasurable:
             return None
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = dict(zip(nodes, pool.map(one, nodes)))
-    return {node: states for node, states in got.items() if states is not None}
+    return {node: value for node, value in got.items() if value is not None}
 
 
 def live_ports(ports: list[KernelPort], links: dict[str, tuple[PortState, ...]] | None,
@@ -65,15 +75,7 @@ def settled_lldp(lab: LabView, nodes: tuple[str, ...], live: Live, kernel: list[
     passed (a port facing a device that sends no LLDP, or a real disagreement). None where no
     node has an LLDP agent that answers."""
     def read() -> dict[str, tuple[LldpNeighbour, ...]]:
-        def one(node: str) -> tuple[LldpNeighbour, ...] | None:
-            try:
-                return lab.lldp(node)
-            except NotMeasurable:
-                return None
-
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            got = dict(zip(nodes, pool.map(one, nodes)))
-        return {node: found for node, found in got.items() if found is not None}
+        return _each(lab.lldp, nodes)
 
     reads = [read()]
 
