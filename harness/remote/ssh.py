@@ -22,7 +22,11 @@ TIMEOUT_S = 10.0
 
 
 class Unreachable(HarnessError):
-    """A node that could not be reached, or whose command failed: names the node and why."""
+    """A node that could not be reached: names the node and why."""
+
+
+class CommandFailed(HarnessError):
+    """A node that was reached, whose command exited non-zero: names the node, the command, its error."""
 
 
 @dataclass(frozen=True)
@@ -56,8 +60,8 @@ class SshPool:
         self.case = ""
 
     def run(self, node: InventoryNode, command: str, timeout: float = 60.0) -> str:
-        """The command's standard output; Unreachable when the node cannot be reached or the
-        command exits non-zero (with its standard error)."""
+        """The command's standard output; Unreachable when the node cannot be reached,
+        CommandFailed when the command exits non-zero (with its standard error)."""
         client = self._client(node)
         t0 = time.monotonic()
         try:
@@ -69,7 +73,7 @@ class SshPool:
             raise self._lost(node, f"`{command}` failed: {type(e).__name__}: {e}") from None
         self._note(Ran(node.name, node.address, command, status, round(time.monotonic() - t0, 3), self.case))
         if status != 0:
-            raise Unreachable(f"{node.name} ({node.address}): `{command}` exited {status}: "
+            raise CommandFailed(f"{node.name} ({node.address}): `{command}` exited {status}: "
                               f"{(err.strip() or out.strip())[:300]}")
         return out
 

@@ -33,7 +33,7 @@ from harness.observe.lldp import neighbours_from_lldpctl_json, neighbours_from_s
 from harness.observe.routing import bfd_peers, bgp_peers, kernel_routes, route_widths
 from harness.plumbing import namespaces
 from harness.remote.commands import Read, command, vtysh_args
-from harness.remote.ssh import SshPool, Unreachable, direct
+from harness.remote.ssh import CommandFailed, SshPool, Unreachable, direct
 
 T = TypeVar("T")
 NO_TRAFFIC = ("over SSH fablab sends no traffic and changes nothing: this case needs its own tools in the nodes "
@@ -92,6 +92,8 @@ class RemoteView:
             return self.ssh.run(inv, line)
         except Unreachable as e:
             raise NotMeasurable(f"unreachable: {e}") from None
+        except CommandFailed as e:
+            raise NotMeasurable(f"no answer: {e}") from None
 
     def check_node(self, node: str) -> None:
         if node not in {n.name for n in self._plan.fabric.nodes}:

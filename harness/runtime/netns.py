@@ -109,7 +109,7 @@ class NetnsRuntime(NamespaceAccess):
             if waited > 1:
                 progress("turn", f"waited {waited:.0f} s for another lab's timed experiment to end")
             save(state)
-            return self._boot(plan, lab, state, parts, frr, progress, converge_s, configs, bool(mgmt))
+            return self._boot(plan, lab, state, parts, frr, progress, converge_s, configs, mgmt)
 
     def _boot(self, plan: Plan, lab: str, state: LabState, parts: frr_parts.Background, frr: dict[str, str],
               progress: Progress, converge_s: float, configs: SwitchConfigs | None, mgmt: bool) -> LabState:

@@ -104,6 +104,21 @@ def test_an_unreachable_node_is_named_not_a_crash(ai_plan):
         view._ask("be-g1-r0", Read.STATUS)
 
 
+
+def test_a_command_that_fails_on_a_reached_node_is_no_unreachable_node(ai_plan):
+    from harness.remote.ssh import CommandFailed
+
+    view = _view(ai_plan, {})
+
+    def refuse(node, line, timeout=60.0):
+        raise CommandFailed(f"{node.name} ({node.address}): `{line}` exited 1: Exiting: failed to connect to any daemons")
+
+    view.ssh.run = refuse
+    with pytest.raises(NotMeasurable, match=r"no answer: be-s1 .* exited 1: Exiting: failed to connect"):
+        view.bgp_peers("be-s1")
+    assert view.ssh.unreachable == {}  # the node was reached: the report does not list it as unreachable
+
+
 def test_the_report_names_what_was_reached_and_never_a_credential(ai_plan):
     from harness.cli.staged import reached
 
