@@ -136,7 +136,8 @@ def _heard(lab: LabView, by_id: dict[int, Probe], arrivals: list[Arrival]
     """The arrivals by probe, node and port (named as the node's kernel names it), and the
     path of every probe heard away from its sender that no node was meant to hear."""
     with Fib(lab) as fib:
-        copies = Counter((a.probe, a.node, fib.interfaces(a.node).get(a.ifindex, str(a.ifindex))) for a in arrivals)
+        copies = Counter((a.probe, a.node, a.port or fib.interfaces(a.node).get(a.ifindex, str(a.ifindex)))
+                         for a in arrivals)
         stray = sorted({a.probe for a in arrivals
                         if not by_id[a.probe].expect_delivery and a.node != by_id[a.probe].src_node})
         paths = {pid: _path(fib, by_id[pid]) for pid in stray}

@@ -341,8 +341,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--inventory", metavar="FILE",
                    help="check a fabric fablab did not boot, over SSH: FILE names each node's mgmt address, user, key "
                         "and the TOPOLOGY it must match (docs/staged.md)")
-    s.add_argument("--allow-traffic", action="store_true", help="over SSH: let fablab send its own traffic (not built yet)")
-    s.add_argument("--allow-faults", action="store_true", help="over SSH: let fablab change the fabric (not built yet)")
+    s.add_argument("--allow-traffic", action="store_true", help="over SSH: run fablab's traffic agent on the nodes and send isolation's probes")
+    s.add_argument("--allow-faults", action="store_true", help="over SSH: let a case shut ports, set sysctls, change FRR's configuration")
     s.add_argument("--against", metavar="TOPOLOGY",
                    help="refuse (exit 2) unless the lab was booted from this declaration (built-in name, .py file or "
                         "cabling plan)")

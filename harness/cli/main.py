@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import io
 import json
 import os
+import signal
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -264,10 +267,19 @@ class _Version(argparse.Action):
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_FOUND = 0, 1, 2, 3
 
 
+def _where_on_usr1() -> None:
+    """`kill -USR1 PID` prints where every thread is to stderr: a run that hangs says where."""
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass  # stderr is no file (a test captures it), or not the main thread: nothing to print to
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # SIGTERM takes the same path as Ctrl-C, so a lab being booted is torn down.
     interrupt.install()
+    _where_on_usr1()
     try:
         code = args.func(args)
         sys.stdout.flush()  # here, not at exit: a reader gone before a buffered output is written ends quietly too

@@ -12,14 +12,11 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from harness.cli.console import err, out
+from harness.cli.console import out
 from harness.core.errors import InputError
 from harness.core.inventory import Reach, check_against, parse_inventory
 from harness.core.model import Role
 from harness.core.plan import Plan
-
-NOT_BUILT = ("fablab's traffic agent over SSH and faults over SSH are not built yet: with {flag} the traffic cases "
-             "are still not applicable and nothing is changed on the fabric")
 
 
 def load_reach(path: str) -> tuple[Reach, Plan]:
@@ -51,12 +48,9 @@ def run(args: argparse.Namespace, checks, reach: Reach, plan: Plan, name: str, a
     from harness.remote.view import RemoteView
     from harness.report.results import Results
 
-    for flag in ("allow_traffic", "allow_faults"):
-        if getattr(args, flag):
-            err.print(f"note: {NOT_BUILT.format(flag='--' + flag.replace('_', '-'))}", soft_wrap=True)
     results = Results(Path(args.results), name, provenance)
     printer = progress_printer(not args.json)
-    with RemoteView(plan, reach, name) as view:
+    with RemoteView(plan, reach, name, allow_traffic=args.allow_traffic, allow_faults=args.allow_faults) as view:
         def progress(phase: str, detail: str) -> None:
             view.ssh.case = phase
             printer(phase, detail)

@@ -30,12 +30,14 @@ class Read(StrEnum):
     SYSCTL = "sysctl"
     PFC = "pfc-counters"
     STATUS = "interfaces-status"
+    ROUTE_GET = "route-get"  # the FIB's answer for one address: a leak's path, traced hop by hop
 
 
 _IP = {
     Read.ROUTES: "ip -j -4 route show table main",
     Read.WIDTHS: "ip -o -4 route show table main",
     Read.LINKS: "ip -j -d link show",
+    Read.ROUTE_GET: "ip -j -4 route get {dst}",
     Read.SYSCTL: "cat /proc/sys/{key_path}",
 }
 _FRR = {
@@ -49,7 +51,28 @@ COMMANDS: dict[RemoteKind, dict[Read, str]] = {
     RemoteKind.FRR: {**_IP, **_FRR, Read.LLDP: "lldpctl -f json{socket}", Read.CONFIG_DB: "cat {config_db}"},
     RemoteKind.LINUX: {**_IP, Read.LLDP: "lldpctl -f json{socket}"},
 }
-# What must run as root on each kind (sudo -n where the inventory says sudo: true).
+
+
+class Change(StrEnum):
+    """What fablab may change on a node over SSH, only with --allow-faults."""
+
+    PORT_DOWN = "port-down"  # administratively: the peer loses its carrier, as a pulled cable
+    PORT_UP = "port-up"
+    SYSCTL = "sysctl-set"
+
+
+_IP_CHANGES = {
+    Change.PORT_DOWN: "ip link set dev {port} down",
+    Change.PORT_UP: "ip link set dev {port} up",
+    Change.SYSCTL: "sysctl -q -w {key}={value}",
+}
+CHANGES: dict[RemoteKind, dict[Change, str]] = {
+    RemoteKind.SONIC: {**_IP_CHANGES, Change.PORT_DOWN: "config interface shutdown {port}",
+                       Change.PORT_UP: "config interface startup {port}"},
+    RemoteKind.FRR: _IP_CHANGES,
+    RemoteKind.LINUX: _IP_CHANGES,
+}
+# What must run as root on each kind (sudo -n where the inventory says sudo: true): every change too.
 PRIVILEGED = {Read.BGP, Read.BFD, Read.VTYSH, Read.LLDP, Read.CONFIG_DB}
 
 
@@ -69,6 +92,19 @@ def command(node: InventoryNode, read: Read, **values: str) -> str | None:
         values["vty"] = f" --vty_socket {shlex.quote(node.vty_socket)}" if node.vty_socket else ""
     text = template.format(**values)
     return f"sudo -n {text}" if node.sudo and read in PRIVILEGED else text
+
+
+def change(node: InventoryNode, what: Change, **values: str) -> str:
+    assert node.kind is not None, "an inventory's kinds are filled in by check_against"
+    text = CHANGES[node.kind][what].format(**{k: shlex.quote(v) for k, v in values.items()})
+    return f"sudo -n {text}" if node.sudo else text
+
+
+def read_only(vtysh_command: str) -> bool:
+    """Whether a vtysh command only looks: `show` as FRR's CLI takes it, abbreviated to two
+    letters or more (`sh ip bgp`); anything else (`conf t`, `clear`, `write`) may change the node."""
+    first = vtysh_command.split()[0].lower() if vtysh_command.split() else ""
+    return len(first) >= 2 and "show".startswith(first)
 
 
 def vtysh_args(commands: tuple[str, ...]) -> str:

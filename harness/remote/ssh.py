@@ -71,21 +71,45 @@ class SshPool:
             status = stdout.channel.recv_exit_status()
         except (OSError, EOFError) as e:
             raise self._lost(node, f"`{command}` failed: {type(e).__name__}: {e}") from None
-        self._note(Ran(node.name, node.address, command, status, round(time.monotonic() - t0, 3), self.case))
+        self.note(Ran(node.name, node.address, command, status, round(time.monotonic() - t0, 3), self.case))
         if status != 0:
             raise CommandFailed(f"{node.name} ({node.address}): `{command}` exited {status}: "
                               f"{(err.strip() or out.strip())[:300]}")
         return out
+
+    def start(self, node: InventoryNode, command: str, files: dict[str, str] | None = None) -> object:
+        """A long-running `command` on `node`, its SSH channel returned open (stdin, stdout);
+        `files` (path -> text) copied there first over SFTP. Unreachable / CommandFailed as `run`."""
+        import paramiko
+
+        client = self._client(node)
+        try:
+            if files:
+                sftp = client.open_sftp()  # type: ignore[attr-defined]
+                try:
+                    for path, text in files.items():
+                        with sftp.open(path, "w") as f:
+                            f.write(text)
+                        sftp.chmod(path, 0o600)
+                finally:
+                    sftp.close()
+            channel = client.get_transport().open_session()  # type: ignore[attr-defined]
+            channel.exec_command(command)
+        except paramiko.SSHException as e:
+            raise CommandFailed(f"{node.name} ({node.address}): `{command}` could not start: {e}") from None
+        except (OSError, EOFError) as e:
+            raise self._lost(node, f"`{command}` failed: {type(e).__name__}: {e}") from None
+        return channel
+
+    def note(self, ran: Ran) -> None:
+        with self._lock:
+            self.transcript.append(ran)
 
     def close(self) -> None:
         with self._lock:
             clients, self._clients = list(self._clients.values()), {}
         for c in clients:
             c.close()  # type: ignore[attr-defined]
-
-    def _note(self, ran: Ran) -> None:
-        with self._lock:
-            self.transcript.append(ran)
 
     def _lost(self, node: InventoryNode, why: str) -> Unreachable:
         with self._lock:

@@ -11,9 +11,11 @@ with the reason, in the case that needed it.
 from __future__ import annotations
 
 import socket
+import threading
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from ipaddress import IPv4Network
@@ -22,6 +24,7 @@ from typing import NoReturn, TypeVar
 
 from harness.checks.base import NotMeasurable
 from harness.core.capabilities import Feature
+from harness.core.errors import HarnessError
 from harness.core.inventory import InventoryNode, Reach, RemoteKind
 from harness.core.model import Plane
 from harness.core.observed import (BfdPeer, BgpPeer, CablingScope, Counters, LldpNeighbour, PortState, Route,
@@ -32,21 +35,36 @@ from harness.observe.links import json_loads, port_states
 from harness.observe.lldp import neighbours_from_lldpctl_json, neighbours_from_show_lldp_table
 from harness.observe.routing import bfd_peers, bgp_peers, kernel_routes, route_widths
 from harness.plumbing import namespaces
-from harness.remote.commands import Read, command, vtysh_args
+from harness.remote.commands import Change, Read, change, command, read_only, vtysh_args
+from harness.remote.iproute import RemoteIpRoute
+from harness.remote.agents import Agent, AgentEnd, AgentError
 from harness.remote.ssh import CommandFailed, SshPool, Unreachable, direct
+from harness.traffic.probe import OpenProbes
 
 T = TypeVar("T")
 NO_TRAFFIC = ("over SSH fablab sends no traffic and changes nothing: this case needs its own tools in the nodes "
-              "(the direct path, on a lab fablab booted)")
+              "(the direct path, on a lab fablab booted; --allow-traffic sends isolation's probes through fablab's "
+              "agent)")
+NO_FAULTS = "over SSH fablab changes nothing unless asked (--allow-faults)"
+AGENT_ONLY = ("over SSH fablab's traffic agent carries isolation's probes only: this case needs fablab's own "
+              "processes in the nodes (the direct path, on a lab fablab booted)")
 
 
 class RemoteView:
     """What a check may use of a fabric reached over SSH (satisfies harness.plumbing.labview.LabView)."""
 
-    def __init__(self, plan: Plan, reach: Reach, name: str) -> None:
+    def __init__(self, plan: Plan, reach: Reach, name: str, allow_traffic: bool = False,
+                 allow_faults: bool = False) -> None:
+        """allow_traffic: fablab's agent may run on the nodes and send its probes (--allow-traffic);
+        allow_faults: ports, sysctls and FRR's configuration may be changed (--allow-faults)."""
         self._plan = plan
         self.reach = reach
         self._name = name
+        self.allow_traffic = allow_traffic
+        self.allow_faults = allow_faults
+        self._agents: dict[str, Agent] = {}
+        self._agents_lock = threading.Lock()
+        self._ifindex: dict[str, dict[str, int]] = {}
         self.extra_cables: list[CableRow] = []
         connect = direct if reach.station_netns is None else partial(_connect_in, reach.station_netns)
         self.ssh = SshPool(connect, Path(reach.known_hosts) if reach.known_hosts else None)
@@ -66,6 +84,9 @@ class RemoteView:
         return Path(tempfile.gettempdir()) / f"fablab-{self._name}"
 
     def close(self) -> None:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(Agent.close, self._agents.values()))
+        self._agents.clear()
         self.ssh.close()
 
     def __enter__(self) -> RemoteView:
@@ -100,7 +121,22 @@ class RemoteView:
             raise NotMeasurable(f"{self._name} has no node {node!r}")
 
     def vtysh(self, node: str, *commands: str) -> str:
+        changing = next((c for c in commands if not read_only(c)), None)
+        if changing is not None and not self.allow_faults:
+            raise NotMeasurable(f"`{changing}` in {node}'s FRR would change it: {NO_FAULTS}")
         return self._ask(node, Read.VTYSH, commands=vtysh_args(commands))
+
+    def change(self, node: str, what: Change, **values: str) -> None:
+        """One change on a node, with --allow-faults only; kept in the transcript as every command."""
+        if not self.allow_faults:
+            raise NotMeasurable(f"{what.value} on {node}: {NO_FAULTS}")
+        inv = self._node(node)
+        try:
+            self.ssh.run(inv, change(inv, what, **values))
+        except Unreachable as e:
+            raise NotMeasurable(f"unreachable: {e}") from None
+        except CommandFailed as e:
+            raise NotMeasurable(f"not changed: {e}") from None
 
     def sysctl(self, node: str, key: str) -> str:
         return self._ask(node, Read.SYSCTL, key_path=key.replace(".", "/")).strip()
@@ -169,14 +205,16 @@ class RemoteView:
                             f"LLDP over SSH from {len(nodes)} nodes of {self.reach.inventory.source}", veth=False)
 
     def lacks(self, feature: Feature) -> str | None:
-        return NO_TRAFFIC
+        if feature is Feature.OWN_TRAFFIC and self.allow_traffic:
+            return None
+        return AGENT_ONLY if self.allow_traffic else NO_TRAFFIC
 
     def acl_data_path(self, switch: str) -> str | None:
         return NO_TRAFFIC
 
     # -- what needs fablab's own hands in a node: not over SSH
     def _no(self, what: str) -> NoReturn:
-        raise NotMeasurable(f"{what}: {NO_TRAFFIC}")
+        raise NotMeasurable(f"{what}: {AGENT_ONLY if self.allow_traffic else NO_TRAFFIC}")
 
     def namespace(self, node: str) -> str:
         self._no("a node's namespace")
@@ -185,20 +223,63 @@ class RemoteView:
                 input: str | None = None) -> subprocess.CompletedProcess:
         self._no(f"{' '.join(argv)} in {node}'s namespace")
 
-    def netlink(self, node: str):
-        self._no(f"netlink in {node}")
+    def netlink(self, node: str) -> RemoteIpRoute:
+        """Read-only: the look-ups a leak's path trace makes (links, `ip route get`)."""
+        def names() -> dict[str, int]:
+            if node not in self._ifindex:
+                links = json_loads(self._ask(node, Read.LINKS), f"ip -j -d link show on {node}")
+                self._ifindex[node] = {str(l.get("ifname")): int(l.get("ifindex", 0)) for l in links}  # type: ignore[union-attr]
+            return self._ifindex[node]
+
+        self.check_node(node)
+        return RemoteIpRoute(node, partial(self._ask, node), names)
 
     def in_namespace(self, node: str, fn: Callable[[], T]) -> T:
-        self._no(f"fablab's own sockets in {node}")
+        """A round of probes (`OpenProbes`) is held by fablab's agent on the node (--allow-traffic);
+        any other code of fablab's cannot run in a node reached over SSH."""
+        if not (self.allow_traffic and isinstance(fn, OpenProbes)):
+            self._no(f"fablab's own sockets in {node}")
+        try:
+            return AgentEnd(self._agent(node), fn)  # type: ignore[return-value]
+        except (Unreachable, CommandFailed, AgentError) as e:
+            raise NotMeasurable(f"probes from {node}: {e}") from None
+
+    def _agent(self, node: str) -> Agent:
+        """The node's agent; the first call starts every reached node's at once (a start is an SFTP
+        copy and a python3 start: seconds, one after another)."""
+        with self._agents_lock:
+            if not self._agents:
+                names = [n.name for n in self.reach.inventory.nodes if n.name not in self.ssh.unreachable]
+                with ThreadPoolExecutor(max_workers=8) as pool:
+                    started = list(pool.map(self._start_agent, names))
+                self._agents.update({n: a for n, a in zip(names, started) if isinstance(a, Agent)})
+            if node not in self._agents:
+                self._agents[node] = self._start_agent(node, quiet=False)  # type: ignore[assignment]
+            return self._agents[node]
+
+    def _start_agent(self, node: str, quiet: bool = True) -> Agent | HarnessError:
+        try:
+            return Agent(self.ssh, self._node(node), self._name)
+        except (Unreachable, CommandFailed, AgentError) as e:
+            if quiet:
+                return e  # named when a round asks for this node
+            raise
 
     def set_sysctls(self, node: str, values: dict[str, str | int]) -> None:
-        self._no(f"sysctls of {node} changed")
+        for key, value in values.items():
+            self.change(node, Change.SYSCTL, key=key, value=str(value))
 
-    def link(self, a: str, b: str, index: int = 0):
-        self._no(f"the cable {a}–{b} failed on purpose")
+    def link(self, a: str, b: str, index: int = 0) -> RemoteLink:
+        found = self.cables(a, b)
+        if index >= len(found):
+            raise NotMeasurable(f"{a}–{b} has {len(found)} planned cable(s); index {index} is out of range")
+        if not self.allow_faults:
+            raise NotMeasurable(f"the cable {a}–{b} failed on purpose: {NO_FAULTS}")
+        return RemoteLink(self, found[index])
 
-    def set_carriers(self, handles: Sequence, up: bool) -> None:
-        self._no("carriers changed")
+    def set_carriers(self, handles: Sequence[RemoteLink], up: bool) -> None:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda h: h.up() if up else h.down(), handles))
 
     def counters(self, node: str, ifname: str | None = None) -> dict[str, Counters]:
         self._no(f"{node}'s interface counters")
@@ -210,13 +291,48 @@ class RemoteView:
         self._no(f"{switch}'s ACL rules")
 
     def set_config_db(self, switch: str, table: str, key: str, field: str, value: str | None) -> str | None:
-        self._no(f"{switch}'s CONFIG_DB changed")
+        self._no_change(f"{switch}'s CONFIG_DB changed")
 
     def set_pause_storm(self, node: str, port: str, priorities: frozenset[int]) -> None:
-        self._no(f"a pause storm from {node}:{port}")
+        self._no_change(f"a pause storm from {node}:{port}")
+
+    def _no_change(self, what: str) -> NoReturn:
+        raise NotMeasurable(f"{what}: " + ("over SSH fablab changes ports, sysctls and FRR's configuration only"
+                                            if self.allow_faults else NO_FAULTS))
 
     def lossless_counters(self):
         self._no("the lossless data plane's counters")
+
+
+@dataclass(frozen=True)
+class RemoteLink:
+    """A planned cable of a fabric reached over SSH, failed by shutting its upper end's port
+    (the spine side, as the direct path's `LinkHandle.down`): its peer loses the carrier."""
+
+    view: RemoteView
+    cable: CableRow
+
+    @property
+    def ends(self) -> tuple[tuple[str, str], tuple[str, str]]:
+        c = self.cable
+        return (c.a_node, c.a_port), (c.b_node, c.b_port)
+
+    def down(self) -> None:
+        self.view.change(self.cable.b_node, Change.PORT_DOWN, port=self.cable.b_port)
+
+    def up(self) -> None:
+        self.view.change(self.cable.b_node, Change.PORT_UP, port=self.cable.b_port)
+
+    def gray(self) -> None:
+        raise NotMeasurable(f"a gray failure on {self}: over SSH fablab only shuts ports (nothing of its own "
+                            "drops frames there)")
+
+    def heal(self) -> None:
+        self.gray()
+
+    def __str__(self) -> str:
+        c = self.cable
+        return f"{c.a_node}:{c.a_port}–{c.b_node}:{c.b_port}"
 
 
 def _connect_in(netns: str, address: str, port: int, timeout: float) -> socket.socket:

@@ -232,6 +232,7 @@ X11Forwarding no
 AllowTcpForwarding no
 PrintMotd no
 MaxStartups 64:30:128
+Subsystem sftp internal-sftp
 """)
     return _spawn(lab, ep.node, [SSHD, "-D", "-e", "-f", str(config)], node_dir / "sshd.log")
 

@@ -23,11 +23,11 @@ import select
 import socket
 import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Address
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from harness.plumbing import wait
 from harness.core.errors import HarnessError
@@ -42,6 +42,7 @@ SIOCGIFHWADDR = 0x8927
 NONCE_BYTES = 8
 _PAYLOAD = struct.Struct(f"!8sI{NONCE_BYTES}s")
 R = TypeVar("R")
+S = TypeVar("S")  # anything select() takes: a socket, a ProbeEnd
 _SELECT_S = 0.05  # the longest read_until blocks on its sockets per look
 
 
@@ -77,6 +78,7 @@ class Arrival:
     node: str
     ifindex: int  # where the node's stack received it
     dst: str  # the address the stack received it on
+    port: str = ""  # the ifindex's name, where the receiving end named it (fablab's agent over SSH)
 
 
 def new_nonce() -> bytes:
@@ -132,42 +134,90 @@ def mac_of(sock: socket.socket, ifname: str) -> bytes:
 OpenIn = Callable[[str, Callable[[], object]], object]
 
 
+class ProbeEnd(Protocol):
+    """What a node holds for a round of probes: sockets in its namespace (`_NodeSockets`), or
+    fablab's agent holding them on a node reached over SSH (harness/remote/agent.py)."""
+
+    macs: dict[str, bytes]
+    ports: frozenset[str]  # the ports it may send from
+    listening: bool
+
+    def fileno(self) -> int: ...  # readable when probes may have arrived (select)
+
+    def send(self, port: str, data: bytes, copies: int) -> None: ...
+
+    def read(self, nonces: dict[int, bytes]) -> list[Arrival]: ...  # what arrived, without blocking
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class OpenProbes:
+    """A node's part of a round, as a request: run in the node's namespace (`Lab.in_namespace`)
+    it opens the sockets there; a view reached over SSH hands the same request to fablab's
+    agent on the node. `listen`: a UDP listener on the probe port; `sends`: ports probes leave
+    from; `macs`: ports whose MAC is needed (next hops)."""
+
+    node: str
+    listen: bool
+    sends: tuple[str, ...]
+    macs: tuple[str, ...]
+
+    def __call__(self) -> ProbeEnd:
+        return _open(self.node, self.listen, list(self.sends), list(self.macs))
+
+
 @dataclass
 class _NodeSockets:
+    node: str
     listener: socket.socket | None
     sender: socket.socket | None  # AF_PACKET, unbound: sendto names the port
-    ports: frozenset[str]  # the ports it may send from
+    ports: frozenset[str]
     macs: dict[str, bytes]
 
-    def sockets(self) -> list[socket.socket]:
-        return [s for s in (self.listener, self.sender) if s is not None]
+    @property
+    def listening(self) -> bool:
+        return self.listener is not None
+
+    def fileno(self) -> int:
+        assert self.listener is not None
+        return self.listener.fileno()
+
+    def send(self, port: str, data: bytes, copies: int) -> None:
+        assert self.sender is not None
+        for _ in range(copies):
+            self.sender.sendto(data, (port, ETH_P_IP))
+
+    def read(self, nonces: dict[int, bytes]) -> list[Arrival]:
+        return _read(self.listener, self.node, nonces) if self.listener is not None else []
+
+    def close(self) -> None:
+        for s in (self.listener, self.sender):
+            if s is not None:
+                s.close()
 
 
 class ProbeSession:
-    """Sockets for one round of probes, opened with one visit per node.
+    """Ends for one round of probes, opened with one visit per node.
 
-    `open_in(node, fn)` runs fn in the node's network namespace (`Lab.in_namespace`).
-    `listen`: nodes whose stack may receive a probe (every routed node). `send_ports`: per
-    node, the ports probes leave from. `mac_ports`: per node, the ports whose MAC is needed
-    (next hops)."""
+    `open_in(node, fn)` runs fn in the node's network namespace (`Lab.in_namespace`); fn is an
+    `OpenProbes`. `listen`: nodes whose stack may receive a probe (every routed node).
+    `send_ports`: per node, the ports probes leave from. `mac_ports`: per node, the ports whose
+    MAC is needed (next hops)."""
 
     def __init__(self, open_in: OpenIn, listen: Iterable[str], send_ports: dict[str, set[str]],
                  mac_ports: dict[str, set[str]]) -> None:
-        self._nodes: dict[str, _NodeSockets] = {}
-        self._listeners: dict[socket.socket, str] = {}
+        self._nodes: dict[str, ProbeEnd] = {}
         listen = set(listen)
         try:
             for node in sorted(listen | set(send_ports) | set(mac_ports)):
-                want_listener = node in listen
-                sends = sorted(send_ports.get(node, ()))
-                macs = sorted(set(mac_ports.get(node, ())) | set(sends))
-                opened = open_in(node, lambda n=node, w=want_listener, s=sends, m=macs: _open(n, w, s, m))
-                self._nodes[node] = opened  # type: ignore[assignment]
-                if opened.listener is not None:  # type: ignore[union-attr]
-                    self._listeners[opened.listener] = node  # type: ignore[union-attr]
+                sends = tuple(sorted(send_ports.get(node, ())))
+                macs = tuple(sorted(set(mac_ports.get(node, ())) | set(sends)))
+                self._nodes[node] = open_in(node, OpenProbes(node, node in listen, sends, macs))  # type: ignore[assignment]
         except BaseException:
             self.close()
             raise
+        self._listeners = [end for end in self._nodes.values() if end.listening]
 
     def mac(self, node: str, port: str) -> bytes:
         return self._nodes[node].macs[port]
@@ -176,32 +226,30 @@ class ProbeSession:
         data = frame(self.mac(probe.src_node, probe.src_port), self.mac(probe.next_hop_node, probe.next_hop_port),
                      probe.src_addr, probe.dst_addr, probe.id, probe.nonce)
         node = self._nodes[probe.src_node]
-        if node.sender is None or probe.src_port not in node.ports:
+        if probe.src_port not in node.ports:
             raise HarnessError(f"{probe.source} was not opened for sending")
-        for _ in range(copies):
-            node.sender.sendto(data, (probe.src_port, ETH_P_IP))
+        node.send(probe.src_port, data, copies)
 
     def drain(self, nonces: dict[int, bytes]) -> list[Arrival]:
         """Every probe the listeners hold now; frames with an unknown id or nonce are dropped."""
         arrivals: list[Arrival] = []
-        for sock, node in self._listeners.items():
-            arrivals += _read(sock, node, nonces)
+        for end in self._listeners:
+            arrivals += end.read(nonces)
         return arrivals
 
     def collect(self, nonces: dict[int, bytes], must_arrive: Callable[[list[Arrival]], bool], deadline: float,
                 quiet: float = 0.3) -> list[Arrival]:
         """Read until `must_arrive(arrivals)` holds and `quiet` s passed without a probe, or
         until the deadline."""
-        return read_until(list(self._listeners), lambda sock: _read(sock, self._listeners[sock], nonces),
-                          must_arrive, deadline, quiet)
+        return read_until(self._listeners, lambda end: end.read(nonces), must_arrive, deadline, quiet)
 
     def close(self) -> None:
-        socks = [s for n in self._nodes.values() for s in n.sockets()]
+        ends = list(self._nodes.values())
         self._nodes.clear()
-        self._listeners.clear()
+        self._listeners = []
         # closing a packet socket waits for an RCU grace period (~10 ms): wait for them together
         with ThreadPoolExecutor(max_workers=32) as pool:
-            list(pool.map(socket.socket.close, socks))
+            list(pool.map(lambda end: end.close(), ends))
 
     def __enter__(self) -> ProbeSession:
         return self
@@ -210,7 +258,7 @@ class ProbeSession:
         self.close()
 
 
-def read_until(socks: list[socket.socket], read: Callable[[socket.socket], list[R]],
+def read_until(socks: Sequence[S], read: Callable[[S], list[R]],
                done: Callable[[list[R]], bool], deadline: float, quiet: float) -> list[R]:
     """What `read` makes of the sockets as they become readable, until `done(got)` holds and
     `quiet` s passed without anything new, or until the deadline."""
@@ -266,7 +314,7 @@ def _open(node: str, listen: bool, sends: list[str], macs: list[str]) -> _NodeSo
         finally:
             if ask is not listener and ask is not sender:
                 ask.close()
-        return _NodeSockets(listener, sender, frozenset(sends), found)
+        return _NodeSockets(node, listener, sender, frozenset(sends), found)
     except BaseException:
         for s in (listener, sender):
             if s is not None:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -45,6 +46,20 @@ def lab_name():
     NetnsRuntime().down(name)
 
 
+def _agents_running(lab: str) -> list[int]:
+    """fablab's traffic agents of this lab (their command line names their file, gone or not)."""
+    mark = f"/tmp/fablab-{lab}-agent-".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
 def leftovers_of(lab: str) -> list[str]:
     prefix = f"{NS_PREFIX}{lab}_"
     found = [ns for ns in namespaces.list_namespaces() if ns.startswith(prefix)]
@@ -52,6 +67,8 @@ def leftovers_of(lab: str) -> list[str]:
     found += [f"microVM pid {pid}" for pid in processes.vm_pids_by_tag(prefix)]
     found += [f"BFD data plane pid {pid}" for pid in processes.dataplane_pids_by_tag(prefix)]
     found += [f"sshd or lldpd pid {pid}" for pid in mgmt_services.leftover_pids(lab)]
+    found += [str(p) for p in Path("/tmp").glob(f"fablab-{lab}-agent-*")]  # the traffic agent's file (over SSH)
+    found += [f"traffic agent pid {pid}" for pid in _agents_running(lab)]
     for path in (f"/run/fablab/{lab}",):
         if os.path.exists(path):
             found.append(path)

@@ -12,9 +12,10 @@ import pytest
 from harness.checks.base import NotMeasurable
 from harness.core.capabilities import Feature
 from harness.core.inventory import Inventory, InventoryNode, Reach, RemoteKind
-from harness.remote.commands import Read, command
+from harness.remote.commands import Read, command, read_only
 from harness.remote.ssh import Ran, Unreachable
 from harness.remote.view import RemoteView
+from harness.traffic.probe import OpenProbes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sonic_show"
 
@@ -86,11 +87,58 @@ def test_reads_use_the_direct_paths_parsers(ai_plan):
 def test_what_needs_fablabs_own_hands_is_not_measurable_over_ssh(ai_plan):
     view = _view(ai_plan, {})
     for attempt in (lambda: view.in_namespace("gpu01", lambda: None), lambda: view.counters("gpu01"),
-                    lambda: view.link("be-s1", "be-g1-r0"), lambda: view.set_config_db("be-s1", "PORT", "x", "mtu", "1")):
+                    lambda: view.in_namespace("gpu01", OpenProbes("gpu01", True, (), ()))):
         with pytest.raises(NotMeasurable, match="over SSH fablab sends no traffic and changes nothing"):
+            attempt()
+    for attempt in (lambda: view.link("be-s1", "be-g1-r0"), lambda: view.set_config_db("be-s1", "PORT", "x", "mtu", "1"),
+                    lambda: view.set_sysctls("gpu01", {"net.ipv4.ip_forward": 1}),
+                    lambda: view.vtysh("be-s1", "show bgp summary", "conf t", "no router bgp 65000")):
+        with pytest.raises(NotMeasurable, match=r"changes nothing unless asked \(--allow-faults\)"):
             attempt()
     assert view.lacks(Feature.OWN_TRAFFIC) and view.lacks(Feature.LOSSLESS_DATA_PATH)
     assert view.ssh.transcript == []  # nothing was even asked
+
+
+@pytest.mark.parametrize("line, looks", [
+    ("show bgp summary json", True), ("sh ip bgp", True), ("SHOW running-config", True), ("sho bfd peers", True),
+    ("conf t", False), ("configure terminal", False), ("clear bgp *", False), ("write memory", False),
+    ("s", False), ("", False), ("shutdown", False),
+])
+def test_only_show_is_read_only_in_vtysh(line, looks):
+    assert read_only(line) is looks
+
+
+def test_with_allow_faults_a_cable_is_failed_at_its_upper_end_as_each_kind_does_it(ai_plan):
+    answers = {("be-s1", "sudo -n config interface shutdown Ethernet0"): "",
+               ("be-s1", "sudo -n config interface startup Ethernet0"): "",
+               ("gpu01", "sysctl -q -w net.ipv4.ip_forward=1"): "",
+               ("be-s1", "sudo -n vtysh -c 'conf t' -c 'router bgp 65000'"): ""}
+    view = _view(ai_plan, answers)
+    view.allow_faults = True
+    link = view.link("be-s1", "be-g1-r0")
+    assert link.ends == (("be-g1-r0", "Ethernet0"), ("be-s1", "Ethernet0"))
+    view.set_carriers([link], up=False)
+    link.up()
+    view.set_sysctls("gpu01", {"net.ipv4.ip_forward": 1})
+    view.vtysh("be-s1", "conf t", "router bgp 65000")
+    assert [r.command for r in view.ssh.transcript] == [
+        "sudo -n config interface shutdown Ethernet0", "sudo -n config interface startup Ethernet0",
+        "sysctl -q -w net.ipv4.ip_forward=1", "sudo -n vtysh -c 'conf t' -c 'router bgp 65000'"]
+    with pytest.raises(NotMeasurable, match="only shuts ports"):
+        link.gray()  # nothing of fablab's drops frames on a staged fabric
+    with pytest.raises(NotMeasurable, match="changes ports, sysctls and FRR's configuration only"):
+        view.set_config_db("be-s1", "PORT", "Ethernet0", "mtu", "1500")
+    with pytest.raises(NotMeasurable, match="index 1 is out of range"):
+        view.link("be-s1", "be-g1-r0", 1)
+
+
+def test_with_allow_traffic_the_agent_carries_probes_and_nothing_else(ai_plan):
+    view = _view(ai_plan, {})
+    view.allow_traffic = True
+    assert view.lacks(Feature.OWN_TRAFFIC) is None
+    assert "isolation's probes only" in view.lacks(Feature.LOSSLESS_DATA_PATH)
+    with pytest.raises(NotMeasurable, match="agent carries isolation's probes only"):
+        view.in_namespace("gpu01", lambda: None)  # fablab's code, not a request the agent knows
 
 
 def test_an_unreachable_node_is_named_not_a_crash(ai_plan):
