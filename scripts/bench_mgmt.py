@@ -8,7 +8,8 @@ management station): the boot to converged (Lab.up returned), MemAvailable's dro
 converged, and, with them, the proportional set size (PSS) of every sshd and lldpd of the lab
 summed (what they hold of the machine's memory, shared pages divided among the processes
 sharing them). Then on the last lab with them: `cabling,routing,isolation,lossless-audit`
-read directly and over SSH (`--via ssh`), each case's seconds. Run it on an otherwise idle
+read directly and over SSH (`--via ssh`), each case's seconds, and isolation once more with its
+probes sent by fablab's agent on every node (`--allow-traffic`). Run it on an otherwise idle
 machine: every figure here is timed.
 """
 from __future__ import annotations
@@ -84,6 +85,12 @@ def reads(lab: Lab) -> dict:
                 row[how] = {"seconds": round(time.monotonic() - t, 2), "passed": outcome.passed}
             out[name] = row
         out["ssh_commands"] = len(remote.ssh.transcript)
+    # isolation with fablab's probes over SSH: the agent copied to and started on every node, then the round
+    with RemoteView(lab.plan, lab.mgmt_reach(), f"{lab.name}-agent", allow_traffic=True) as remote:
+        t = time.monotonic()
+        outcome = run_case(case("isolation"), remote)
+        out["isolation"]["ssh_agent"] = {"seconds": round(time.monotonic() - t, 2), "passed": outcome.passed,
+                                         "probes": outcome.probes, "probe_seconds": outcome.probe_seconds}
     return out
 
 
