@@ -47,8 +47,7 @@ class LinkHandle:
 
     @property
     def ends(self) -> tuple[tuple[str, str], tuple[str, str]]:
-        c = self.cable
-        return (c.a_node, c.a_port), (c.b_node, c.b_port)
+        return self.cable.ends
 
     def down(self) -> None:
         """Carrier loss: the upper end (spine side) goes down, so the lower end, the leaf
@@ -68,8 +67,7 @@ class LinkHandle:
             self.lab.runtime.set_gray(self.lab.name, node, port, on=False)
 
     def __str__(self) -> str:
-        c = self.cable
-        return f"{c.a_node}:{c.a_port}–{c.b_node}:{c.b_port}"
+        return self.cable.label
 
 
 def set_carriers(handles: Sequence[LinkHandle], up: bool) -> None:

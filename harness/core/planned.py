@@ -217,6 +217,14 @@ class CableRow:
     speed: int
     media: str
 
+    @property
+    def ends(self) -> tuple[tuple[str, str], tuple[str, str]]:
+        return (self.a_node, self.a_port), (self.b_node, self.b_port)
+
+    @property
+    def label(self) -> str:
+        return f"{self.a_node}:{self.a_port}–{self.b_node}:{self.b_port}"
+
 
 @dataclass(frozen=True)
 class Bom:

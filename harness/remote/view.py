@@ -314,8 +314,7 @@ class RemoteLink:
 
     @property
     def ends(self) -> tuple[tuple[str, str], tuple[str, str]]:
-        c = self.cable
-        return (c.a_node, c.a_port), (c.b_node, c.b_port)
+        return self.cable.ends
 
     def down(self) -> None:
         self.view.change(self.cable.b_node, Change.PORT_DOWN, port=self.cable.b_port)
@@ -331,8 +330,7 @@ class RemoteLink:
         self.gray()
 
     def __str__(self) -> str:
-        c = self.cable
-        return f"{c.a_node}:{c.a_port}–{c.b_node}:{c.b_port}"
+        return self.cable.label
 
 
 def _connect_in(netns: str, address: str, port: int, timeout: float) -> socket.socket:
