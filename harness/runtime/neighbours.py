@@ -50,9 +50,9 @@ def hold(lab: str, veth_pairs: int, progress: Progress, sysctl_root: Path = SYSC
          run_root: Path | None = None) -> list[Change]:
     """Record this lab's need and raise the limits if the running labs need more."""
     run_root = run_root or lab_state.RUN_ROOT
-    with _locked(run_root):
-        current = {k: _read(sysctl_root, k) for k in KEYS}
-        others = _records(run_root, exclude=lab)
+    with locked(run_root):
+        current = {k: read_value(sysctl_root, k) for k in KEYS}
+        others = records(run_root, exclude=lab)
         original = others[0]["original"] if others else current
         need = need_of(veth_pairs)
         record = {"need": need, "original": original}
@@ -73,18 +73,14 @@ def release(lab: str, sysctl_root: Path = SYSCTL_ROOT, run_root: Path | None = N
     path = run_root / lab / RECORD
     if not path.exists():
         return []
-    with _locked(run_root):
-        try:
-            mine = json.loads(path.read_text())
-        except ValueError:
-            mine = None
-        path.unlink()
-        others = _records(run_root, exclude=lab)
+    with locked(run_root):
+        mine = take(path)
+        others = records(run_root, exclude=lab)
         if others:
             return _apply(sysctl_root, others[0]["original"], sum(r["need"] for r in others), lower=True)
         if mine is None:
             return []
-        return [c for k, v in mine["original"].items() if (c := _write(sysctl_root, k, int(v)))]
+        return [c for k, v in mine["original"].items() if (c := write_value(sysctl_root, k, int(v)))]
 
 
 def _apply(sysctl_root: Path, original: dict[str, int], need: int, lower: bool = False) -> list[Change]:
@@ -93,16 +89,27 @@ def _apply(sysctl_root: Path, original: dict[str, int], need: int, lower: bool =
         floor = int(original[key])
         # twice the need: room for churn and for the ARP entries traffic adds during checks
         target = max(floor, 2 * need if key.endswith("3") else need)
-        now = _read(sysctl_root, key)
+        now = read_value(sysctl_root, key)
         if target > now or (lower and target < now):
-            changes.append(_write(sysctl_root, key, target))
+            changes.append(write_value(sysctl_root, key, target))
     return [c for c in changes if c]
 
 
-def _records(run_root: Path, exclude: str) -> list[dict]:
+def take(path: Path) -> dict | None:
+    """A lab's record, removed (None where it was unreadable: what it held is lost)."""
+    try:
+        mine = json.loads(path.read_text())
+    except ValueError:
+        mine = None
+    path.unlink()
+    return mine
+
+
+def records(run_root: Path, exclude: str, record: str = RECORD) -> list[dict]:
+    """Every other running lab's record of a machine-wide setting it holds (its need, what it found)."""
     found = []
     if run_root.is_dir():
-        for path in sorted(run_root.glob(f"*/{RECORD}")):
+        for path in sorted(run_root.glob(f"*/{record}")):
             if path.parent.name == exclude:
                 continue
             try:
@@ -112,12 +119,13 @@ def _records(run_root: Path, exclude: str) -> list[dict]:
     return found
 
 
-def _read(root: Path, key: str) -> int:
+def read_value(root: Path, key: str) -> int:
     return int((root / key).read_text().split()[0])
 
 
-def _write(root: Path, key: str, value: int) -> Change | None:
-    before = _read(root, key)
+def write_value(root: Path, key: str, value: int) -> Change | None:
+    """Set one machine-wide value (a sysctl, a sysfs knob); the change, or None where it already was."""
+    before = read_value(root, key)
     if before == value:
         return None
     (root / key).write_text(f"{value}\n")
@@ -125,7 +133,7 @@ def _write(root: Path, key: str, value: int) -> Change | None:
 
 
 @contextmanager
-def _locked(run_root: Path):
+def locked(run_root: Path):
     if priority.holds_turn(run_root, exclusive=True):
         # A boot or teardown holds the machine's turn, a flock on this same directory: another
         # open of it would wait on this very process. Every other holder is excluded already.

@@ -25,7 +25,7 @@ from harness.core.plan import CableRow, Plan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
 from harness.render.sonic import config_db_json
-from harness.runtime import bfd_offload, frr_parts, lossless_dp, mgmt_services, neighbours, processes, tenants
+from harness.runtime import bfd_offload, frr_parts, ksm, lossless_dp, mgmt_services, neighbours, processes, tenants
 from harness.runtime.kinds import SWITCH_KINDS
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
@@ -35,7 +35,7 @@ from harness.runtime.netns_setup import (HOST_SYSCTLS, address_node, gateways_pe
                                          switch_sysctls)
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, lab_of_namespace, labs, load,
-                                   namespace, run_dir, runtime_of, save, stale)
+                                   namespace, record_started, run_dir, runtime_of, save, stale)
 from harness.runtime.vty import VtyClient, daemon_of
 
 
@@ -118,6 +118,7 @@ class NetnsRuntime(NamespaceAccess):
         starting = None
         try:
             neighbours.hold(lab, len(plan.cables), progress)
+            ksm.hold(lab, plan, progress)
             t = time.monotonic()
             self._namespaces(plan, lab, progress)
             timings["namespaces"] = time.monotonic() - t
@@ -126,8 +127,9 @@ class NetnsRuntime(NamespaceAccess):
             timings["links"] = time.monotonic() - t
             t = time.monotonic()
             defer_bfd = _defer_bfd(plan)
-            state = self._daemons(plan, lab, state, parts.result(set(configs.frr) if configs else set(), progress),
-                                  frr, progress, defer_bfd, dict(configs.config_db) if configs else {})
+            with ksm.mergeable(ksm.wanted(plan)):
+                state = self._daemons(plan, lab, state, parts.result(set(configs.frr) if configs else set(), progress),
+                                      frr, progress, defer_bfd, dict(configs.config_db) if configs else {})
             timings["daemons"] = time.monotonic() - t
             starting = mgmt_services.Background(plan, lab, progress) if mgmt else None  # while it converges
             deadline = time.monotonic() + converge_s  # as on clab: from the moment every daemon runs
@@ -157,6 +159,7 @@ class NetnsRuntime(NamespaceAccess):
             raise
         timings["total"] = sum(timings.values())
         timings["memory_mb"] = max(0.0, mem_before - meminfo.available_mb())
+        ksm.rest(lab)
         state = state.with_(phase=LabPhase.UP, timings={k: round(v, 3) for k, v in timings.items()},
                             converged=session_counts(looks))
         save(state)
@@ -316,6 +319,7 @@ class NetnsRuntime(NamespaceAccess):
             for path in pathspace_dirs(ns):
                 remove_path(path)
         neighbours.release(lab)
+        ksm.release(lab)
         shutil.rmtree(run_dir(lab), ignore_errors=True)
         if left:
             raise LabError(f"namespaces of {lab} still present after teardown: {', '.join(left)}")
@@ -426,9 +430,9 @@ def _pathspaces_of(lab: str) -> set[str]:
 
 
 def _started(state: LabState, switch: str, pids: dict[str, int]) -> LabState:
-    state = state.with_(daemons=state.daemons + tuple(Daemon(switch, name, pid) for name, pid in pids.items()))
-    save(state)  # every pid on disk as soon as it exists
-    return state
+    started = tuple(Daemon(switch, name, pid) for name, pid in pids.items())
+    record_started(state.lab, started)  # every pid on disk as soon as it exists
+    return state.with_(daemons=state.daemons + started)
 
 
 # Below this many BFD sessions their packets cost little, and starting bfdd with bgpd converges
@@ -439,8 +443,7 @@ DEFER_BFD_FROM = int(os.environ.get("FABLAB_DEFER_BFD_FROM", "1000"))
 def _defer_bfd(plan: Plan) -> bool:
     if bfd_offload.uses_offload(plan.fabric.cluster.bfd):
         return False  # offloaded, BFD costs the CPU next to nothing
-    exp = cached_expectations(plan)
-    return sum(e.bfd for e in exp.values()) >= DEFER_BFD_FROM
+    return sum(e.bfd for e in cached_expectations(plan).values()) >= DEFER_BFD_FROM
 
 
 def _bfd_interval(plan: Plan) -> int:
