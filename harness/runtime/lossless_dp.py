@@ -17,13 +17,15 @@ import os
 import shutil
 import signal
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.asic import QUEUES, PortProgram, nic_program, switch_programs
 from harness.core.errors import LabError, PrerequisiteError
 from harness.core.plan import Plan
-from harness.plumbing import priority, wait
+from harness.plumbing import interrupt, priority, wait
 from harness.plumbing.namespaces import NETNS_DIR
 from harness.runtime.dataplane_process import DataPlaneProcess, compile_to, stale
 from harness.runtime.state import Daemon, namespace, run_dir
@@ -191,6 +193,9 @@ def qdisc_batch(specs: list[PortSpec], progs: dict[tuple[str, str], PortProgram]
     return "\n".join(lines) + "\n"
 
 
+PROGRESS_S = 10.0
+
+
 def conf_path(lab: str) -> Path:
     return run_dir(lab) / "lossless-dp.conf"
 
@@ -199,8 +204,11 @@ def check_paths(lab: str) -> None:
     PROCESS.check_paths(lab)
 
 
-def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30.0) -> Daemon:
-    """Schedulers on every BE port, then the data plane, which attaches its programs."""
+def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30.0,
+          progress: Callable[[str, str], None] = lambda phase, detail: None) -> Daemon:
+    """Schedulers on every BE port, then the data plane, which attaches its programs. At
+    gpu4096 the schedulers alone take minutes (24,576 ports, a tc batch per node): said every
+    PROGRESS_S, and Ctrl-C is honoured between nodes."""
     exe, obj = build()
     specs = port_specs(plan)
     progs = programs(plan, config_dbs)
@@ -209,7 +217,12 @@ def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30
     by_node: dict[str, list[PortSpec]] = {}
     for s in specs:
         by_node.setdefault(s.node, []).append(s)
-    for node, ports in by_node.items():
+    said = time.monotonic()
+    for i, (node, ports) in enumerate(by_node.items()):
+        interrupt.checkpoint()
+        if time.monotonic() - said > PROGRESS_S:
+            progress("lossless", f"schedulers on {i}/{len(by_node)} nodes' BE ports")
+            said = time.monotonic()
         # each port's batch stays: the data plane runs it again when the port's interface is
         # made anew (a cable moved or re-made destroys its qdiscs)
         for s in ports:

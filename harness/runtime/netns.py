@@ -248,7 +248,7 @@ class NetnsRuntime(NamespaceAccess):
         if lossless_dp.uses(plan):
             progress("lossless", f"the lossless BE data plane on {len(lossless_dp.port_specs(plan))} ports "
                                  f"(links at 1/{plan.fabric.cluster.lossless.time_scale} of their speed)")
-            dp = lossless_dp.start(plan, lab, running)
+            dp = lossless_dp.start(plan, lab, running, progress=progress)
             state = _started(state, dp.node, {dp.name: dp.pid})
         # bfdd and bgpd retry a missing zebra only every few seconds: start them once zebra listens.
         now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")
