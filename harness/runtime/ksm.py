@@ -30,7 +30,7 @@ from pathlib import Path
 from harness.core.plan import Plan
 from harness.observe.convergence import cached_expectations
 from harness.runtime import state as lab_state
-from harness.runtime.neighbours import Change, locked, read_value, records, take, write_value
+from harness.runtime.neighbours import Change, locked, read_value, records, released, write_value
 
 KSM_ROOT = Path("/sys/kernel/mm/ksm")
 RECORD = "ksm.json"
@@ -71,19 +71,11 @@ def hold(lab: str, plan: Plan, progress: Progress, root: Path = KSM_ROOT, run_ro
 def release(lab: str, root: Path = KSM_ROOT, run_root: Path | None = None) -> list[Change]:
     """Forget this lab; with no lab left that holds KSM, put back what the first one found
     (its daemons are gone by then: nothing merged is left to unmerge)."""
-    run_root = run_root or lab_state.RUN_ROOT
-    path = run_root / lab / RECORD
-    if not path.exists():
-        return []
-    with locked(run_root):
-        mine = take(path)
-        if records(run_root, exclude=lab, record=RECORD) or mine is None:
+    with released(lab, RECORD, run_root) as (mine, others):
+        if others or mine is None:
             return []
-        original = {k: int(v) for k, v in mine["original"].items()}
-        changes = []
-        for key in ("run", *(k for k in SETTINGS if k != "run")):
-            changes.append(write_value(root, key, original[key]))
-        return [c for c in changes if c]
+        changes = [write_value(root, key, int(mine["original"][key])) for key in sorted(SETTINGS, key="run".__ne__)]
+        return [c for c in changes if c]  # ksmd stopped first
 
 
 def rest(lab: str, root: Path = KSM_ROOT, run_root: Path | None = None) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,13 +69,7 @@ def hold(lab: str, veth_pairs: int, progress: Progress, sysctl_root: Path = SYSC
 
 def release(lab: str, sysctl_root: Path = SYSCTL_ROOT, run_root: Path | None = None) -> list[Change]:
     """Forget this lab's need; with no lab left, put back the values the first one found."""
-    run_root = run_root or lab_state.RUN_ROOT
-    path = run_root / lab / RECORD
-    if not path.exists():
-        return []
-    with locked(run_root):
-        mine = take(path)
-        others = records(run_root, exclude=lab)
+    with released(lab, RECORD, run_root) as (mine, others):
         if others:
             return _apply(sysctl_root, others[0]["original"], sum(r["need"] for r in others), lower=True)
         if mine is None:
@@ -95,14 +89,23 @@ def _apply(sysctl_root: Path, original: dict[str, int], need: int, lower: bool =
     return [c for c in changes if c]
 
 
-def take(path: Path) -> dict | None:
-    """A lab's record, removed (None where it was unreadable: what it held is lost)."""
-    try:
-        mine = json.loads(path.read_text())
-    except ValueError:
-        mine = None
-    path.unlink()
-    return mine
+@contextmanager
+def released(lab: str, record: str, run_root: Path | None = None) -> Iterator[tuple[dict | None, list[dict]]]:
+    """Under the machine-wide lock: this lab's record of a setting it held, removed (None where
+    it had none, or it was unreadable), and every other running lab's; the caller puts the
+    setting back to what they still need."""
+    run_root = run_root or lab_state.RUN_ROOT
+    path = run_root / lab / record
+    if not path.exists():
+        yield None, []  # it held nothing: nothing to put back
+        return
+    with locked(run_root):
+        try:
+            mine = json.loads(path.read_text())
+        except ValueError:
+            mine = None
+        path.unlink()
+        yield mine, records(run_root, exclude=lab, record=record)
 
 
 def records(run_root: Path, exclude: str, record: str = RECORD) -> list[dict]:
