@@ -7,6 +7,7 @@ TOPOLOGY ?= ai-cluster
 DATAPLANE := harness/dataplane/build/fablab-bfd-dp
 LOSSLESS_DP := harness/dataplane/build/fablab-lossless-dp
 LOSSLESS_BPF := harness/dataplane/build/lossless.bpf.o
+BGPD_RINGBUF := harness/dataplane/build/libfablab-bgpd-ringbuf.so
 
 .PHONY: deps venv dataplane rdma-deps validate test unit labs render bench clean distclean
 
@@ -15,8 +16,13 @@ deps:
 	@./scripts/install-deps.sh
 	@$(MAKE) --no-print-directory venv dataplane
 
-# The lab's BFD and lossless data planes, in C (and a tc program): the runtime also builds them on first use.
-dataplane: $(DATAPLANE) $(LOSSLESS_DP) $(LOSSLESS_BPF)
+# The lab's BFD and lossless data planes, in C (and a tc program), and what bgpd preloads
+# (harness/runtime/bgpd_rings.py): the runtime also builds them on first use.
+dataplane: $(DATAPLANE) $(LOSSLESS_DP) $(LOSSLESS_BPF) $(BGPD_RINGBUF)
+
+$(BGPD_RINGBUF): harness/dataplane/bgpd_ringbuf.c
+	@mkdir -p $(@D)
+	cc -O2 -Wall -shared -fPIC -o $@ $<
 
 $(DATAPLANE): harness/dataplane/bfd_dp.c
 	@mkdir -p $(@D)

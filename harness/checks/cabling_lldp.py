@@ -14,7 +14,6 @@ over SSH), that end's word is taken for both.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TypeVar
 
@@ -22,7 +21,7 @@ from harness.checks.base import NotMeasurable
 from harness.checks.cabling_kernel import End, KernelPort
 from harness.core.observed import LldpNeighbour, PortState
 from harness.core.plan import Plan
-from harness.plumbing import wait
+from harness.plumbing import parallel, wait
 from harness.plumbing.labview import LabView
 
 T = TypeVar("T")
@@ -49,8 +48,7 @@ def _each(read: Callable[[str], T | None], nodes: tuple[str, ...]) -> dict[str, 
         except NotMeasurable:
             return None
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        got = dict(zip(nodes, pool.map(one, nodes)))
+    got = dict(zip(nodes, parallel.map_all(one, nodes)))
     return {node: value for node, value in got.items() if value is not None}
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from harness.checks.base import Observation
@@ -18,6 +17,7 @@ from harness.checks.isolation_probes import MGMT_PORT, plan_probes
 from harness.core.capabilities import Feature
 from harness.core.plan import Plan
 from harness.observe.paths import Fib, owner_of, trace
+from harness.plumbing import parallel
 from harness.plumbing.labview import LabView
 from harness.traffic.probe import Arrival, Probe, ProbeSession
 
@@ -121,9 +121,8 @@ def _scan(lab: LabView, plan: Plan) -> tuple[dict[str, dict[str, tuple[str, ...]
     nodes = [h.name for h in plan.hosts] + [s.name for s in plan.switches]
     speakers = [s.name for s in plan.switches] + [h.name for h in plan.hosts if h.routed]
     # each read is a process or a vtysh round trip: a few at once
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        routes = dict(zip(nodes, pool.map(lab.routes, nodes)))
-        peers = dict(zip(speakers, pool.map(lab.bgp_peers, speakers)))
+    routes = dict(zip(nodes, parallel.map_all(lab.routes, nodes)))
+    peers = dict(zip(speakers, parallel.map_all(lab.bgp_peers, speakers)))
     fibs = {node: {str(prefix): tuple(route.interfaces) for prefix, route in sorted(fib.items())}
             for node, fib in routes.items()}
     sessions = {node: tuple(Session(p.peer, p.state, int(p.remote_as)) for p in found)

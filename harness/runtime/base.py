@@ -12,14 +12,13 @@ import dataclasses
 import subprocess
 import time
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 
-from harness.plumbing import namespaces, wait
+from harness.plumbing import namespaces, parallel, wait
 from harness.core.errors import LabError
 from harness.core.kinds import RuntimeName
 from harness.core.inventory import Reach
@@ -306,8 +305,7 @@ class NamespaceAccess:
         # the switches, then the hosts that run BGP (dual-homed FE hosts)
         names = [n for n in exp if only is None or n in only]
         # round trips to the daemons and `ip` dominate; a few at once keep a poll of 40 switches under a second.
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(look, names))
+        return parallel.map_all(look, names)
 
 
 def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progress: Progress = quiet,

@@ -12,14 +12,12 @@ A data plane that dies takes every offloaded session down (bfdd cannot receive w
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from harness.core.errors import PrerequisiteError
 from harness.plumbing import priority
 from harness.plumbing.namespaces import NETNS_DIR
 from harness.runtime import processes
-from harness.runtime.dataplane_process import DataPlaneProcess, compile_to, stale
+from harness.runtime.dataplane_process import DataPlaneProcess, built_with_cc
 from harness.runtime.state import Daemon, load, namespace, run_dir, save
 
 SOURCE = Path(__file__).resolve().parents[1] / "dataplane" / "bfd_dp.c"
@@ -37,14 +35,8 @@ def uses_offload(cluster_bfd) -> bool:
 def binary() -> Path:
     """The data plane's executable, compiled from the project's source when missing or older
     than it (about a second; `make deps` does it ahead)."""
-    if not stale(BINARY, (SOURCE,)):
-        return BINARY
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        raise PrerequisiteError("BFD offload needs a C compiler to build fablab-bfd-dp: apt-get install gcc "
-                                "libc6-dev (or `make deps`); or declare Bfd(offload=False) for software bfdd")
-    compile_to(BINARY, [cc, "-O2", "-Wall", str(SOURCE), "-o"])
-    return BINARY
+    return built_with_cc(BINARY, SOURCE, [], "BFD offload needs a C compiler to build fablab-bfd-dp: apt-get install "
+                         "gcc libc6-dev (or `make deps`); or declare Bfd(offload=False) for software bfdd")
 
 
 def dplane_socket(lab: str, node: str) -> Path:

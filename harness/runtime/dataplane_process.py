@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -34,6 +35,18 @@ def compile_to(target: Path, argv: list[str]) -> None:
 
 def stale(target: Path, sources: tuple[Path, ...]) -> bool:
     return not target.exists() or target.stat().st_mtime < max(s.stat().st_mtime for s in sources)
+
+
+def built_with_cc(target: Path, source: Path, flags: list[str], no_compiler: str) -> Path:
+    """`target` compiled from the one C `source` when missing or older; `no_compiler`: the
+    error that says what needs it and how to get a compiler."""
+    if not stale(target, (source,)):
+        return target
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise PrerequisiteError(no_compiler)
+    compile_to(target, [cc, "-O2", "-Wall", *flags, str(source), "-o"])
+    return target
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from harness.core.errors import PrerequisiteError, LabError
 from harness.plumbing.namespaces import exec_argv
 from harness.plumbing.priority import CONTROL_PLANE_NICE
 from harness.core.plan import Plan
+from harness.runtime import bgpd_rings
 from harness.runtime.state import namespace, run_dir
 
 FRR_BIN = Path("/usr/lib/frr")
@@ -62,6 +63,7 @@ def check_installed() -> None:
         pwd.getpwnam("frr")
     except KeyError:
         raise PrerequisiteError("user 'frr' does not exist: reinstall the Debian package 'frr'") from None
+    bgpd_rings.environment()  # built now: a missing compiler is said before anything is made
 
 
 @dataclass(frozen=True)
@@ -117,12 +119,13 @@ class FrrNode:
         bfdd's timers get slack in proportion (`bfd_timer_slack_ns`); with `dplane`, bfdd
         offloads its sessions to the data plane that connects to that socket."""
         pids = {}
+        env = {**os.environ, "GLIBC_TUNABLES": MALLOC_TUNABLES}
         with open(self.directory / "daemons.out", "ab") as out:
             for daemon in daemons:
                 # nsenter with only --net execs the daemon in place, so this pid is the daemon's.
                 proc = subprocess.Popen(self.argv(daemon, dplane), stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT, start_new_session=True,
-                                        env={**os.environ, "GLIBC_TUNABLES": MALLOC_TUNABLES})
+                                        env={**env, **bgpd_rings.environment()} if daemon == "bgpd" else env)
                 pids[daemon] = proc.pid
                 if daemon == "bfdd" and bfd_interval_ms is not None:
                     set_timer_slack(proc.pid, bfd_timer_slack_ns(bfd_interval_ms))

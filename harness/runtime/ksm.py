@@ -1,4 +1,8 @@
-"""Kernel same-page merging of bgpd's zeroed receive rings, for the labs large enough to need it.
+"""Kernel same-page merging of bgpd's zeroed receive rings, for the labs large enough to need it
+whose bgpd cannot be given harness/runtime/bgpd_rings.py's ringbuf_wipe (a bgpd that does not
+take it from a shared libfrr). Where that preload applies, as on Debian 12, the rings never
+become resident and KSM is not used: measured on xlarge with the preload, KSM on or off made no
+difference (2.5 GB either way) and ksmd cost CPU during the boot.
 
 FRR 8.4 (Debian 12's) gives every BGP peer a 640 KiB receive ring and wipes it (`memset`), so
 every ring becomes resident, all zeros. Measured on xlarge (86 switches) once converged: 1,317
@@ -29,6 +33,7 @@ from pathlib import Path
 
 from harness.core.plan import Plan
 from harness.observe.convergence import cached_expectations
+from harness.runtime import bgpd_rings
 from harness.runtime import state as lab_state
 from harness.runtime.neighbours import Change, locked, read_value, records, released, write_value
 
@@ -45,8 +50,12 @@ PR_SET_MEMORY_MERGE = 67  # linux/prctl.h, Linux 6.4
 Progress = Callable[[str, str], None]
 
 
-def wanted(plan: Plan) -> bool:
-    return sum(e.sessions for e in cached_expectations(plan).values()) >= FROM_SESSIONS
+def wanted(plan: Plan, rings_preloaded: bool | None = None) -> bool:
+    """A lab of FROM_SESSIONS sessions or more whose bgpd cannot have its rings kept off memory
+    (`rings_preloaded`, by default bgpd_rings.applies())."""
+    if rings_preloaded is None:
+        rings_preloaded = bgpd_rings.applies()
+    return not rings_preloaded and sum(e.sessions for e in cached_expectations(plan).values()) >= FROM_SESSIONS
 
 
 def hold(lab: str, plan: Plan, progress: Progress, root: Path = KSM_ROOT, run_root: Path | None = None

@@ -194,6 +194,20 @@ def qdisc_batch(specs: list[PortSpec], progs: dict[tuple[str, str], PortProgram]
 
 
 PROGRESS_S = 10.0
+# Every tc block bound on a device without offload (veth) joins one machine-wide list, and each
+# new one is first looked for in it (the kernel's flow_indr_dev_setup_offload): a port's htb
+# and its 8 queues bind 10, the data plane's clsact 2 more, so the n-th costs a walk of n.
+# Measured here: xlarge's 4,096 ports took 12.8 s (schedulers and programs), gpu4096's 24,576
+# ports 8.4 min for the schedulers alone.
+BLOCKS_PER_PORT = 12
+NS_PER_STEP = 15  # the walk's cost per block already listed, fitted to the figures above
+SLOW_FROM_S = 60.0
+
+
+def tc_seconds(ports: int) -> float:
+    """About how long `ports` ports' schedulers and programs take on this machine."""
+    blocks = BLOCKS_PER_PORT * ports
+    return blocks * blocks / 2 * NS_PER_STEP * 1e-9
 
 
 def conf_path(lab: str) -> Path:
@@ -206,11 +220,16 @@ def check_paths(lab: str) -> None:
 
 def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30.0,
           progress: Callable[[str, str], None] = lambda phase, detail: None) -> Daemon:
-    """Schedulers on every BE port, then the data plane, which attaches its programs. At
-    gpu4096 the schedulers alone take minutes (24,576 ports, a tc batch per node): said every
-    PROGRESS_S, and Ctrl-C is honoured between nodes."""
+    """Schedulers on every BE port, then the data plane, which attaches its programs. Their
+    cost grows with the square of the ports (tc_seconds): minutes from about 10,000, said
+    before and every PROGRESS_S after, and Ctrl-C is honoured between nodes."""
     exe, obj = build()
     specs = port_specs(plan)
+    progress("lossless", f"the lossless BE data plane on {len(specs)} ports "
+                         f"(links at 1/{plan.fabric.cluster.lossless.time_scale} of their speed)")
+    if (slow := tc_seconds(len(specs))) > SLOW_FROM_S:
+        progress("lossless", f"about {slow / 60:.0f} min: the kernel looks for each new tc block in a list of "
+                             "every one on the machine (12 a port); Lossless(emulate=False) boots without them")
     progs = programs(plan, config_dbs)
     scale = plan.fabric.cluster.lossless.time_scale
     d = run_dir(lab)
@@ -233,7 +252,7 @@ def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30
             raise LabError(f"{node}: the BE ports' schedulers: {run.stderr.strip()[-400:]}")
     conf_path(lab).write_text(config_text(plan, lab, config_dbs, progs))
     return PROCESS.start(lab, [str(exe), "-c", str(conf_path(lab)), "-o", str(obj), "-p", str(priority.BFD_DATAPLANE),
-                               "-r", str(d)], timeout)
+                               "-r", str(d)], timeout + tc_seconds(len(specs)))
 
 
 def reload(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 10.0) -> None:

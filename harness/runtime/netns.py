@@ -5,7 +5,6 @@ root namespace.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import threading
@@ -19,25 +18,24 @@ from harness.core.budgets import resolve_timeout
 from harness.core.errors import LabError, PrerequisiteError
 from harness.core.kinds import LabPhase, NodeKind, RuntimeName
 from harness.core.model import Plane, Role, cluster_to_dict
-from harness.observe.convergence import Shortfall, cached_expectations
+from harness.observe.convergence import Shortfall
 from harness.core.inventory import Reach
 from harness.core.plan import CableRow, Plan
 from harness.render.frr import frr_conf, host_frr_conf
 from harness.core.switchconfigs import SwitchConfigs
-from harness.render.sonic import config_db_json
-from harness.runtime import bfd_offload, frr_parts, ksm, lossless_dp, mgmt_services, neighbours, processes, tenants
+from harness.runtime import (bfd_offload, frr_parts, ksm, lossless_dp, mgmt_services, neighbours, netns_daemons, processes,
+                             tenants)
 from harness.runtime.kinds import SWITCH_KINDS
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
-from harness.runtime.frr import (FRR_CONFIG, FRR_STATE, check_installed, frr_names, frr_node, json_documents,
+from harness.runtime.frr import (DAEMONS, FRR_CONFIG, FRR_STATE, check_installed, frr_names, frr_node, json_documents,
                                  pathspace_dirs, remove_path)
 from harness.runtime.netns_setup import (HOST_SYSCTLS, address_node, gateways_permanent, routed_host_sysctls, switch_rules,
                                          switch_sysctls)
 from harness.runtime.processes import start_time
-from harness.runtime.state import (NS_PREFIX, Daemon, LabState, check_lab_name, lab_of_namespace, labs, load,
-                                   namespace, record_started, run_dir, runtime_of, save, stale)
+from harness.runtime.state import (NS_PREFIX, LabState, check_lab_name, lab_of_namespace, labs, load, namespace,
+                                   run_dir, runtime_of, save, stale)
 from harness.runtime.vty import VtyClient, daemon_of
-
 
 
 def check_prerequisites() -> None:
@@ -126,10 +124,10 @@ class NetnsRuntime(NamespaceAccess):
             self._links(plan, lab, progress)
             timings["links"] = time.monotonic() - t
             t = time.monotonic()
-            defer_bfd = _defer_bfd(plan)
+            defer_bfd = netns_daemons.defer_bfd(plan)
             with ksm.mergeable(ksm.wanted(plan)):
-                state = self._daemons(plan, lab, state, parts.result(set(configs.frr) if configs else set(), progress),
-                                      frr, progress, defer_bfd, dict(configs.config_db) if configs else {})
+                state = netns_daemons.start(plan, lab, state, parts.result(set(configs.frr) if configs else set(), progress),
+                                            frr, progress, defer_bfd, dict(configs.config_db) if configs else {})
             timings["daemons"] = time.monotonic() - t
             starting = mgmt_services.Background(plan, lab, progress) if mgmt else None  # while it converges
             deadline = time.monotonic() + converge_s  # as on clab: from the moment every daemon runs
@@ -146,7 +144,7 @@ class NetnsRuntime(NamespaceAccess):
                 looks = self.observe(plan, lab)
             if starting is not None:
                 for node, pids in starting.result().items():
-                    state = _started(state, node, pids)
+                    state = netns_daemons.started(state, node, pids)
                 timings["mgmt"] = starting.seconds
             interrupt.checkpoint()  # a signal swallowed during the boot (see harness/plumbing/interrupt.py)
         except BaseException:
@@ -221,46 +219,6 @@ class NetnsRuntime(NamespaceAccess):
             namespaces.nft(namespace(lab, sw.name), switch_rules(sw))
         gateways_permanent(plan, partial(namespace, lab))
 
-    def _daemons(self, plan: Plan, lab: str, state: LabState, parts: dict[str, dict[str, str]],
-                 configs: dict[str, str], progress: Progress, defer_bfd: bool = False,
-                 config_dbs: dict[str, str] | None = None) -> LabState:
-        """parts: node -> daemon -> the config it reads at start; configs: node -> its whole frr.conf."""
-        later = " (bfdd once BGP is up)" if defer_bfd else ""
-        names = frr_names(plan)
-        hosts = f" and {len(names) - len(plan.switches)} dual-homed hosts" if len(names) > len(plan.switches) else ""
-        progress("daemons", f"starting FRR (zebra, bgpd, bfdd) on {len(plan.switches)} switches{hosts}{later}")
-        nodes = [frr_node(lab, name) for name in names]
-        for name, node in zip(names, nodes):
-            node.prepare(configs[name], parts[name])
-            state = _started(state, name, node.start(("zebra",)))
-        offload = bfd_offload.uses_offload(plan.fabric.cluster.bfd)
-        if offload:  # before bfdd: it connects as each bfdd listens, before bgpd hands it sessions
-            dp = bfd_offload.start(lab, names)
-            state = _started(state, dp.node, {dp.name: dp.pid})
-        running: dict[str, dict] = {}
-        for sw in plan.switches:
-            # No SONiC runs here; the config_db the switch would run is kept for `fablab audit LAB`,
-            # and the lossless data plane acts on it as an ASIC on its CONFIG_DB
-            text = (config_dbs or {}).get(sw.name) or config_db_json(plan, sw)
-            (frr_node(lab, sw.name).directory / "config_db.json").write_text(text)
-            if sw.lossless:
-                running[sw.name] = json.loads(text)
-        if lossless_dp.uses(plan):
-            progress("lossless", f"the lossless BE data plane on {len(lossless_dp.port_specs(plan))} ports "
-                                 f"(links at 1/{plan.fabric.cluster.lossless.time_scale} of their speed)")
-            dp = lossless_dp.start(plan, lab, running, progress=progress)
-            state = _started(state, dp.node, {dp.name: dp.pid})
-        # bfdd and bgpd retry a missing zebra only every few seconds: start them once zebra listens.
-        now = ("bgpd",) if defer_bfd else ("bfdd", "bgpd")
-        for name, node in zip(names, nodes):
-            interrupt.checkpoint()  # a loop of minutes at scale, whose waits may never poll (sockets already there)
-            node.wait_for(["zserv.api"])
-            state = _started(state, name, node.start(now, None if offload else _bfd_interval(plan),  # no bfdd timers
-                                                     bfd_offload.dplane_socket(lab, name) if offload else None))
-        for node in nodes:
-            node.wait_for([f"{daemon}.vty" for daemon in ("zebra",) + now])
-        return state
-
     def _bgp_then_bfd(self, plan: Plan, lab: str, state: LabState, deadline: float, progress: Progress,
                       timings: dict[str, float]) -> tuple[LabState, list[Shortfall] | None]:
         """Converge BGP and check every FIB while bfdd is not running, then start bfdd and wait
@@ -275,13 +233,7 @@ class NetnsRuntime(NamespaceAccess):
         drops = {s.switch: s.drops for s in checked}  # a session may have flapped while the boot began
         timings["bgp"] = time.monotonic() - t
         t = time.monotonic()
-        names = frr_names(plan)
-        progress("bfd", f"starting bfdd on {len(names)} nodes")
-        nodes = [frr_node(lab, name) for name in names]
-        for name, node in zip(names, nodes):
-            state = _started(state, name, node.start(("bfdd",), _bfd_interval(plan)))
-        for node in nodes:
-            node.wait_for(["bfdd.vty"])
+        state = netns_daemons.start_bfdd(plan, lab, state, progress)
         looks = wait_converged(self, plan, lab, max(1.0, deadline - time.monotonic()), progress, fib=False,
                                phase="bfd")
         dropped = [s.switch for s in looks if s.drops != drops[s.switch]]
@@ -300,19 +252,22 @@ class NetnsRuntime(NamespaceAccess):
         prefix = f"{NS_PREFIX}{lab}_"
         pids: dict[int, str] = {}
         owned = {ns for ns in namespaces.list_namespaces() if lab_of_namespace(ns) == lab}
+        frr: set[int] = set()
         try:
             state = load(lab)
             owned |= set(state.namespaces)
             pids |= {d.pid: namespace(lab, d.node) for d in state.daemons}
+            frr |= {d.pid for d in state.daemons if d.name in DAEMONS}
         except Exception:  # no or broken state: what the naming convention finds is enough
             pass
-        pids |= {pid: ns for pid, ns in processes.frr_pids_by_namespace(prefix).items() if lab_of_namespace(ns) == lab}
-        pids |= {pid: tag for pid, tag in processes.dataplane_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
-        pids |= {pid: tag for pid, tag in processes.vm_pids_by_tag(prefix).items() if lab_of_namespace(tag) == lab}
-        pids |= {pid: ns for pid, ns in mgmt_services.pids_of(lab).items() if lab_of_namespace(ns) == lab}
+        found = [processes.frr_pids_by_namespace(prefix), processes.dataplane_pids_by_tag(prefix),
+                 processes.vm_pids_by_tag(prefix), mgmt_services.pids_of(lab)]
+        frr |= {pid for pid, ns in found[0].items() if lab_of_namespace(ns) == lab}
+        pids |= {pid: tag for pids_of in found for pid, tag in pids_of.items() if lab_of_namespace(tag) == lab}
         run_dir(lab).parent.mkdir(parents=True, exist_ok=True)
         with priority.timed_turn(run_dir(lab)):  # as a boot: another lab's timed experiment waits
-            killed = processes.terminate(pids)
+            # FRR killed: its graceful exit (zebras withdrawing every route) held xlarge's teardown 5 s
+            killed = processes.terminate(pids, kill=frr)
             removed = [ns for ns in sorted(owned) if namespaces.remove(ns)]
             left = namespaces.wait_gone(owned)
         for ns in owned | _pathspaces_of(lab):
@@ -427,24 +382,3 @@ def _pathspaces() -> set[str]:
 
 def _pathspaces_of(lab: str) -> set[str]:
     return {ns for ns in _pathspaces() if lab_of_namespace(ns) == lab}
-
-
-def _started(state: LabState, switch: str, pids: dict[str, int]) -> LabState:
-    started = tuple(Daemon(switch, name, pid) for name, pid in pids.items())
-    record_started(state.lab, started)  # every pid on disk as soon as it exists
-    return state.with_(daemons=state.daemons + started)
-
-
-# Below this many BFD sessions their packets cost little, and starting bfdd with bgpd converges
-# sooner (measured: ai-cluster's 40 sessions).
-DEFER_BFD_FROM = int(os.environ.get("FABLAB_DEFER_BFD_FROM", "1000"))
-
-
-def _defer_bfd(plan: Plan) -> bool:
-    if bfd_offload.uses_offload(plan.fabric.cluster.bfd):
-        return False  # offloaded, BFD costs the CPU next to nothing
-    return sum(e.bfd for e in cached_expectations(plan).values()) >= DEFER_BFD_FROM
-
-
-def _bfd_interval(plan: Plan) -> int:
-    return plan.fabric.cluster.bfd.interval_ms

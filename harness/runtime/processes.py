@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Collection
 from pathlib import Path
 
 from harness.plumbing import wait
@@ -145,12 +146,12 @@ def _pids_naming(is_program, flag: str, prefix: str) -> dict[int, str]:
     return found
 
 
-def terminate(pids: dict[int, str], timeout: float = 5.0) -> list[int]:
-    """SIGTERM each pid that is still ours, poll until gone, SIGKILL what lingers.
-    Returns the pids that were signalled."""
+def terminate(pids: dict[int, str], timeout: float = 5.0, kill: Collection[int] = ()) -> list[int]:
+    """SIGTERM each pid that is still ours (SIGKILL those in `kill`), poll until gone, SIGKILL
+    what lingers. Returns the pids that were signalled."""
     mine = [pid for pid, ns in pids.items() if is_ours(pid, ns)]
     for pid in mine:
-        _signal(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGKILL if pid in kill else signal.SIGTERM)
 
     def gone() -> bool:
         if not any(alive(p) for p in mine):

@@ -8,7 +8,7 @@ from pathlib import Path
 from .conftest import leftovers_of
 
 from harness import Lab
-from harness.runtime import ksm, processes
+from harness.runtime import bgpd_rings, ksm, processes
 from harness.runtime.state import namespace
 from topologies import ai_cluster
 
@@ -23,6 +23,7 @@ def test_a_lab_that_needs_ksm_merges_its_bgpds_and_puts_ksmd_back(lab_name, monk
         pytest.skip("this kernel has no KSM, or no per-process KSM (Linux 6.4)")
     before = _settings()
     monkeypatch.setattr(ksm, "FROM_SESSIONS", 1)
+    monkeypatch.setattr(bgpd_rings, "applies", lambda: False)  # KSM: the fallback where the preload cannot reach
     lab = Lab.up(ai_cluster(), name=lab_name, mgmt_services=False)
     try:
         assert _settings() == {**ksm.SETTINGS, "pages_to_scan": ksm.RESTING}  # up: ksmd at its resting rate

@@ -8,7 +8,7 @@ import pytest
 
 from harness.core.declarations import Bfd
 from harness.core.errors import LabError, PrerequisiteError
-from harness.runtime import bfd_offload, state
+from harness.runtime import bfd_offload, bgpd_rings, dataplane_process, state
 
 
 def test_offload_is_the_default_and_needs_bfd_on():
@@ -28,9 +28,12 @@ def test_the_data_plane_builds_from_source_and_says_how_to_run_it(tmp_path, monk
 
 def test_without_a_compiler_the_error_names_the_package_and_the_way_out(tmp_path, monkeypatch):
     monkeypatch.setattr(bfd_offload, "BINARY", tmp_path / "fablab-bfd-dp")
-    monkeypatch.setattr(bfd_offload.shutil, "which", lambda name: None)
+    monkeypatch.setattr(dataplane_process.shutil, "which", lambda name: None)
     with pytest.raises(PrerequisiteError, match=r"apt-get install gcc.*Bfd\(offload=False\)"):
         bfd_offload.binary()
+    monkeypatch.setattr(bgpd_rings, "LIBRARY", tmp_path / "libfablab-bgpd-ringbuf.so")
+    with pytest.raises(PrerequisiteError, match=r"bgpd's receive rings need a C compiler.*apt-get install gcc"):
+        bgpd_rings.build()
 
 
 def test_a_socket_path_too_long_is_refused_naming_it(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import pytest
 
 from harness.catalog import load_fabric
 from harness.core.plan import make_plan
-from harness.runtime import ksm
+from harness.runtime import bgpd_rings, ksm
 
 ORIGINAL = {"run": 0, "use_zero_pages": 0, "pages_to_scan": 100, "sleep_millisecs": 20}
 
@@ -25,6 +25,12 @@ def root(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def no_preload(monkeypatch):
+    # KSM is the fallback for a bgpd that the ring preload cannot reach (harness/runtime/bgpd_rings.py)
+    monkeypatch.setattr(bgpd_rings, "applies", lambda: False)
+
+
 @pytest.fixture(scope="module")
 def xlarge():
     return make_plan(load_fabric("xlarge"))
@@ -32,6 +38,14 @@ def xlarge():
 
 def _values(root: Path) -> dict[str, int]:
     return {k: int((root / k).read_text()) for k in ORIGINAL}
+
+
+def test_where_bgpds_rings_are_preloaded_away_no_lab_needs_ksm(xlarge, root, tmp_path, monkeypatch):
+    assert ksm.wanted(xlarge, rings_preloaded=False)  # the control
+    assert not ksm.wanted(xlarge, rings_preloaded=True)
+    monkeypatch.setattr(bgpd_rings, "applies", lambda: True)
+    assert ksm.hold("big", xlarge, lambda *a: None, root, tmp_path / "run") == []
+    assert _values(root) == ORIGINAL
 
 
 def test_a_small_lab_changes_nothing(ai_plan, root, tmp_path):
