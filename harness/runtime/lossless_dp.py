@@ -2,8 +2,9 @@
 
 Every BE port (switch ports and the GPU NICs cabled to them) gets:
 - htb as its egress scheduler (handle fb:), the port's speed / `Lossless.time_scale`, one class
-  per queue (fb:10 .. fb:17; strict queues first), and under each class a tbf (20: .. 27:) that
-  the data plane turns to a trickle to pause that queue;
+  per queue its program uses (fb:10 .. fb:17; strict queues first; a CONFIG_DB change adds
+  what it brings in), and under each class a tbf (20: .. 27:) that the data plane turns to a
+  trickle to pause that queue;
 - the two tc programs of harness/dataplane/lossless.bpf.c (clsact), attached by
   fablab-lossless-dp, one process per lab, which sends and honours PFC, sends CNPs and runs the
   PFC watchdog (harness/dataplane/lossless_dp.c).
@@ -175,31 +176,83 @@ def config_text(plan: Plan, lab: str, config_dbs: dict[str, dict],
                       for s in specs))
 
 
-def qdisc_batch(specs: list[PortSpec], progs: dict[tuple[str, str], PortProgram], scale: int) -> str:
-    """tc's batch for one node: each port's scheduler. Strict queues are served first (htb prio
-    0); the others share what is left by DWRR, as the switch's scheduler weights them."""
+def queues_of(prog: PortProgram) -> frozenset[int]:
+    """The queues a port's scheduler has a class for: those its DSCP map reaches, those its PFC
+    priorities pause, its strict ones, and queue 0 (htb's default). Every class costs the
+    set-up (see BLOCKS_PER_PORT): ai-cluster's ports use 3 of the 8."""
+    return frozenset({0, *(prog.queue_of(d) for d in range(64)), *(prog.tc_queue[p] & 7 for p in prog.pfc),
+                      *prog.strict_queues})
+
+
+def _queue_lines(s: PortSpec, prog: PortProgram, rate: int, queues: frozenset[int]) -> list[str]:
+    lines = []
+    for q in sorted(queues):
+        prio = 0 if q in prog.strict_queues else 1
+        lines.append(f"class add dev {s.port} parent fb:1 classid fb:{0x10 + q:x} htb rate {max(8000, rate // QUEUES)}bit "
+                     f"ceil {rate}bit prio {prio} quantum 9300")
+        lines.append(f"qdisc add dev {s.port} parent fb:{0x10 + q:x} handle {0x20 + q:x}: tbf rate {4 * rate}bit "
+                     f"burst 65536 limit 67108864")
+    return lines
+
+
+def _rate(s: PortSpec, scale: int) -> int:
+    return max(8000, int(s.gbps * 1e9 / scale))
+
+
+def qdisc_batch(specs: list[PortSpec], progs: dict[tuple[str, str], PortProgram], scale: int,
+                queues: dict[tuple[str, str], frozenset[int]] | None = None) -> str:
+    """tc's batch for one node: each port's scheduler, a class per queue in `queues` (by
+    default queues_of its program). Strict queues are served first (htb prio 0); the others
+    share what is left by DWRR, as the switch's scheduler weights them."""
     lines = []
     for s in specs:
-        rate = max(8000, int(s.gbps * 1e9 / scale))
-        prog = progs[(s.node, s.port)]
+        rate, prog = _rate(s, scale), progs[(s.node, s.port)]
         lines.append(f"qdisc replace dev {s.port} root handle fb: htb default 10")
         lines.append(f"class add dev {s.port} parent fb: classid fb:1 htb rate {rate}bit ceil {rate}bit")
-        for q in range(QUEUES):
-            prio = 0 if q in prog.strict_queues else 1
-            lines.append(f"class add dev {s.port} parent fb:1 classid fb:{0x10 + q:x} htb rate {max(8000, rate // QUEUES)}bit "
-                         f"ceil {rate}bit prio {prio} quantum 9300")
-            lines.append(f"qdisc add dev {s.port} parent fb:{0x10 + q:x} handle {0x20 + q:x}: tbf rate {4 * rate}bit "
-                         f"burst 65536 limit 67108864")
+        lines += _queue_lines(s, prog, rate, (queues or {}).get((s.node, s.port)) or queues_of(prog))
     return "\n".join(lines) + "\n"
+
+
+def queues_path(lab: str) -> Path:
+    return run_dir(lab) / "lossless-queues.json"
+
+
+def _add_queues(plan: Plan, lab: str, progs: dict[tuple[str, str], PortProgram]) -> None:
+    """Classes for the queues a changed CONFIG_DB now reaches (a DSCP or PFC map changed), before
+    the data plane sends packets there; each port's replayed batch follows."""
+    try:
+        have = {k: frozenset(v) for k, v in json.loads(queues_path(lab).read_text()).items()}
+    except FileNotFoundError:  # a lab set up before classes followed the queues in use: all 8
+        have = {f"{s.node}:{s.port}": frozenset(range(QUEUES)) for s in port_specs(plan)}
+    scale = plan.fabric.cluster.lossless.time_scale
+    by_node: dict[str, list[str]] = {}
+    for s in port_specs(plan):
+        key, prog = f"{s.node}:{s.port}", progs[(s.node, s.port)]
+        missing = queues_of(prog) - have[key]
+        if missing:
+            by_node.setdefault(s.node, []).extend(_queue_lines(s, prog, _rate(s, scale), missing))
+            have[key] |= missing
+            (run_dir(lab) / f"lossless-tc.{s.node}.{s.port}").write_text(
+                qdisc_batch([s], progs, scale, {(s.node, s.port): have[key]}))
+    for node, lines in by_node.items():
+        _tc_batch(lab, node, "\n".join(lines) + "\n")
+    queues_path(lab).write_text(json.dumps({k: sorted(v) for k, v in have.items()}))
+
+
+def _tc_batch(lab: str, node: str, batch: str) -> None:
+    run = subprocess.run(["tc", "-n", namespace(lab, node), "-batch", "-"], capture_output=True, text=True, input=batch)
+    if run.returncode != 0:
+        raise LabError(f"{node}: the BE ports' schedulers: {run.stderr.strip()[-400:]}")
 
 
 PROGRESS_S = 10.0
 # Every tc block bound on a device without offload (veth) joins one machine-wide list, and each
-# new one is first looked for in it (the kernel's flow_indr_dev_setup_offload): a port's htb
-# and its 8 queues bind 10, the data plane's clsact 2 more, so the n-th costs a walk of n.
-# Measured here: xlarge's 4,096 ports took 12.8 s (schedulers and programs), gpu4096's 24,576
-# ports 8.4 min for the schedulers alone.
-BLOCKS_PER_PORT = 12
+# new one is first looked for in it (the kernel's flow_indr_dev_setup_offload): a port's htb,
+# its parent class and a class per queue in use bind 5 (ai-cluster's programs use 3 queues),
+# the data plane's clsact 2 more, so the n-th costs a walk of n. Measured here with a class for
+# every queue (12 a port): xlarge's 4,096 ports took 12.8 s (schedulers and programs),
+# gpu4096's 24,576 ports 8.4 min for the schedulers alone.
+BLOCKS_PER_PORT = 7
 NS_PER_STEP = 15  # the walk's cost per block already listed, fitted to the figures above
 SLOW_FROM_S = 60.0
 
@@ -246,10 +299,9 @@ def start(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 30
         # made anew (a cable moved or re-made destroys its qdiscs)
         for s in ports:
             (d / f"lossless-tc.{node}.{s.port}").write_text(qdisc_batch([s], progs, scale))
-        run = subprocess.run(["tc", "-n", namespace(lab, node), "-batch", "-"], capture_output=True, text=True,
-                             input=qdisc_batch(ports, progs, scale))
-        if run.returncode != 0:
-            raise LabError(f"{node}: the BE ports' schedulers: {run.stderr.strip()[-400:]}")
+        _tc_batch(lab, node, qdisc_batch(ports, progs, scale))
+    queues_path(lab).write_text(json.dumps({f"{s.node}:{s.port}": sorted(queues_of(progs[(s.node, s.port)]))
+                                            for s in specs}))
     conf_path(lab).write_text(config_text(plan, lab, config_dbs, progs))
     return PROCESS.start(lab, [str(exe), "-c", str(conf_path(lab)), "-o", str(obj), "-p", str(priority.BFD_DATAPLANE),
                                "-r", str(d)], timeout + tc_seconds(len(specs)))
@@ -261,7 +313,9 @@ def reload(plan: Plan, lab: str, config_dbs: dict[str, dict], timeout: float = 1
     if daemon is None:
         return
     before = status(lab)["generation"]
-    conf_path(lab).write_text(config_text(plan, lab, config_dbs))
+    progs = programs(plan, config_dbs)
+    _add_queues(plan, lab, progs)
+    conf_path(lab).write_text(config_text(plan, lab, config_dbs, progs))
     os.kill(daemon.pid, signal.SIGHUP)
     wait.until(lambda: status(lab)["generation"] > before, timeout, "the lossless data plane's reload", interval=0.02)
 

@@ -111,3 +111,30 @@ def test_the_with_block_form_undoes_on_leaving(lab, before):
         bad = run_case(case(f.caught_by), lab)
     assert bad.passed is False and "hash policy 0" in broken.description
     assert run_case(case(f.caught_by), lab).passed is True
+
+
+def _classes(lab, node: str, port: str) -> set[int]:
+    out = subprocess.run(["tc", "-n", lab.namespace(node), "class", "show", "dev", port], capture_output=True,
+                         text=True, check=True).stdout
+    return {int(line.split()[2].split(":")[1], 16) - 0x10 for line in out.splitlines()
+            if line.startswith("class htb fb:") and line.split()[2] != "fb:1"}
+
+
+def test_a_config_db_change_brings_the_classes_its_queues_need(lab):
+    # Each BE port has a class only for the queues its program uses (lossless_dp.queues_of); a
+    # DSCP_TO_TC_MAP edit that sends DSCP 10 to a traffic class whose queue has none brings it.
+    # (Faults run before may have added classes; nothing removes one.)
+    from harness.runtime import lossless_dp
+    node = "be-g1-r0"
+    ports = [s.port for s in lossless_dp.port_specs(lab.plan) if s.node == node]
+    (name,) = lab.running_config_db(node)["DSCP_TO_TC_MAP"]
+    have = {p: _classes(lab, node, p) for p in ports}
+    assert all({0, 3, 6} <= have[p] for p in ports)  # RoCE, CNPs and the default
+    new = min(set(range(8)) - set().union(*have.values()))  # the control: no port has its class yet
+    old = lab.set_config_db(node, "DSCP_TO_TC_MAP", name, "10", str(new))
+    try:
+        assert all(_classes(lab, node, p) == have[p] | {new} for p in ports)
+        replay = (lossless_dp.run_dir(lab.name) / f"lossless-tc.{node}.{ports[0]}").read_text()
+        assert f"classid fb:{0x10 + new:x} " in replay  # a port made anew gets it too
+    finally:
+        lab.set_config_db(node, "DSCP_TO_TC_MAP", name, "10", old)

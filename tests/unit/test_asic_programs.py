@@ -2,6 +2,8 @@
 and profiles (harness.core.asic), and the lossless data plane's files say exactly that."""
 from __future__ import annotations
 
+import dataclasses
+
 import copy
 from dataclasses import replace
 
@@ -129,6 +131,19 @@ def test_the_data_plane_s_config_carries_each_port_s_program_scaled(plan):
                                     lossless_dp.programs(plan, dbs), 2000)
     assert "htb rate 200000000bit ceil 200000000bit" in batch  # 400G / 2000
     assert "classid fb:16 htb" in batch and "prio 0" in batch.split("classid fb:16")[1].splitlines()[0]
+    # a class only for the queues the program uses: RoCE 3, CNPs 6, and queue 0 (htb's default)
+    assert {line.split("classid fb:")[1].split()[0] for line in batch.splitlines() if "parent fb:1 " in line} \
+        == {"10", "13", "16"}
+
+
+def test_a_port_s_classes_follow_its_dscp_and_pfc_maps(plan):
+    dbs = {sw.name: config_db(plan, sw) for sw in plan.switches if sw.lossless}
+    prog = lossless_dp.programs(plan, dbs)[("be-g1-r0", "Ethernet256")]
+    assert lossless_dp.queues_of(prog) == {0, 3, 6}
+    remapped = dataclasses.replace(prog, dscp_tc=tuple(1 if d == 10 else t for d, t in enumerate(prog.dscp_tc)))
+    assert lossless_dp.queues_of(remapped) == {0, 1, 3, 6}  # DSCP 10 now reaches queue 1
+    paused = dataclasses.replace(prog, pfc=prog.pfc | {4})
+    assert lossless_dp.queues_of(paused) == {0, 3, 4, 6}  # PFC on priority 4 pauses queue 4, so it needs a class
 
 
 def test_counters_between_two_reads():
