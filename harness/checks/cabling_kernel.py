@@ -118,19 +118,31 @@ def _dump(lab: LabView, node: str, fds: dict[str, int], first: list[str], root: 
             if nsid in wanted:
                 nsids[nsid] = "the host's root namespace"
                 wanted.discard(nsid)
-        for name in sorted(os.listdir(NETNS_DIR)) if wanted else ():
-            try:
-                fd = os.open(NETNS_DIR / name, os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                nsid = _nsid(ipr, fd)
-            finally:
-                os.close(fd)
-            if nsid in wanted:
-                nsids[nsid] = f"namespace {name}"
-                wanted.discard(nsid)
+        nsids |= _listed(ipr, wanted, NETNS_DIR)
     return raws, nsids, bridges
+
+
+def _listed(ipr, wanted: set[int], directory: Path = NETNS_DIR) -> dict[int, str]:
+    """The ids in `wanted` that name a namespace listed in `directory` (any lab's, or none)."""
+    from pyroute2.netlink.exceptions import NetlinkError  # here: where a socket already exists
+
+    found: dict[int, str] = {}
+    for name in sorted(os.listdir(directory)) if wanted else ():
+        try:
+            fd = os.open(directory / name, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            nsid = _nsid(ipr, fd)
+        except NetlinkError:  # another lab's namespace, dying as that lab goes down (EINVAL)
+            continue
+        finally:
+            os.close(fd)
+        if nsid in wanted and nsid not in found:
+            found[nsid] = f"namespace {name}"
+            if len(found) == len(wanted):
+                break
+    return found
 
 
 def _nsid(ipr, fd: int) -> int:
