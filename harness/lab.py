@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -395,6 +395,10 @@ class Lab:
     def bfd_peers(self, node: str) -> tuple[BfdPeer, ...]:
         (doc,) = self.runtime.vtysh_json(self.name, node, "show bfd peers json")
         return bfd_peers(node, doc)  # type: ignore[arg-type]
+
+    def logs(self, nodes: Collection[str]) -> dict[str, str]:
+        """These nodes' routing daemons' logs, and the lab data planes' lines about them."""
+        return self.runtime.logs(self.name, nodes)
 
     def observe(self) -> list[Shortfall]:
         """Every switch against the plan: sessions up, prefixes at their ECMP width."""

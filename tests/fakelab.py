@@ -169,6 +169,11 @@ class FakeLab:
         seen = sum(1 for a in self.asked if a == "shortfalls")
         return self.shortfall_looks[min(seen - 1, len(self.shortfall_looks) - 1)]
 
+    def logs(self, nodes) -> dict[str, str]:
+        self._ask("logs")
+        self.logs_asked = tuple(nodes)
+        return {f"{n}/bgpd.log": f"{n}: the log a failed case keeps\n" for n in nodes}
+
     def address(self, node: str, nic: str) -> str:
         host = self.plan.host(node)
         return str(host.nic(nic).address.ip)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import importlib.util
 import sys
 import time
@@ -18,8 +19,10 @@ from pathlib import Path
 
 from harness.checks.base import Case, Check, NotMeasurable, Observation, Outcome, Verdict, has_spine_tier
 from harness.core.errors import HarnessError, InputError
+from harness.core.codec import to_plain
 from harness.core.model import cluster_to_dict
 from harness.plumbing.labview import LabView
+from harness.plumbing.naming import named_in
 
 __all__ = ["MODULES", "NAMES", "Case", "Check", "UnknownCheck", "Verdict", "case", "has_spine_tier", "load",
            "run_case", "run_checks", "select"]
@@ -119,7 +122,27 @@ def run_case(case: Case, lab: LabView, results=None, *, name: str | None = None,
         plots = _plot(case, outcome, results.path(f"{label}.png"), sabotage, progress)
         results.record(label, outcome, plots=plots, observation=observation, case=case.name,
                        cluster=cluster_to_dict(lab.plan.fabric.cluster))
+        if outcome.passed is not True and sabotage is None:  # a negative control fails on purpose
+            _keep_logs(lab, outcome, results, label)
     return outcome
+
+
+KEPT_NODES = 24  # a failure that names the whole fabric keeps this many nodes' logs, not xlarge's 229
+
+
+def _keep_logs(lab: LabView, outcome: Outcome, results, label: str) -> None:
+    """The logs of the nodes a case that did not pass names (its element, paths, sessions), so
+    that an intermittent failure can be diagnosed from its results alone."""
+    nodes = [sw.name for sw in lab.plan.switches] + [h.name for h in lab.plan.hosts]
+    named = named_in(json.dumps(to_plain(outcome), default=str), nodes)
+    kept = named[:KEPT_NODES]
+    note = "" if named else "the result names no node"
+    if len(named) > len(kept):
+        note = f"the result names {len(named)} nodes: the logs of the first {len(kept)} are kept"
+    try:
+        results.keep_logs(label, lab.logs(kept), note=note)
+    except (HarnessError, OSError) as e:  # the evidence is not the verdict
+        results.keep_logs(label, {}, note=f"logs of {', '.join(named)} not kept: {e}")
 
 
 def _plot(case: Case, outcome: Outcome, path: Path, sabotage: str | None,

@@ -11,7 +11,7 @@ TYPE_CHECKING), so any layer may import it and no import runs up from it.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
@@ -151,5 +151,9 @@ class LabView(Protocol):
     def bfd_peers(self, node: str) -> tuple[BfdPeer, ...]: ...
 
     def shortfalls(self) -> list[Shortfall]: ...
+
+    def logs(self, nodes: Collection[str]) -> dict[str, str]:
+        """What a failed case keeps of these nodes: log name -> its tail (none where unread)."""
+        ...
 
     def address(self, node: str, nic: str) -> str: ...

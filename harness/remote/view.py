@@ -14,7 +14,7 @@ import socket
 import threading
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -302,6 +302,9 @@ class RemoteView:
 
     def lossless_counters(self):
         self._no("the lossless data plane's counters")
+
+    def logs(self, nodes: Collection[str]) -> dict[str, str]:
+        return {}  # a staged fabric's logs are its operators' to collect, not read over fablab's SSH
 
 
 @dataclass(frozen=True)

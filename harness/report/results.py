@@ -134,6 +134,22 @@ class Results:
         self.write_summary()
         return path
 
+    def keep_logs(self, name: str, logs: dict[str, str], note: str = "") -> Path:
+        """<name>.logs/: what a case that did not pass kept of the nodes it names (log name ->
+        text, harness.runtime.logs), and why any could not be read (`note`)."""
+        directory = self.directory / f"{name}.logs"
+        for rel, text in logs.items():
+            path = directory / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, text)
+        if note or not logs:
+            directory.mkdir(parents=True, exist_ok=True)
+            write_atomic(directory / "README", (note or "no log names these nodes") + "\n")
+        if name in self.entries:
+            self.entries[name]["logs"] = str(directory)
+            self.write_summary()
+        return directory
+
     def amend(self, **changes: object) -> None:
         """Fields of the provenance learnt during the run (e.g. the FRR the booted lab runs)."""
         if self.provenance is not None:

@@ -151,6 +151,12 @@ class Runtime(Protocol):
         """A BE port that sends pause for `priorities` without end (empty: stops): a NIC gone wrong."""
         ...
 
+    # -- evidence a failed case keeps (harness.checks.registry)
+    def logs(self, lab: str, nodes: Collection[str]) -> dict[str, str]:
+        """Each of these nodes' routing daemons' logs and the lab data planes' lines about them:
+        a name (node/daemon.log) -> the log's tail."""
+        ...
+
     # -- convergence, by the same rule on every runtime
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
                 bfd: bool = True) -> list[Shortfall]: ...

@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from ipaddress import IPv4Network
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from harness.runtime.clab_cli import (Container, InitStatus, deploy_argv, destro
                                       parse_init_status, parse_inspect)
 from harness.runtime.frr import json_documents
 from harness.runtime.kinds import SWITCH_KINDS
+from harness.runtime.logs import LIMIT as LOG_LIMIT
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, LabState, check_lab_name, is_stale, lab_of_namespace, labs, load, run_dir,
                                    save)
@@ -366,6 +367,16 @@ class ClabRuntime(NamespaceAccess):
     def vtysh_json(self, lab: str, node: str, *commands: str) -> list[object]:
         return json_documents(self.vtysh(lab, node, *commands), len(commands),
                               f"vtysh in {container_name(lab, node)}")
+
+    def logs(self, lab: str, nodes: Collection[str]) -> dict[str, str]:
+        """SONiC's FRR logs to the container's syslog (rsyslogd under supervisord): its tail."""
+        out = {}
+        for node in sorted(nodes):
+            run = self._run(self.exec_argv(lab, node, ["tail", "-c", str(LOG_LIMIT), "/var/log/syslog"]),
+                            capture_output=True, text=True, timeout=30)
+            if run.returncode == 0 and run.stdout:
+                out[f"{node}/syslog"] = run.stdout
+        return out
 
     def lossless_status(self, lab: str) -> dict:
         raise LabError(f"lab {lab} runs on containerlab: {lacks(RuntimeName.CLAB, Feature.LOSSLESS_DATA_PATH)}")

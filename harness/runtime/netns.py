@@ -26,6 +26,7 @@ from harness.core.switchconfigs import SwitchConfigs
 from harness.runtime import (bfd_offload, frr_parts, ksm, lossless_dp, mgmt_services, neighbours, netns_daemons, processes,
                              tenants)
 from harness.runtime.kinds import SWITCH_KINDS
+from harness.runtime.logs import netns_logs
 from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, TeardownReport, not_converged, quiet,
                                   session_counts, wait_converged)
 from harness.runtime.frr import (DAEMONS, FRR_CONFIG, FRR_STATE, check_installed, frr_names, frr_node, json_documents,
@@ -296,6 +297,9 @@ class NetnsRuntime(NamespaceAccess):
         return sorted(found)
 
     # ------------------------------------------------------------------ driving
+
+    def logs(self, lab: str, nodes: Collection[str]) -> dict[str, str]:
+        return netns_logs(lab, nodes)
 
     def lossless_status(self, lab: str) -> dict:
         return lossless_dp.status(lab, required=True)

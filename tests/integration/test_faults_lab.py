@@ -138,3 +138,27 @@ def test_a_config_db_change_brings_the_classes_its_queues_need(lab):
         assert f"classid fb:{0x10 + new:x} " in replay  # a port made anew gets it too
     finally:
         lab.set_config_db(node, "DSCP_TO_TC_MAP", name, "10", old)
+
+
+def test_a_case_that_fails_keeps_the_logs_of_the_switches_it_names(lab, tmp_path):
+    """A failure's evidence stays with its results (issue 37): the FRR logs of the switches its
+    result names, as FRR wrote them, and the BFD data plane's lines about them; the same case
+    passing afterwards keeps none."""
+    from harness.report.results import Results
+
+    results = Results(tmp_path, "kept")
+    f = BY_NAME["l3-hashing"]
+    with applied(lab, f):
+        bad = run_case(case(f.caught_by), lab, results, name="broken")
+    assert bad.passed is False
+    kept = results.path("broken.logs")
+    named = {p.parent.name for p in kept.glob("*/bgpd.log")}
+    text = " ".join([bad.reason, *bad.problems])
+    assert named <= {sw.name for sw in lab.plan.switches} and any(n in text for n in named), (named, text[:400])
+    some = sorted(named)[0]
+    assert "bgpd 8." in (kept / some / "bgpd.log").read_text()  # FRR's own start line
+    assert {"zebra.log", "bfdd.log"} <= {p.name for p in (kept / some).iterdir()}
+    dp = (kept / "bfd-dp.log").read_text().splitlines()
+    assert dp and all(any(n in line for n in named) for line in dp)
+    good = run_case(case(f.caught_by), lab, results, name="fixed")
+    assert good.passed is True and not results.path("fixed.logs").exists()

@@ -181,3 +181,28 @@ def test_a_case_that_needs_what_the_data_plane_lacks_is_not_applicable(ai_plan):
         "not applicable: the data plane lacks acl-data-path: vslib filters nothing")
     (able,) = run_checks(FakeLab(ai_plan), (check,))  # the control: a data plane that filters
     assert able.passed is True
+
+
+def test_a_case_that_did_not_pass_keeps_the_logs_of_the_nodes_it_names(ai_plan, tmp_path):
+    """A failure keeps its evidence (issue 37): the FRR logs of the nodes its result names, and
+    no others; a pass and a negative control (failing on purpose) keep none."""
+    from harness.checks.registry import run_case
+    from harness.report.results import Results
+
+    (case,) = load(str(EXAMPLE)).cases
+    results = Results(tmp_path, "probe")
+    host = ai_plan.hosts[0]
+    nic = next(n for n in host.nics if n.plane is Plane.BE)
+    failing = _Lab(ai_plan, (host.name, nic.name, 1500))
+    run_case(case, failing, results, name="lowered")
+    kept = results.path("lowered.logs")
+    assert failing.logs_asked == (host.name,)
+    assert (kept / host.name / "bgpd.log").read_text() == f"{host.name}: the log a failed case keeps\n"
+    assert [p.name for p in kept.iterdir()] == [host.name]
+
+    passing = _Lab(ai_plan)  # control: a pass keeps nothing
+    run_case(case, passing, results, name="clean")
+    assert "logs" not in passing.asked and not results.path("clean.logs").exists()
+    sabotaged = _Lab(ai_plan, (host.name, nic.name, 1500))  # a negative control fails on purpose
+    run_case(case, sabotaged, results, name="lowered-on-purpose", sabotage="an MTU lowered")
+    assert "logs" not in sabotaged.asked and not results.path("lowered-on-purpose.logs").exists()
