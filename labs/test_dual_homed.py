@@ -28,7 +28,7 @@ from harness.checks.fe_tcp import fe_pair
 from harness.checks.registry import case, run_case
 from harness.faults.sabotage import l3_hashing
 from harness.plumbing.wait import until
-from harness.pytest_plugin import boot
+from harness.pytest_plugin import boot, measured
 from topologies.dual_homed import dual_homed
 
 
@@ -89,7 +89,7 @@ def test_l3_hashing_on_the_host_is_caught(dh_lab, results):
 
 
 def test_tcp_survives_a_failed_host_uplink(dh_lab, results):
-    result = run_case(case("fe-host-failover"), dh_lab, results)
+    result = measured(run_case(case("fe-host-failover"), dh_lab, results))
     assert result.passed, result.reason
     assert result.on_failed and result.bytes_received == result.bytes_sent > 0
     assert result.leaf == _source(dh_lab).name  # the host itself moved off the NIC
@@ -110,7 +110,7 @@ def test_a_host_uplink_failure_with_no_path_left_is_caught(dh_lab, results):
 
 
 def test_tcp_survives_a_whole_leaf_failure(dh_lab, results):
-    result = run_case(case("fe-leaf-failover"), dh_lab, results)
+    result = measured(run_case(case("fe-leaf-failover"), dh_lab, results))
     assert result.passed, result.reason
     assert result.failed in {n.peer for n in _source(dh_lab).fe_nics}
 

@@ -36,6 +36,7 @@ from harness.faults.sabotage import forwarding_blackhole, l3_hashing
 from harness.core.errors import HarnessError
 from harness.lab import set_carriers
 from harness.plumbing.wait import until
+from harness.pytest_plugin import measured
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ def test_l3_hashing_on_the_fe_leaf_is_caught(fe, results):
 
 
 def test_tcp_survives_a_failed_fe_uplink(fe, results):
-    result = run_case(case("fe-failover"), fe, results)
+    result = measured(run_case(case("fe-failover"), fe, results))
     assert result.passed, result.reason
     assert result.on_failed and result.bytes_received == result.bytes_sent > 0
 

@@ -26,7 +26,7 @@ import pytest
 from harness.checks.registry import case, run_case
 from harness.faults.sabotage import join_rails, swap_cables
 from harness.plumbing.wait import until
-from harness.pytest_plugin import boot
+from harness.pytest_plugin import boot, measured
 from topologies.multi_rail import multi_rail
 
 
@@ -96,6 +96,6 @@ def test_a_remote_failure_beside_a_parallel_link_is_rerouted_by_the_spine(mr_lab
     """uplinks_per_spine=2: a spine that loses one of its two links to the far leaf still
     reaches it, so the spine moves the QPs to the other link by itself and the source leaf's
     route rightly stays (the case watches the spine's route, not the leaf's)."""
-    result = run_case(case("failover-remote"), mr_lab, results, name="failover-remote-parallel-links")
+    result = measured(run_case(case("failover-remote"), mr_lab, results, name="failover-remote-parallel-links"))
     assert "be-s" in result.element, result.element  # a spine's link to the far leaf
     assert result.detected_ms is not None and result.passed, result.reason

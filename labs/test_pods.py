@@ -29,7 +29,7 @@ from harness.checks.ecmp import _far_peer, first_gpu_nic
 from harness.checks.registry import case, run_case
 from harness.faults.sabotage import carrier_blind
 from harness.core.model import Role
-from harness.pytest_plugin import boot
+from harness.pytest_plugin import boot, measured
 from topologies.pods import pods
 
 
@@ -77,7 +77,7 @@ def test_a_spine_blind_to_its_superspine_link_fails_the_case(pods_lab, results):
     spine = pods_lab.plan.switch(pods_lab.plan.host(src[0]).nic(src[1]).peer).fabric_ports[0].peer
     up = next(p.name for p in pods_lab.plan.switch(spine).fabric_ports
               if pods_lab.plan.switch(p.peer).role is Role.BE_SUPERSPINE)
-    good = run_case(case("failover-superspine-link"), pods_lab, element=(spine, up))
+    good = measured(run_case(case("failover-superspine-link"), pods_lab, element=(spine, up)))
     assert good.passed is True, good.reason  # the positive control, on the same element
     with carrier_blind(pods_lab, spine, [up]) as blind:
         bad = run_case(case("failover-superspine-link"), pods_lab, results, name="failover-superspine-link-carrier-blind",

@@ -19,7 +19,13 @@ from harness.core.errors import LabError
 from harness.plumbing import wait
 
 OBSERVER = 5  # the check's own polls: below the traffic it watches
-TRAFFIC = 10  # senders and receivers (`chrt --fifo 10`)
+TRAFFIC = 10  # receivers and TCP (`chrt --fifo 10`)
+# A paced sender's timestamps are every loss window's clock, and a sender behind its schedule
+# leaves a window not measurable; a receiver behind by 100 ms loses nothing (32 MB socket
+# buffer). At one priority, SCHED_FIFO never preempts: a receiver's interpreter starting or a
+# burst of receipts held the sender, with the other core busy, up to 117 ms (a 1 ms sleeper at
+# FIFO 10 beside a failover check; at FIFO 15, 17 ms at most).
+SENDER = TRAFFIC + 1
 BFD_DATAPLANE = 20  # the lab's BFD data plane ("the ASIC"): never waits for traffic or daemons; a few % of a core
 # A switch's control plane has a CPU of its own; here its FRR daemons share two cores with
 # fablab, pytest and other labs' microVMs. At nice -5 (3x an ordinary process's share) bfdd,

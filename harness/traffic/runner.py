@@ -16,16 +16,19 @@ from typing import Any, Generic, TypeVar
 
 from harness.plumbing import wait
 from harness.plumbing.namespaces import NETNS_DIR, exec_argv
-from harness.plumbing.priority import TRAFFIC
+from harness.plumbing.priority import SENDER, TRAFFIC
 from harness.traffic.flows import (ReceiveGroupSpec, ReceiveSpec, SendGroupSpec, SendSpec, TcpClientSpec, TcpServerSpec,
                                    TrafficError, from_json, to_json)
 from harness.traffic.results import ReceiveGroupResult, ReceiveResult, SendGroupResult, SendResult, TcpResult
 
-# A modest real-time priority (see harness/plumbing/priority.py): above every FRR daemon, below the
-# kernel's own threads; the processes it is used for sleep or block between packets.
-REALTIME_ARGV = ("chrt", "--fifo", str(TRAFFIC))
 R = TypeVar("R")
 _READ_S = 0.05  # how long wait_ready blocks on the stderr pipe per look
+
+
+def realtime_argv(priority: int = TRAFFIC) -> list[str]:
+    """A modest real-time priority (harness/plumbing/priority.py): above every FRR daemon, below
+    the lab's data planes; the processes it is used for sleep or block between packets."""
+    return ["chrt", "--fifo", str(priority)]
 
 
 def netns_argv(ns: str, argv: Sequence[str]) -> list[str]:
@@ -48,13 +51,13 @@ class TrafficProcess(Generic[R]):
     """One traffic process in a namespace; `result()` waits for it and returns its typed result."""
 
     def __init__(self, ns: str, module: str, spec: Any, result_type: type[R], args: Sequence[str] = (),
-                 realtime: bool = False) -> None:
+                 realtime: bool = False, priority: int = TRAFFIC) -> None:
         self.ns = ns
         self._result_type = result_type
         self._stderr_head = b""
         # realtime: SCHED_FIFO from exec on, so that on a machine the lab keeps busy (xlarge:
         # 86 bfdd and zebra) the interpreter starts, and the loop runs, when the experiment says.
-        prio = [*REALTIME_ARGV] if realtime else []
+        prio = realtime_argv(priority) if realtime else []
         self.proc = run_in_netns(ns, [*prio, sys.executable, "-m", module, *args, "--spec", "-"])
         assert self.proc.stdin is not None
         try:
@@ -177,12 +180,12 @@ def start_senders(specs: Sequence[tuple[str, SendSpec]]) -> TrafficProcess[SendG
     netns = _group_netns(specs)
     group = SendGroupSpec(netns, tuple(spec for _, spec in specs))
     return TrafficProcess(netns[0], "harness.traffic.sender", group, SendGroupResult, args=("--group",),
-                          realtime=group.specs[0].realtime)
+                          realtime=group.specs[0].realtime, priority=SENDER)
 
 
 def start_sender(ns: str, spec: SendSpec) -> TrafficProcess[SendResult]:
     """A sender in `ns`; one with spec.realtime runs under SCHED_FIFO from its start."""
-    return TrafficProcess(ns, "harness.traffic.sender", spec, SendResult, realtime=spec.realtime)
+    return TrafficProcess(ns, "harness.traffic.sender", spec, SendResult, realtime=spec.realtime, priority=SENDER)
 
 
 def run_sender(ns: str, spec: SendSpec, timeout_s: float = 120.0) -> SendResult:

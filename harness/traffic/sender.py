@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from harness.plumbing import wait
 from harness.plumbing.namespaces import entered
-from harness.plumbing.priority import TRAFFIC
+from harness.plumbing.priority import SENDER
 from harness.traffic import sender_dcqcn
 from harness.traffic.dcqcn import ECT_0
 from harness.traffic.emitters import (_MAX_LAG_SPANS, SenderError, _bind_device, _Counters, _Emitter, _RoceEmitter,
@@ -71,7 +71,7 @@ def _go_realtime() -> bool:
     """SCHED_FIFO at a modest priority: the loop sleeps between slots, so it leaves the CPU to
     others, but wakes on time when it is due."""
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(TRAFFIC))
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SENDER))
     except (OSError, AttributeError):
         return False
     return True
