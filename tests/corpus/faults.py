@@ -1,7 +1,7 @@
 """Semantic faults, made once and written by every style in its own words.
 
 An frr.conf fault changes the structure `model.parse` read from fablab's render (so SONiC's writer
-puts it in a route map FROM_BGP_PEER_V4, NVUE's in `neighbor underlay bfd 3 1000 300`, FRR's docs'
+puts it in a route map FROM_BGP_PEER_V4, NVUE's in `neighbor underlay bfd 3 1000 200`, FRR's docs'
 on one neighbour's own lines); a config_db.json fault changes fablab's JSON before the style's
 writer renames and reshapes it. Each fault names the behaviour a difference must report (words any
 of which may name it) and the switch it is made on.

@@ -18,6 +18,8 @@ import re
 
 from hypothesis import strategies as st
 
+from harness.core.declarations import Bfd
+
 from .model import Conf, write_fablab
 
 _WORDS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ_", min_size=3, max_size=10).filter(
@@ -181,8 +183,9 @@ def mutated(draw, c: Conf, multipath_matters: bool = True) -> tuple[Conf, str]:
             entries[i].action = "deny"
     elif kind == "BFD timers":
         prof = draw(st.sampled_from(sorted(c.bfd_profiles)))
-        key, default = draw(st.sampled_from([("detect-multiplier", 3), ("receive-interval", 300),
-                                             ("transmit-interval", 300)]))
+        key, default = draw(st.sampled_from([("detect-multiplier", Bfd().multiplier),
+                                             ("receive-interval", Bfd().interval_ms),
+                                             ("transmit-interval", Bfd().interval_ms)]))
         values = st.integers(2, 255) if key == "detect-multiplier" else st.integers(50, 60000)
         value = draw(values.filter(lambda v: v != default))
         lines = c.bfd_profiles[prof]

@@ -28,6 +28,7 @@ from corpus import rewrites as R
 from corpus.model import parse, write_fablab
 from corpus.styles import STYLES, peer_asns, rewrite, write_switch
 from harness.catalog import load_fabric
+from harness.core.declarations import Bfd
 from harness.cli.diff import differences
 from harness.core.meaning.compare import diff_frr
 from harness.core.plan import make_plan
@@ -162,7 +163,8 @@ def test_the_faults_are_in_each_styles_words(renders, tmp_path):
     assert "route-map FROM_BGP_PEER_V4 permit 100\n" in (sonic / "configs" / sw / "frr.conf").read_text()
     nvue, sw = _faulty_dir("nvue", next(f for f in F.FAULTS if f.name == "BFD timers changed"), renders,
                            tmp_path / "b")
-    assert "neighbor underlay bfd 3 1000 300" in (nvue / "configs" / sw / "frr.conf").read_text()
+    tx = Bfd().interval_ms  # the fault slows the receive interval only
+    assert f"neighbor underlay bfd 3 1000 {tx}" in (nvue / "configs" / sw / "frr.conf").read_text()
 
 
 # -- properties: rewordings never differ, mutations always do ------------------------------------------------

@@ -68,7 +68,7 @@ def test_state_without_objectives_gets_the_defaults():
 
 def test_every_section_survives_the_state_file():
     # Each section set away from its default, so a section the loader forgets is caught.
-    declared = replace(base(), routing=Routing(summarize_hosts=True), bfd=Bfd(interval_ms=200),
+    declared = replace(base(), routing=Routing(summarize_hosts=True), bfd=Bfd(interval_ms=150),
                        addressing=Addressing(be_asn=64700), mgmt=Management(ports=128),
                        objectives=Objectives(hard_ms=20), lossless=Lossless(roce_priority=4, roce_dscp=24),
                        tenants=(Tenant("solo", vni=7, members=("gpu0[1-2]", "role:storage"), vlan=7),),
