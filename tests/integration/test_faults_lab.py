@@ -95,7 +95,7 @@ def test_a_fault_fails_its_case_where_it_is_and_fix_from_another_process_undoes_
     finally:
         fix_elsewhere(lab, control.fault.name)
     assert in_place(lab) == []
-    after = run_case(case(control.case), lab, **control.options)
+    after = measured(run_case(case(control.case), lab, **control.options))
     assert after.passed is True, after.reason
 
 
