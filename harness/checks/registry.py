@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
 import importlib.util
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -142,7 +142,7 @@ def _keep_logs(lab: LabView, outcome: Outcome, results, label: str) -> None:
     try:
         results.keep_logs(label, lab.logs(kept), note=note)
     except (HarnessError, OSError) as e:  # the evidence is not the verdict
-        results.keep_logs(label, {}, note=f"logs of {', '.join(named)} not kept: {e}")
+        results.keep_logs(label, {}, note=f"logs of {', '.join(kept)} not kept: {e}")
 
 
 def _plot(case: Case, outcome: Outcome, path: Path, sabotage: str | None,

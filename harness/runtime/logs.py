@@ -16,9 +16,11 @@ def tail(path: Path, limit: int = LIMIT) -> str:
         f.seek(0, 2)
         size = f.tell()
         f.seek(max(0, size - limit))
-        data = f.read()
-    text = data.decode(errors="replace")
-    return text.split("\n", 1)[-1] if size > limit else text  # from a whole line on
+        return _whole_lines(f.read().decode(errors="replace"), size > limit)
+
+
+def _whole_lines(text: str, cut: bool) -> str:
+    return text.split("\n", 1)[-1] if cut else text  # from a whole line on
 
 
 def naming(text: str, nodes: Collection[str]) -> str:
@@ -38,5 +40,5 @@ def netns_logs(lab: str, nodes: Collection[str], limit: int = LIMIT) -> dict[str
     for path in sorted(root.glob("*.log")):
         lines = naming(tail(path, 8 * limit), nodes)
         if lines:
-            out[path.name] = lines[-limit:]
+            out[path.name] = _whole_lines(lines[-limit:], len(lines) > limit)
     return out

@@ -43,3 +43,13 @@ def test_a_long_log_keeps_its_tail_from_a_whole_line(tmp_path):
     tail = logs.tail(path, limit=100)
     assert tail.endswith("line 999\n") and tail.startswith("line ") and len(tail) <= 100
     assert logs.tail(path, limit=10**6) == path.read_text()  # a short log whole
+
+
+def test_a_long_shared_log_keeps_whole_lines_about_the_node(tmp_path, monkeypatch):
+    monkeypatch.setattr(state, "RUN_ROOT", tmp_path)
+    (tmp_path / "lab1").mkdir()
+    (tmp_path / "lab1" / "bfd-dp.log").write_text("".join(f"be-s1 Ethernet0: event {i}\nbe-s2 other\n"
+                                                          for i in range(200)))
+    kept = logs.netns_logs("lab1", ["be-s1"], limit=500)["bfd-dp.log"]
+    assert len(kept) <= 500 and kept.endswith("event 199\n")
+    assert all(line.startswith("be-s1 Ethernet0: event ") for line in kept.splitlines())
