@@ -61,9 +61,9 @@ def skip_reason(runtime: str) -> str | None:
 
 def measured(outcome):
     """The outcome of a case whose figures could be told, else the test skipped with the case's
-    own reason (passed None: the sender fell behind, on a machine whose kernel preempts no
-    kernel code and whose vCPUs are shared): not a pass, and not a failure of the fabric
-    either. No retry: the skip says what stood in the way."""
+    own reason (passed None: the sender fell behind, or the kernel's packet work waited for a
+    CPU, on a machine whose kernel preempts no kernel code and whose vCPUs are shared): not a
+    pass, and not a failure of the fabric either. No retry: the skip says what stood in the way."""
     if outcome.passed is None:
         pytest.skip(f"not measurable on this machine: {outcome.reason}")
     return outcome

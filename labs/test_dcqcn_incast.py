@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from harness.checks.registry import case, run_case
 from harness.faults import BY_NAME, applied
+from harness.pytest_plugin import measured
 
 
 def test_ecn_and_dcqcn_hold_an_incast_fairly_below_the_pause_threshold(lab, results):
-    r = run_case(case("dcqcn"), lab, results)
+    r = measured(run_case(case("dcqcn"), lab, results))
     assert r.passed is True, r.reason
     assert r.marks_steady > 0 and r.cnps > 0 and r.cnps_at_senders > 0  # ECN and DCQCN acted, to the end
     assert r.pfc_frames_steady == 0 and not r.drops

@@ -25,10 +25,11 @@ from harness.checks.registry import case, run_case
 from harness.faults import BY_NAME, applied
 from harness.faults.targets import Port
 from harness.plumbing import wait
+from harness.pytest_plugin import measured
 
 
 def test_an_incast_is_paused_hop_by_hop_and_loses_nothing(lab, results):
-    r = run_case(case("pfc"), lab, results)
+    r = measured(run_case(case("pfc"), lab, results))
     assert r.passed, r.reason
     assert r.loss_pct == 0 and not r.drops
     assert r.pauses_by_leaf > 0 and r.pauses_at_senders > 0

@@ -30,6 +30,20 @@ DEFAULT_POOL = 12766208
 DEFAULT_HEADROOM = 165888
 DEFAULT_XON = 18432
 PAUSE_QUANTA = 0xFFFF  # what a port asks for in a pause frame (SONiC's default on every ASIC)
+# How long a port may go on sending after a pause reaches it, in pause quanta (512 bit times),
+# by speed in Gbit/s: IEEE 802.3 Annex 31B's response delays, the figures SONiC's dynamic
+# headroom calculation starts from. Faster ports: in proportion to 400G's.
+PAUSE_RESPONSE_QUANTA = {10: 67, 25: 80, 40: 118, 50: 147, 100: 394, 200: 453, 400: 905}
+
+
+def least_headroom(speed_gbps: float, frame_bytes: int) -> int:
+    """The headroom below which no real fabric stays lossless at this speed, whatever its
+    cables: what the peer may still send after a pause reaches it (its response delay) plus
+    a frame it had begun and the pause frame's own wait behind one."""
+    known = sorted(PAUSE_RESPONSE_QUANTA)
+    at = next((s for s in known if s >= speed_gbps), None)
+    quanta = PAUSE_RESPONSE_QUANTA[at] if at is not None else PAUSE_RESPONSE_QUANTA[400] * speed_gbps / 400
+    return int(quanta * 512 / 8) + 2 * frame_bytes
 
 
 @dataclass(frozen=True)

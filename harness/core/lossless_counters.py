@@ -14,6 +14,14 @@ class PriorityCounters:
     pfc_rx_ignored: int = 0  # received where PFC is off for it (or its queue's storm is being dropped)
     in_drops: int = 0  # packets that came in by this port, dropped at an egress queue (no headroom left)
     holding_peer: bool = False  # this port keeps its peer paused now
+    # The pauses this port sent, timed from the XOFF that began each hold to its peer's queue
+    # paused: how many, how many took longer than this port's headroom lasts at the peer's rate
+    # (what was in flight meanwhile could overrun it), their lags summed, and the worst since
+    # the data plane started (a state, not a count: the later read's)
+    pauses_timed: int = 0
+    pauses_late: int = 0
+    pause_lag_ms: float = 0.0
+    pause_lag_max_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,7 @@ class QueueCounters:
     restores: int = 0
 
 
+_PRIORITY_COUNTS = ("pfc_rx", "pfc_tx", "pfc_rx_ignored", "in_drops", "pauses_timed", "pauses_late", "pause_lag_ms")
 _COUNTS = ("enq_pkts", "enq_bytes", "deq_pkts", "drop_pkts", "drop_bytes", "wd_drops", "marked", "paused_ms",
            "storms", "restores")
 
@@ -75,8 +84,7 @@ class LosslessCounters:
             if b is None:
                 out.append(p)
                 continue
-            prios = tuple(replace(a, pfc_rx=a.pfc_rx - o.pfc_rx, pfc_tx=a.pfc_tx - o.pfc_tx,
-                                  pfc_rx_ignored=a.pfc_rx_ignored - o.pfc_rx_ignored, in_drops=a.in_drops - o.in_drops)
+            prios = tuple(replace(a, **{k: getattr(a, k) - getattr(o, k) for k in _PRIORITY_COUNTS})
                           for a, o in zip(p.priorities, b.priorities))
             queues = tuple(replace(a, **{k: getattr(a, k) - getattr(o, k) for k in _COUNTS})
                            for a, o in zip(p.queues, b.queues))
@@ -95,7 +103,8 @@ def from_status(doc: dict) -> LosslessCounters:
         ports.append(PortCounters(
             node=p["node"], port=p["port"], rate_bps=int(p.get("rate_bps", 0)),
             pfc=frozenset(i for i in range(8) if int(p.get("pfc", 0)) >> i & 1),
-            priorities=tuple(PriorityCounters(**{k: (bool(v) if k == "holding_peer" else int(v))
+            priorities=tuple(PriorityCounters(**{k: (bool(v) if k == "holding_peer" else
+                                                     float(v) if k.endswith("_ms") else int(v))
                                                  for k, v in _known(PriorityCounters, x).items()})
                              for x in p.get("priorities", [])),
             queues=tuple(QueueCounters(**{k: (bool(v) if k in ("xoff", "paused", "storm")

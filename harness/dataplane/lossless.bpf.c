@@ -167,7 +167,7 @@ static __always_inline __u32 tc_of(struct ll_port_cfg *c, struct parsed *p, int 
 
 static __always_inline void post(__u32 type, __u32 port, __u32 queue)
 {
-	struct ll_event e = {.type = type, .port = port, .queue = queue};
+	struct ll_event e = {.type = type, .port = port, .queue = queue, .ts = bpf_ktime_get_ns()};
 	bpf_ringbuf_output(&ll_events, &e, sizeof(e), 0);
 }
 

@@ -61,5 +61,7 @@ struct ll_event {
 	__u32 type, port, queue, qp;
 	__u32 saddr, daddr;
 	__u8 smac[6], dmac[6];
+	__u32 pad;
+	__u64 ts; /* XOFF and XON: when the queue crossed its threshold (CLOCK_MONOTONIC, ns) */
 };
 #endif

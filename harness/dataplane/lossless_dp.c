@@ -119,6 +119,12 @@ struct port {
 	int64_t last_rx[8];
 	/* PFC sent: per priority, how many congested queues hold this port's peer paused */
 	int holders[8];
+	/* and how long the pause took to stop the peer: from the XOFF that began the hold (0: not
+	 * timing one) to the peer's queue paused; late: longer than this port's headroom lasts at
+	 * the peer's rate, so what was in flight meanwhile could overrun it */
+	int64_t pause_cause[8];
+	uint64_t pauses_timed[8], pauses_late[8];
+	int64_t pause_lag_sum_ns[8], pause_lag_max_ns[8];
 	int64_t refresh_at[8];
 	int hot;                /* on the tick's list */
 	/* the queues of this port in XOFF, and the feeders each paused (local indexes) */
@@ -524,6 +530,27 @@ static void queue_resume(struct port *p, int q, int64_t now)
 		restart(p, q);
 }
 
+static struct port *port_by_id(uint32_t id);
+
+/* A pause p received from its peer took effect: time the hold that sent it, once per hold. */
+static void pause_timed(struct port *p, int prio)
+{
+	struct port *f = port_by_id(p->peer);
+	if (!f || !f->pause_cause[prio])
+		return;
+	int64_t lag = now_ns() - f->pause_cause[prio];
+	f->pause_cause[prio] = 0;
+	if (lag < 0)
+		lag = 0;
+	f->pauses_timed[prio]++;
+	f->pause_lag_sum_ns[prio] += lag;
+	if (lag > f->pause_lag_max_ns[prio])
+		f->pause_lag_max_ns[prio] = lag;
+	uint64_t room = f->cfg.lossless_limit > f->cfg.xoff ? f->cfg.lossless_limit - f->cfg.xoff : 0;
+	if (p->rate_bps && (double)lag > (double)room * 8e9 / (double)p->rate_bps)
+		f->pauses_late[prio]++;
+}
+
 static void pfc_received(struct port *p, const uint8_t *f, size_t len, int64_t now)
 {
 	if (len < 34 || f[14] != (PFC_OPCODE >> 8) || f[15] != (PFC_OPCODE & 0xff))
@@ -540,10 +567,12 @@ static void pfc_received(struct port *p, const uint8_t *f, size_t len, int64_t n
 			continue;
 		}
 		uint16_t quanta = (uint16_t)(f[18 + 2 * prio] << 8 | f[19 + 2 * prio]);
-		if (quanta == 0)
+		if (quanta == 0) {
 			queue_resume(p, q, now);
-		else
+		} else {
 			queue_pause(p, q, now + pause_ns(p, quanta), now);
+			pause_timed(p, prio);
+		}
 	}
 }
 
@@ -556,9 +585,10 @@ static int prio_of_queue(struct port *p, int q)
 	return -1;
 }
 
-static void hold(struct port *f, int prio, int64_t now)
+static void hold(struct port *f, int prio, int64_t now, int64_t cause)
 {
 	if (f->holders[prio]++ == 0) {
+		f->pause_cause[prio] = cause;
 		send_pfc(f, (uint8_t)(1 << prio), (uint16_t)f->quanta);
 		f->refresh_at[prio] = now + pause_ns(f, (uint16_t)f->quanta) / 2;
 		heat(f);
@@ -572,8 +602,9 @@ static void release(struct port *f, int prio)
 	}
 }
 
-/* Pause the ports that fed queue q of port e since the last look. */
-static void take_feeders(struct port *e, int q, int64_t now)
+/* Pause the ports that fed queue q of port e since the last look; `cause`: when the queue
+ * crossed XOFF (a feeder found later: when it was found). */
+static void take_feeders(struct port *e, int q, int64_t now, int64_t cause)
 {
 	int prio = prio_of_queue(e, q);
 	struct ll_queue *s = &queue_map[e->id * LL_QUEUES + q];
@@ -590,18 +621,18 @@ static void take_feeders(struct port *e, int q, int64_t now)
 			if (!f || !(f->cfg.pfc >> prio & 1))
 				continue; /* PFC off there: it is not paused, and its packets meet the lossy limit */
 			e->held[q][w] |= 1ull << b;
-			hold(f, prio, now);
+			hold(f, prio, now, cause);
 		}
 	}
 }
 
-static void on_xoff(struct port *e, int q, int64_t now)
+static void on_xoff(struct port *e, int q, int64_t now, int64_t crossed)
 {
 	if (e->xoff[q])
 		return;
 	e->xoff[q] = 1;
 	heat(e);
-	take_feeders(e, q, now);
+	take_feeders(e, q, now, crossed > 0 && crossed <= now ? crossed : now);
 }
 
 static void on_xon(struct port *e, int q)
@@ -646,7 +677,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	int64_t now = now_ns();
 	switch (e->type) {
 	case LL_EV_XOFF:
-		on_xoff(p, (int)e->queue & 7, now);
+		on_xoff(p, (int)e->queue & 7, now, (int64_t)e->ts);
 		break;
 	case LL_EV_XON:
 		on_xon(p, (int)e->queue & 7);
@@ -685,7 +716,7 @@ static void tick(int64_t now)
 				if (!__atomic_load_n(&s->xoff, __ATOMIC_RELAXED))
 					on_xon(p, q); /* its XON event was lost (ring full) */
 				else
-					take_feeders(p, q, now);
+					take_feeders(p, q, now, now);
 			}
 			if (p->paused_until[q]) {
 				if (now >= p->paused_until[q])
@@ -988,10 +1019,13 @@ static void status(int fd)
 		first = 0;
 		for (int prio = 0; prio < 8; prio++)
 			EMIT("%s{\"pfc_rx\": %llu, \"pfc_tx\": %llu, \"pfc_rx_ignored\": %llu, \"in_drops\": %llu, "
-			     "\"holding_peer\": %d}",
+			     "\"holding_peer\": %d, \"pauses_timed\": %llu, \"pauses_late\": %llu, "
+			     "\"pause_lag_ms\": %.3f, \"pause_lag_max_ms\": %.3f}",
 			     prio ? ", " : "", (unsigned long long)p->pfc_rx[prio], (unsigned long long)p->pfc_tx[prio],
 			     (unsigned long long)p->pfc_rx_ignored[prio], (unsigned long long)ps->in_drops[prio],
-			     p->holders[prio] > 0);
+			     p->holders[prio] > 0, (unsigned long long)p->pauses_timed[prio],
+			     (unsigned long long)p->pauses_late[prio], p->pause_lag_sum_ns[prio] / 1e6,
+			     p->pause_lag_max_ns[prio] / 1e6);
 		EMIT("], \"queues\": [");
 		for (int q = 0; q < 8; q++) {
 			struct ll_queue *s = &queue_map[p->id * LL_QUEUES + q];

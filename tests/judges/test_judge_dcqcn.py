@@ -13,6 +13,8 @@ import pytest
 
 from harness.checks.dcqcn import FAIR, DcqcnResult
 from harness.checks.pfc import Count
+from harness.checks.pfc.measure import PauseTiming
+from harness.plumbing.cpu_wait import CpuWait
 
 import judge_tables as tables
 
@@ -64,6 +66,22 @@ def test_a_port_left_idle_is_named(recorded):
     assert f"the incast kept {PORT} only" in r.reason and "busy in the steady state" in r.reason
 
 
+@pytest.mark.parametrize("withheld_ms, verdict, words", [
+    # the machine held the port and the senders longer than the port fell short: not the fabric's to answer for
+    (2500.0, None, "whether DCQCN keeps the port busy cannot be judged on this machine"),
+    # a wait shorter than the shortfall leaves it DCQCN's
+    (100.0, False, "DCQCN cut the senders below the port's rate"),
+])
+def test_a_port_left_idle_while_the_machine_withheld_the_cpu(recorded, withheld_ms, verdict, words):
+    """Two thirds busy: 3/4 of a second short of 80 % in a steady state of several seconds."""
+    idle = dataclasses.replace(recorded, senders=tuple(dataclasses.replace(s, steady_packets=s.steady_packets * 2 // 3)
+                                                       for s in recorded.senders),
+                               steady_cpu_wait=CpuWait((withheld_ms, 10.0), (0.0, 0.0)))
+    r = tables.verdict("dcqcn/ai-cluster", idle)
+    assert r.passed is verdict, r.reason
+    assert words in r.reason
+
+
 def test_ecn_off_on_the_congested_port_is_named():
     r = tables.verdict("dcqcn/ecn-off")
     assert r.passed is False and r.marks == 0
@@ -103,6 +121,14 @@ def _paused_in_steady_state(seen):
      None, "the control failed"),
     (lambda s: dataclasses.replace(s, drops=(Count("be-s1:Ethernet0", 3, 7),)), False,
      "be-s1:Ethernet0 queue 3 dropped 7 packets"),
+    # dropped behind a pause that reached its peer after the headroom ran out: the machine's ...
+    (lambda s: dataclasses.replace(s, drops=(Count("be-s2:Ethernet0", 3, 5),), in_drops=(Count("be-s2:Ethernet32", 3, 5),),
+                                   pause_timing=(PauseTiming("be-s2:Ethernet32", 3, 30, 1, 2.0, 9.5),)), None,
+     "whether the headroom holds cannot be judged on this machine"),
+    # ... and behind pauses all in time, the fabric's
+    (lambda s: dataclasses.replace(s, drops=(Count("be-s2:Ethernet0", 3, 5),), in_drops=(Count("be-s2:Ethernet32", 3, 5),),
+                                   pause_timing=(PauseTiming("be-s2:Ethernet32", 3, 30, 0, 2.0, 9.5),)), False,
+     "be-s2:Ethernet32, which could not pause its peer: it had no headroom left"),
     (lambda s: dataclasses.replace(s, senders=(dataclasses.replace(s.senders[0], flow=_flow(
         s.senders[0].flow, received=s.senders[0].flow.received - 5)),) + s.senders[1:]), False,
      "no queue of the lossless data plane dropped any"),

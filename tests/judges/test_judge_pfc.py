@@ -9,7 +9,11 @@ import dataclasses
 import pytest
 
 from harness.checks.pfc import Count, PfcResult
+from harness.checks.pfc import judge as pfc_judge
+from harness.checks.pfc.measure import PauseTiming
+from harness.core.asic import least_headroom
 from harness.checks.pfc.judge import MARGIN
+from harness.plumbing.cpu_wait import CpuWait
 
 import judge_tables as tables
 
@@ -51,6 +55,14 @@ def _flow(f, **kw):
      False, "no queue of the lossless data plane dropped any"),
     (lambda s: dataclasses.replace(s, incast=tuple(_flow(f, last_ns=f.last_ns * 2) for f in s.incast)),
      False, "the port did not run full"),
+    # slow by what the machine withheld from the kernel's packet work: not the fabric's to answer for
+    (lambda s: dataclasses.replace(s, incast=tuple(_flow(f, last_ns=f.last_ns + 400_000_000) for f in s.incast),
+                                   cpu_wait=CpuWait((380.0, 120.0), (300.0, 10.0))),
+     None, "whether the port ran full cannot be judged on this machine"),
+    # ... but a wait too short to explain the excess leaves it the fabric's
+    (lambda s: dataclasses.replace(s, incast=tuple(_flow(f, last_ns=f.last_ns * 2) for f in s.incast),
+                                   cpu_wait=CpuWait((40.0, 45.0), (5.0, 0.0))),
+     False, "too little to explain it"),
     (lambda s: dataclasses.replace(s, storms=(Count("be-g1-r0:Ethernet260", 3, 1),)), False,
      "PFC storm on be-g1-r0:Ethernet260 queue 3"),
     (lambda s: dataclasses.replace(s, drops=(Count("be-s1:Ethernet0", 3, 7),)), False,
@@ -60,3 +72,47 @@ def test_one_figure_changed_changes_the_verdict(seen, change, verdict, words):
     r = tables.verdict("pfc/ai-cluster", change(seen))
     assert r.passed is verdict, r.reason
     assert words in r.reason
+
+
+DROPPED = dict(drops=(Count("be-s1:Ethernet0", 3, 7),), in_drops=(Count("be-s1:Ethernet16", 3, 7),))
+LATE = (PauseTiming("be-s1:Ethernet16", 3, timed=14, late=2, lag_ms=1.2, worst_ms=14.1),)
+
+
+def _lost(s, timing):
+    """The recorded pass with 7 packets of one sender dropped at a spine, come in by another leaf's uplink."""
+    incast = (_flow(s.incast[0], received=s.incast[0].received - 7),) + s.incast[1:]
+    return dataclasses.replace(s, incast=incast, pause_timing=timing, **DROPPED)
+
+
+@pytest.mark.parametrize("timing, verdict, words", [
+    # the pause that should have held the feeder reached its peer after the headroom ran out: the machine's
+    (LATE, None, "whether the headroom holds cannot be judged on this machine"),
+    # every pause in time: the drop is the fabric's
+    ((dataclasses.replace(LATE[0], late=0),), False, "which could not pause its peer: it had no headroom left"),
+    # a late pause at another port explains nothing here
+    ((dataclasses.replace(LATE[0], port="be-s1:Ethernet8"),), False, "priority 3 is not lossless"),
+    ((), False, "priority 3 is not lossless"),
+])
+def test_a_drop_behind_a_late_pause_is_the_machines(seen, timing, verdict, words):
+    r = tables.verdict("pfc/ai-cluster", _lost(seen, timing))
+    assert r.passed is verdict, r.reason
+    assert words in r.reason
+
+
+def test_a_headroom_below_what_any_peer_needs_is_the_configs_however_late_the_pause(seen, monkeypatch):
+    plan = tables.plan("pfc/ai-cluster")
+    headroom, speed = pfc_judge._headroom(plan, "be-s1:Ethernet16")
+    assert headroom >= least_headroom(speed, seen.packet_bytes)  # the control: the built-ins' headroom is enough
+    monkeypatch.setattr(pfc_judge, "_headroom", lambda plan, port: (least_headroom(speed, seen.packet_bytes) - 1, speed))
+    r = tables.verdict("pfc/ai-cluster", _lost(seen, LATE))
+    assert r.passed is False and "no headroom left" in r.reason
+
+
+@pytest.mark.parametrize("speed, frame, least", [
+    (400, 4170, 905 * 64 + 2 * 4170),
+    (100, 1100, 394 * 64 + 2 * 1100),
+    (800, 4170, 1810 * 64 + 2 * 4170),  # past the standard's table: in proportion
+    (30, 4170, 118 * 64 + 2 * 4170),  # between two speeds: the faster's
+])
+def test_the_least_headroom_is_the_peers_response_and_two_frames(speed, frame, least):
+    assert least_headroom(speed, frame) == least

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from harness.checks.base import Outcome
 from harness.checks.dcqcn.measure import STEADY_MIN_S, DcqcnSeen, Depth, declared
-from harness.checks.pfc.judge import flow_mbit, why_dropped
+from harness.checks.pfc.judge import flow_mbit, late_pause_drops, why_dropped
 from harness.core.plan import Plan
 from harness.traffic.dcqcn import jain
 
@@ -119,11 +119,21 @@ def _steady(seen: DcqcnSeen) -> _Steady:
     return _Steady(tuple(d for d in seen.depth if start is not None and start <= d.t_ms <= end), start, end)
 
 
-def _loss(seen: DcqcnSeen) -> list[str]:
+def _loss(plan: Plan, seen: DcqcnSeen) -> tuple[list[str], str]:
+    """(problems, why not measurable) of what the incast lost."""
     received = sum(s.flow.received for s in seen.senders)
     sent = sum(s.flow.sent for s in seen.senders)
     if received == 0:
-        return [f"the receiver {seen.receiver} saw none of {sent} packets: not measured"]
+        return [f"the receiver {seen.receiver} saw none of {sent} packets: not measured"], ""
+    late = late_pause_drops(plan, seen.drops, seen.in_drops, seen.pfc_on, seen.pause_timing, seen.roce_priority,
+                            seen.packet_bytes)
+    if late:
+        return [], (f"priority {seen.roce_priority} dropped {sum(c.value for c in seen.drops)} packets at "
+                    + ", ".join(f"{c.port} queue {c.index}" for c in seen.drops) + f": {late}")
+    return _lost(seen, sent, received), ""
+
+
+def _lost(seen: DcqcnSeen, sent: int, received: int) -> list[str]:
     if seen.drops or seen.in_drops:
         why = why_dropped(seen.drops, seen.in_drops, seen.pfc_on, seen.roce_priority)
         return [f"priority {seen.roce_priority} is not lossless: " + "; ".join(why)]
@@ -149,8 +159,7 @@ def judge_dcqcn(plan: Plan, seen: DcqcnSeen) -> DcqcnResult:
                for s in seen.senders]
     alone, beside = flow_mbit(seen.victim_alone, wire), flow_mbit(seen.victim, wire)
     victim_rate = seen.victim_pps * wire * 8 / 1e6
-    problems = _loss(seen)
-    undecided = ""
+    problems, undecided = _loss(plan, seen)
     if not marks:
         ecn = (f"queues {', '.join(map(str, seen.port_ecn_queues))}" if seen.port_ecn_queues else "no queue")
         problems.append(f"no CE mark on {seen.port} queue {roce}, the congested queue (peak {steady.peak / 1e3:.0f} kB "
@@ -171,16 +180,27 @@ def judge_dcqcn(plan: Plan, seen: DcqcnSeen) -> DcqcnResult:
                             f"{steady.peak / 1e3:.0f} kB, average {steady.avg / 1e3:.0f} kB), so PFC, not DCQCN, held "
                             "the incast there")
         busy = sum(arrived)
-        if busy < BUSY * seen.port_bps / 1e6:
-            problems.append(f"the incast kept {seen.port} only {busy:.1f} of its {seen.port_bps / 1e6:g} Mbit/s busy "
-                            f"in the steady state (under {BUSY:.0%}): DCQCN cut the senders below the port's rate")
+        port_mbit = seen.port_bps / 1e6
+        if busy < BUSY * port_mbit:
+            idle = f"the incast kept {seen.port} only {busy:.1f} of its {port_mbit:g} Mbit/s busy in the steady state"
+            short_ms = (BUSY * port_mbit - busy) / port_mbit * steady.seconds * 1000
+            withheld = seen.steady_cpu_wait.withheld_ms
+            if withheld >= short_ms:
+                undecided = "; ".join(filter(None, (undecided, (
+                    f"{idle}, {short_ms:.0f} ms of port time short of {BUSY:.0%}, but {seen.steady_cpu_wait.words()} "
+                    f"meanwhile: {withheld:.0f} ms in which the port and the senders' catch-up (a burst the queue "
+                    "marks, cutting every rate again) were the machine's, so whether DCQCN keeps the port busy "
+                    "cannot be judged on this machine now"))))
+            else:
+                problems.append(f"{idle} (under {BUSY:.0%}): DCQCN cut the senders below the port's rate")
         if rates and fairness < FAIR:
             problems.append(f"the senders did not converge to a fair share: Jain {fairness:.3f} < {FAIR:g} over "
                             + ", ".join(f"{s.flow.src} {r:.1f}" for s, r in zip(seen.senders, rates))
                             + f" Mbit/s (fair {fair:.1f}; {_nic_time(seen.duration_s, seen.time_scale)})")
     if alone < VICTIM_ALONE * victim_rate:
-        undecided = (f"the victim {seen.victim.src} -> {seen.victim.dst} kept only {alone:.1f} of its "
-                     f"{victim_rate:.1f} Mbit/s alone: the control failed, the victim cannot be judged")
+        undecided = "; ".join(filter(None, (
+            undecided, f"the victim {seen.victim.src} -> {seen.victim.dst} kept only {alone:.1f} of its "
+                       f"{victim_rate:.1f} Mbit/s alone: the control failed, the victim cannot be judged")))
     elif beside < VICTIM_KEPT * alone:
         problems.append(f"the victim {seen.victim.src} -> {seen.victim.dst} kept {beside:.1f} of its {alone:.1f} "
                         f"Mbit/s beside the incast: congestion spread to it ({pfc} pause frames from {leaf})")

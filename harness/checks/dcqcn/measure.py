@@ -20,10 +20,12 @@ from dataclasses import dataclass, replace
 
 from harness.checks.base import NotMeasurable, Observation
 from harness.checks.collectives.delivery import rail_members
-from harness.checks.pfc.measure import Count, FlowSeen, flows_seen, incast_senders, lossless_counts, wire_bytes
+from harness.checks.pfc.measure import (Count, FlowSeen, PauseTiming, flows_seen, incast_senders, lossless_counts,
+                                        wire_bytes)
 from harness.core.asic import Wred, switch_programs
 from harness.core.lossless_declaration import Dcqcn
 from harness.core.plan import Plan
+from harness.plumbing.cpu_wait import CpuWait, cpu_wait_now
 from harness.plumbing.labview import LabView
 from harness.plumbing.priority import timed_turn
 from harness.render.sonic import config_db
@@ -107,6 +109,8 @@ class DcqcnSeen(Observation):
     pfc_on: tuple[tuple[str, tuple[int, ...]], ...]  # each BE port: the priorities PFC is on for there
     backlog_ms: float | None = None  # the congested queue first past the WRED minimum (the start-up backlog)
     drained_ms: float | None = None  # then first back below it (None: PFC still held it at HOLD_S)
+    pause_timing: tuple[PauseTiming, ...] = ()  # every port that paused its peer, over the incast
+    steady_cpu_wait: CpuWait = CpuWait()  # what the machine withheld from the kernel's packet work in the steady state
 
 
 class _Watch:
@@ -120,6 +124,7 @@ class _Watch:
         self.lab, self.leaf, self.port, self.queue, self.start_ns = lab, leaf, port, queue, start_ns
         self.wred_min, self.steady_ms = wred_min, steady_s * 1000
         self.samples: list[Depth] = []
+        self.cpu: list[CpuWait] = []  # at each sample: what the machine had withheld until then
         self.backlog_ms: float | None = None
         self.drained_ms: float | None = None
         self.steady_from_ms: float | None = None
@@ -143,6 +148,7 @@ class _Watch:
         d = Depth(round((t - self.start_ns) / 1e6, 1), q.depth_bytes, q.xoff, q.marked - self._first[0],
                   pfc - self._first[1])
         self.samples.append(d)
+        self.cpu.append(cpu_wait_now())
         self._phase(d)
 
     def _phase(self, d: Depth) -> None:
@@ -329,7 +335,16 @@ def measure_dcqcn(lab: LabView, rail: int = 0, max_s: float = MAX_S, senders: in
         depth=tuple(watch.samples) if watch else (), marked=marked, cnp_tx=cnps, **counts,
         pfc_on=tuple((p.name, tuple(sorted(p.pfc))) for p in now.ports),
         backlog_ms=_within(watch.backlog_ms if watch else None, run_ms),
-        drained_ms=_within(watch.drained_ms if watch else None, run_ms))
+        drained_ms=_within(watch.drained_ms if watch else None, run_ms),
+        steady_cpu_wait=_cpu_between(watch, steady_ms, run_ms))
+
+
+def _cpu_between(watch: _Watch | None, from_ms: float | None, to_ms: float) -> CpuWait:
+    """What the machine withheld between the watch's reads nearest from_ms and to_ms."""
+    if watch is None or from_ms is None:
+        return CpuWait()
+    reads = [(d.t_ms, c) for d, c in zip(watch.samples, watch.cpu) if from_ms <= d.t_ms <= to_ms]
+    return reads[-1][1].minus(reads[0][1]) if len(reads) > 1 else CpuWait()
 
 
 def _within(t_ms: float | None, run_ms: float) -> float | None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.checks.base import MeasuredOutcome
-from harness.checks.pfc.measure import Count, FlowSeen, PfcSeen
+from harness.checks.pfc.measure import Count, FlowSeen, PauseTiming, PfcSeen
+from harness.core.asic import least_headroom, switch_programs
 from harness.core.plan import Plan
+from harness.render.sonic import config_db
 
 MARGIN = 1.25  # the incast may take this much longer than its bytes at the port's rate
 VICTIM_ALONE = 0.9  # alone, the victim must keep at least this share of its rate (else not measurable)
@@ -34,6 +36,7 @@ class PfcResult(MeasuredOutcome):
     victim_mbit: float
     drops: tuple[str, ...]  # "port queue q: n", every queue that dropped
     storms: tuple[str, ...]
+    cpu_withheld_ms: float = 0.0  # the longest one CPU's packet work waited over the incast (CpuWait.withheld_ms)
 
     held = "lossless"
 
@@ -42,7 +45,9 @@ class PfcResult(MeasuredOutcome):
                 f"{self.offered_mbit:.0f} Mbit/s offered: loss {self.loss_pct:.2f} %, done {self.completion_ms:.0f} ms "
                 f"(ideal {self.ideal_ms:.0f}); PFC {self.pauses_by_leaf} sent by the leaf, {self.pauses_upstream} "
                 f"upstream, {self.pauses_at_senders} at the senders; victim {self.victim_mbit:.1f} Mbit/s beside "
-                f"it, {self.victim_alone_mbit:.1f} alone")
+                f"it, {self.victim_alone_mbit:.1f} alone"
+                + (f"; the machine withheld {self.cpu_withheld_ms:.0f} ms of CPU from the kernel's packet work"
+                   if self.cpu_withheld_ms else ""))
 
 
 def flow_mbit(f: FlowSeen, wire: int) -> float:
@@ -75,6 +80,47 @@ def why_dropped(drops: tuple[Count, ...], in_drops: tuple[Count, ...],
     return out
 
 
+def _headroom(plan: Plan, name: str) -> tuple[int, float] | None:
+    """(declared headroom in bytes, speed in Gbit/s) of a switch port "node:port"."""
+    node, _, port = name.partition(":")
+    sw = next((s for s in plan.switches if s.name == node), None)
+    speed = next((p.speed for p in sw.ports if p.name == port), None) if sw is not None else None
+    if sw is None or speed is None:
+        return None
+    return switch_programs(config_db(plan, sw), [port])[port].headroom_bytes, speed
+
+
+def late_pause_drops(plan: Plan, drops: tuple[Count, ...], in_drops: tuple[Count, ...],
+                     pfc_on_ports: tuple[tuple[str, tuple[int, ...]], ...], timing: tuple[PauseTiming, ...],
+                     roce: int, frame_bytes: int) -> str:
+    """Why drops are the machine's, not the fabric's, or "" where any of them is the fabric's.
+    They are the machine's when every packet dropped came in by a port with PFC on whose pauses
+    reached its peer later than its headroom lasts at the peer's rate (the emulation's PFC loop,
+    a frame from one namespace to the next and the peer's queue stopped, waited for a CPU), and
+    whose declared headroom holds what a real peer may still send after a pause
+    (asic.least_headroom): below that, no fabric stays lossless and the drop is the config's.
+    Shared with the dcqcn check."""
+    pfc_on = dict(pfc_on_ports)
+    if not in_drops or any(roce not in pfc_on.get(c.port, ()) for c in drops):
+        return ""
+    late = {(t.port, t.index): t for t in timing if t.late}
+    why = []
+    for c in in_drops:
+        t = late.get((c.port, c.index))
+        room = _headroom(plan, c.port)
+        if c.index != roce or roce not in pfc_on.get(c.port, ()) or t is None or room is None:
+            return ""
+        headroom, speed = room
+        least = least_headroom(speed, frame_bytes)
+        if headroom < least:
+            return ""
+        why.append(f"{c.value} came in by {c.port}, {t.late} of whose {t.timed} pauses reached its peer later than its "
+                   f"{headroom / 1e3:.0f} kB headroom lasts (mean {t.lag_ms:.1f} ms, worst {t.worst_ms:.1f} ms; a real "
+                   f"{speed:g}G peer needs {least / 1e3:.0f} kB of it)")
+    return ("; ".join(why) + ": the emulation's pause, a frame into the next namespace and the peer's queue stopped, "
+            "waited for a CPU, so whether the headroom holds cannot be judged on this machine now")
+
+
 def _peer(plan: Plan, name: str) -> str:
     node, _, port = name.partition(":")
     return next((f"{p.peer}:{p.peer_port}" for s in plan.switches if s.name == node for p in s.ports
@@ -99,10 +145,14 @@ def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
     alone, beside = flow_mbit(seen.victim_alone, wire), flow_mbit(seen.victim, wire)
     victim_rate = seen.victim_pps * wire * 8 / 1e6
     problems: list[str] = []
-    undecided = ""
+    undecided: list[str] = []
     if received == 0:
         problems.append(f"the receiver {seen.receiver} saw none of {sent} packets: not measured")
-    if seen.drops or seen.in_drops:
+    late = late_pause_drops(plan, seen.drops, seen.in_drops, seen.pfc_on, seen.pause_timing, roce, wire)
+    if late:
+        undecided.append(f"priority {roce} dropped {sum(c.value for c in seen.drops)} packets at "
+                         + ", ".join(f"{c.port} queue {c.index}" for c in seen.drops) + f": {late}")
+    elif seen.drops or seen.in_drops:
         why = why_dropped(seen.drops, seen.in_drops, seen.pfc_on, roce)
         problems.append(f"priority {roce} is not lossless: " + "; ".join(why))
     elif loss > 0:
@@ -115,17 +165,26 @@ def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
     elif not at_senders:
         problems.append(f"{leaf} sent {by_leaf} pause frames but none reached the senders' NICs: the pause did not "
                         "propagate hop by hop")
+    slow = (f"the incast took {last / 1e6:.0f} ms, more than {MARGIN:g} x the {ideal_ms:.0f} ms its bytes need at "
+            "the port's rate")
+    withheld = seen.cpu_wait.withheld_ms
     if received and last / 1e6 > MARGIN * ideal_ms:
-        problems.append(f"the incast took {last / 1e6:.0f} ms, more than {MARGIN:g} x the {ideal_ms:.0f} ms its bytes "
-                        f"need at the port's rate: the port did not run full")
+        if last / 1e6 - withheld <= MARGIN * ideal_ms:
+            undecided.append(f"{slow}, but {seen.cpu_wait.words()} over it: a port whose packets wait for a CPU "
+                             f"sends nothing, and {withheld:.0f} ms of that explains the excess, so whether the "
+                             "port ran full cannot be judged on this machine now")
+        else:
+            problems.append(f"{slow}: the port did not run full"
+                            + (f" ({withheld:.0f} ms of it the machine withheld the CPU from the kernel's packet "
+                               "work, too little to explain it)" if withheld else ""))
     for c in seen.storms:
         peer = _peer(plan, c.port)
         problems.append(f"PFC storm on {c.port} queue {c.index}{f', from {peer}' if peer else ''}: paused without a "
                         "break past the watchdog's detection time (a peer that keeps sending pause); the watchdog "
                         "dropped its packets")
     if alone < VICTIM_ALONE * victim_rate:
-        undecided = (f"the victim {seen.victim.src} -> {seen.victim.dst} kept only {alone:.1f} of its "
-                     f"{victim_rate:.1f} Mbit/s alone: the control failed, the spreading cannot be judged")
+        undecided.append(f"the victim {seen.victim.src} -> {seen.victim.dst} kept only {alone:.1f} of its "
+                         f"{victim_rate:.1f} Mbit/s alone: the control failed, the spreading cannot be judged")
     elif beside >= VICTIM_SLOWED * alone and by_leaf:
         problems.append(f"the victim {seen.victim.src} -> {seen.victim.dst} kept {beside:.1f} of its {alone:.1f} "
                         "Mbit/s beside the incast: a paused port did not hold back its priority")
@@ -136,5 +195,6 @@ def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
         pauses_by_leaf=by_leaf, pauses_upstream=upstream, pauses_at_senders=at_senders,
         victim_alone_mbit=round(alone, 2), victim_mbit=round(beside, 2),
         drops=tuple(f"{c.port} queue {c.index}: {c.value}" for c in seen.drops),
-        storms=tuple(f"{c.port} queue {c.index}" for c in seen.storms), not_measurable=undecided,
+        storms=tuple(f"{c.port} queue {c.index}" for c in seen.storms), cpu_withheld_ms=withheld,
+        not_measurable="; ".join(undecided),
         seconds=seen.seconds, problems=tuple(problems))

@@ -10,6 +10,7 @@ runs once alone (its rate with nothing in the way: the control) and once beside 
 """
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -17,6 +18,7 @@ from dataclasses import dataclass, replace
 from harness.checks.base import NotMeasurable, Observation
 from harness.checks.collectives.delivery import rail_members
 from harness.core.lossless_counters import LosslessCounters
+from harness.plumbing.cpu_wait import CpuWait, cpu_wait_now
 from harness.plumbing.labview import LabView
 from harness.plumbing.priority import timed_turn
 from harness.traffic.flows import ReceiveSpec
@@ -48,6 +50,19 @@ class Count:
     value: int
 
 
+@dataclass(frozen=True)
+class PauseTiming:
+    """The pauses one port ("node:port") sent for one priority over the incast, each timed from the
+    XOFF that began it to its peer's queue paused (see lossless_counters.PriorityCounters)."""
+
+    port: str
+    index: int
+    timed: int
+    late: int  # longer than the port's headroom lasts at its peer's rate
+    lag_ms: float  # their mean
+    worst_ms: float  # the worst since the data plane started
+
+
 @dataclass(frozen=True, kw_only=True)
 class PfcSeen(Observation):
     receiver: str  # node:nic
@@ -69,20 +84,27 @@ class PfcSeen(Observation):
     storms: tuple[Count, ...]  # per port and queue: PFC storms the watchdog saw (over the incast, or now)
     pfc_on: tuple[tuple[str, tuple[int, ...]], ...]  # each BE port: the priorities PFC is on for there
     senders_leaves: tuple[str, ...] = ()  # the switches the senders hang off
+    cpu_wait: CpuWait = CpuWait()  # what the machine withheld from the kernel's packet work over the incast
+    pause_timing: tuple[PauseTiming, ...] = ()  # every port that paused its peer, over the incast
 
 
 def wire_bytes(payload: int) -> int:
     return _ETH + IP_LEN + UDP_LEN + BTH_LEN + RETH_LEN + payload + ICRC_LEN
 
 
-def lossless_counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str, tuple[Count, ...]]:
-    out: dict[str, list[Count]] = {k: [] for k in ("pfc_tx", "pfc_rx", "drops", "in_drops", "storms")}
+def lossless_counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str, tuple]:
+    out: dict[str, list] = {k: [] for k in ("pfc_tx", "pfc_rx", "drops", "in_drops", "storms", "pause_timing")}
     active = {(p.name, i) for p in now.ports for i, q in enumerate(p.queues) if q.storm}
+    worst = {(p.name, i): pr.pause_lag_max_ms for p in now.ports for i, pr in enumerate(p.priorities)}
     for p in delta.ports:
         for i, pr in enumerate(p.priorities):
             for key, value in (("pfc_tx", pr.pfc_tx), ("pfc_rx", pr.pfc_rx), ("in_drops", pr.in_drops)):
                 if value:
                     out[key].append(Count(p.name, i, value))
+            if pr.pauses_timed > 0:
+                out["pause_timing"].append(PauseTiming(p.name, i, pr.pauses_timed, pr.pauses_late,
+                                                       round(pr.pause_lag_ms / pr.pauses_timed, 3),
+                                                       worst.get((p.name, i), 0.0)))
         for i, q in enumerate(p.queues):
             if q.drop_pkts or q.wd_drops:
                 out["drops"].append(Count(p.name, i, q.drop_pkts + q.wd_drops))
@@ -102,10 +124,13 @@ def flows_seen(planned: tuple[PlannedFlow, ...], sent: dict, got: dict, start_ns
     return tuple(out)
 
 
-def _run(lab: LabView, groups: list[tuple[tuple[PlannedFlow, ...], int, float]]) -> dict[int, FlowSeen]:
+def _run(lab: LabView, groups: list[tuple[tuple[PlannedFlow, ...], int, float]]
+         ) -> tuple[dict[int, FlowSeen], CpuWait]:
     """Each group (flows, packets per flow, rate per sender) starts at one common instant; one
-    receiver per destination. Flow id -> what was seen."""
+    receiver per destination. Flow id -> what was seen, and what the machine withheld from the
+    kernel's packet work from that instant until the last sender was done."""
     start_ns = time.time_ns() + int(2.0e9)
+    at_start: list[CpuWait] = []
     planned_all = tuple(p for flows, _, _ in groups for p in flows)
     by_dst: dict[Endpoint, int] = {}
     for flows, packets, _ in groups:
@@ -113,6 +138,9 @@ def _run(lab: LabView, groups: list[tuple[tuple[PlannedFlow, ...], int, float]])
             by_dst[p.dst] = by_dst.get(p.dst, 0) + packets
     receivers = receive_specs(planned_all, ReceiveSpec(duration_s=60, quiet_s=1.5))
     with ExitStack() as stack:
+        mark = threading.Timer(max(0.0, (start_ns - time.time_ns()) / 1e9), lambda: at_start.append(cpu_wait_now()))
+        mark.start()
+        stack.callback(mark.cancel)
         rx = {dst: stack.enter_context(start_receiver(lab.namespace(dst.node),
                                                       replace(spec, expect_packets=by_dst[dst]), realtime=True))
               for dst, spec in receivers.items()}
@@ -123,8 +151,9 @@ def _run(lab: LabView, groups: list[tuple[tuple[PlannedFlow, ...], int, float]])
                     for ep, spec in send_specs(flows, packets=packets, rate_pps=rate).items()]
             results.append(stack.enter_context(start_senders(mine)))
         sent = {f.flow_id: f for group in results for r in group.result(120).results for f in r.flows}
+        waited = cpu_wait_now().minus(at_start[0]) if at_start else CpuWait()
         got = {f.flow_id: f for proc in rx.values() for f in proc.result(60).flows}
-    return {p.flow.flow_id: s for p, s in zip(planned_all, flows_seen(planned_all, sent, got, start_ns))}
+    return {p.flow.flow_id: s for p, s in zip(planned_all, flows_seen(planned_all, sent, got, start_ns))}, waited
 
 
 def incast_senders(lab: LabView, members: list[Endpoint], senders: int) -> list[Endpoint]:
@@ -166,9 +195,9 @@ def measure_pfc(lab: LabView, rail: int = 0, packets: int = 600, senders: int = 
     duration = len(others) * packets / (port_bps / (wire * 8))  # what the port needs for the incast
     victim_packets = max(100, int(victim_pps * duration))
     with timed_turn(lab.run_dir):
-        alone = _run(lab, [(victim_flow, victim_packets, victim_pps)])[1000]
+        alone = _run(lab, [(victim_flow, victim_packets, victim_pps)])[0][1000]
         before = lab.lossless_counters()
-        seen = _run(lab, [(flows, packets, incast_pps), (victim_flow, victim_packets, victim_pps)])
+        seen, waited = _run(lab, [(flows, packets, incast_pps), (victim_flow, victim_packets, victim_pps)])
         now = lab.lossless_counters()
     counts = lossless_counts(now.minus(before), now)
     leaves = tuple(dict.fromkeys(lab.plan.host(m.node).nic(m.nic).peer for m in others))
@@ -177,4 +206,5 @@ def measure_pfc(lab: LabView, rail: int = 0, packets: int = 600, senders: int = 
         time_scale=q.time_scale, roce_priority=q.roce_priority, packet_bytes=wire, incast_pps=round(incast_pps, 3),
         packets=packets, victim_pps=round(victim_pps, 3), victim_alone=alone, victim=seen[1000],
         incast=tuple(seen[p.flow.flow_id] for p in flows), **counts,
-        pfc_on=tuple((p.name, tuple(sorted(p.pfc))) for p in now.ports), senders_leaves=leaves)
+        pfc_on=tuple((p.name, tuple(sorted(p.pfc))) for p in now.ports), senders_leaves=leaves,
+        cpu_wait=waited)
