@@ -29,6 +29,7 @@ from __future__ import annotations
 import pytest
 
 from harness.checks.registry import case, run_case
+from harness.pytest_plugin import measured
 
 
 @pytest.mark.parametrize("pattern", ["ring", "all-to-all", "incast"])
@@ -40,7 +41,7 @@ def test_collective_is_delivered_whole_and_in_order(lab, results, pattern):
 
 def test_incast_congests_a_port(lab, results):
     # fan-in 1, 2, 4 and every other GPU of the rail
-    result = run_case(case("collectives-incast-congested"), lab, results, rail=0)
+    result = measured(run_case(case("collectives-incast-congested"), lab, results, rail=0))
     assert result.passed, result.reason
     fan_ins = result.fan_ins
     if len(fan_ins) < 3:

@@ -63,7 +63,7 @@ def test_paths_between_pods_cross_three_tiers_of_asns(pods_lab):
 
 @pytest.mark.parametrize("name", ["failover-superspine-link", "failover-superspine"])
 def test_a_superspine_failure_is_repaired_by_the_spines(pods_lab, results, name):
-    result = run_case(case(name), pods_lab, results)
+    result = measured(run_case(case(name), pods_lab, results))
     assert result.qps_on_element >= result.min_on_element
     if name == "failover-superspine-link":  # one link: the QPs elsewhere lose nothing
         assert result.lost_elsewhere == 0
