@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from harness.checks.collectives import IncastSeen
+from harness.checks.lossless_drops import Count, PauseTiming
 from harness.report.recorded import judge
 
 import judge_tables as tables
@@ -52,7 +53,26 @@ def test_a_collective_is_delivered_whole_and_in_order(name, what, change, passed
     assert words in outcome.reason
 
 
+def _lossless_drop(seen: IncastSeen, late: int) -> IncastSeen:
+    """On the lossless data plane, everything delivered but 6 packets of the biggest fan-in,
+    dropped at a spine and come in by another leaf's uplink, whose pauses were `late` late."""
+    seen = replace(_lossless(seen), lossless=True, pause_bytes=1_418_467)
+    last = len(seen.fan_ins) - 1
+    fans = [replace(f, pauses_sent=500, pauses_received=400) for f in seen.fan_ins]  # PFC acted at every fan-in
+    first = replace(fans[last].per_sender[0], received=seen.packets - 6)
+    fans[last] = replace(fans[last], per_sender=(first,) + fans[last].per_sender[1:], drops=6,
+                         drop_places=("be-s1:Ethernet0 queue 3: 6",),
+                         drop_counts=(Count("be-s1:Ethernet0", 3, 6),), in_drops=(Count("be-s1:Ethernet16", 3, 6),),
+                         pfc_on=(("be-s1:Ethernet0", (3,)), ("be-s1:Ethernet16", (3,))),
+                         pause_timing=(PauseTiming("be-s1:Ethernet16", 3, 40, late, 1.0, 9.0),))
+    return replace(seen, fan_ins=tuple(fans))
+
+
 INCAST = [
+    ("lossless: 6 dropped behind pauses all in time", lambda s: _lossless_drop(s, 0), False,
+     "7→1 lost 0.0 % on a lossless port: dropped at be-s1:Ethernet0 queue 3: 6"),
+    ("lossless: 6 dropped behind a pause the data plane timed late", lambda s: _lossless_drop(s, 1), None,
+     "whether the headroom holds cannot be judged on this machine"),
     ("as recorded", lambda s: s, True, "measured: incast into be-g1-r0:Ethernet256 shaped to 26.352 Mbit/s"),
     ("the port was never congested", _lossless, False,
      "2→1 offered 35.1 Mbit/s into 26.4 and lost nothing: the port was not congested "

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from harness.checks.pfc import Count, PfcResult
-from harness.checks.pfc import judge as pfc_judge
-from harness.checks.pfc.measure import PauseTiming
+from harness.checks import lossless_drops
+from harness.checks.lossless_drops import PauseTiming
 from harness.core.asic import least_headroom
 from harness.checks.pfc.judge import MARGIN
 from harness.plumbing.cpu_wait import CpuWait
@@ -101,9 +101,9 @@ def test_a_drop_behind_a_late_pause_is_the_machines(seen, timing, verdict, words
 
 def test_a_headroom_below_what_any_peer_needs_is_the_configs_however_late_the_pause(seen, monkeypatch):
     plan = tables.plan("pfc/ai-cluster")
-    headroom, speed = pfc_judge._headroom(plan, "be-s1:Ethernet16")
+    headroom, speed = lossless_drops._headroom(plan, "be-s1:Ethernet16")
     assert headroom >= least_headroom(speed, seen.packet_bytes)  # the control: the built-ins' headroom is enough
-    monkeypatch.setattr(pfc_judge, "_headroom", lambda plan, port: (least_headroom(speed, seen.packet_bytes) - 1, speed))
+    monkeypatch.setattr(lossless_drops, "_headroom", lambda plan, port: (least_headroom(speed, seen.packet_bytes) - 1, speed))
     r = tables.verdict("pfc/ai-cluster", _lost(seen, LATE))
     assert r.passed is False and "no headroom left" in r.reason
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from harness.checks.base import MeasuredOutcome, Observation
 from harness.checks.collectives.delivery import rail_members
+from harness.checks.lossless_drops import Count, PauseTiming, late_pause_drops, lossless_counts
 from harness.core.asic import switch_programs
 from harness.core.capabilities import Feature
 from harness.core.errors import HarnessError
@@ -49,6 +50,12 @@ class FanInSeen:
     drop_places: tuple[str, ...] = ()  # "switch:port queue q: n" for each queue that dropped
     pauses_sent: int = 0  # PFC frames the receiver's leaf sent
     pauses_received: int = 0  # PFC frames the senders' NICs received
+    # what a drop is judged on (as the pfc check's): where it dropped and came in, where PFC is
+    # on, and how late each port's pauses reached its peer
+    drop_counts: tuple[Count, ...] = ()
+    in_drops: tuple[Count, ...] = ()
+    pfc_on: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    pause_timing: tuple[PauseTiming, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,7 +199,8 @@ def measure_incast(lab: LabView, fan_ins: tuple[int, ...] | None = None, rail: i
             before = lab.lossless_counters() if lossless else None
             fan = _fan_in(lab, receiver, senders[:n], rate_pps, payload_len, packets)
             if before is not None:
-                fan = _with_counters(fan, lab.lossless_counters().minus(before), leaf, senders[:n], lab)
+                now = lab.lossless_counters()
+                fan = _with_counters(fan, now.minus(before), now, leaf, senders[:n])
             seen.append(fan)
     finally:
         if not lossless:
@@ -203,15 +211,18 @@ def measure_incast(lab: LabView, fan_ins: tuple[int, ...] | None = None, rail: i
                       pause_bytes=pause_bytes)
 
 
-def _with_counters(fan: FanInSeen, delta: LosslessCounters, leaf: str, senders: list[Endpoint],
-                   lab: LabView) -> FanInSeen:
+def _with_counters(fan: FanInSeen, delta: LosslessCounters, now: LosslessCounters, leaf: str,
+                   senders: list[Endpoint]) -> FanInSeen:
     places = tuple(f"{p.name} queue {i}: {qc.drop_pkts + qc.wd_drops}" for p in delta.ports
                    for i, qc in enumerate(p.queues) if qc.drop_pkts or qc.wd_drops)
     drops = sum(qc.drop_pkts + qc.wd_drops for p in delta.ports for qc in p.queues)
     sent = sum(pr.pfc_tx for p in delta.of(leaf) for pr in p.priorities)
     nics = {(ep.node, ep.nic) for ep in senders}
     received = sum(pr.pfc_rx for p in delta.ports if (p.node, p.port) in nics for pr in p.priorities)
-    return replace(fan, drops=drops, drop_places=places, pauses_sent=sent, pauses_received=received)
+    counts = lossless_counts(delta, now)
+    return replace(fan, drops=drops, drop_places=places, pauses_sent=sent, pauses_received=received,
+                   drop_counts=counts["drops"], in_drops=counts["in_drops"], pause_timing=counts["pause_timing"],
+                   pfc_on=tuple((p.name, tuple(sorted(p.pfc))) for p in now.ports))
 
 
 def _run_incast(lab: LabView, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
@@ -266,7 +277,7 @@ def judge_incast(plan: Plan, seen: IncastSeen) -> IncastResult:
     the fabric: every port here is lossy."""
     fan_ins = tuple(_figures(seen, f) for f in seen.fan_ins)
     if seen.lossless:
-        return _judge_lossless(seen, fan_ins)
+        return _judge_lossless(plan, seen, fan_ins)
     problems: list[str] = []
     undecided: list[str] = []
     for fan, f in zip(seen.fan_ins, fan_ins):
@@ -292,15 +303,23 @@ def judge_incast(plan: Plan, seen: IncastSeen) -> IncastResult:
         not_measurable="; ".join(undecided), seconds=seen.seconds, problems=tuple(problems))
 
 
-def _judge_lossless(seen: IncastSeen, fan_ins: tuple[FanIn, ...]) -> IncastResult:
+def _judge_lossless(plan: Plan, seen: IncastSeen, fan_ins: tuple[FanIn, ...]) -> IncastResult:
     """On the lossless data plane an incast loses nothing at any fan-in: PFC pauses the senders
-    instead; a fan-in beyond the port's rate must have made its leaf send pause frames."""
+    instead; a fan-in beyond the port's rate must have made its leaf send pause frames. A drop
+    behind pauses the data plane timed late is the machine's (pfc.judge.late_pause_drops)."""
     problems: list[str] = []
-    for f in fan_ins:
+    undecided: list[str] = []
+    roce = plan.fabric.cluster.lossless.roce_priority
+    for fan, f in zip(seen.fan_ins, fan_ins):
         if f.received == 0:
             problems.append(f"{f.senders}→1: the receiver saw none of {f.sent} packets: not measured")
             continue
-        if f.loss_pct > 0:
+        late = late_pause_drops(plan, fan.drop_counts, fan.in_drops, fan.pfc_on, fan.pause_timing, roce,
+                                seen.packet_bytes) if f.loss_pct > 0 else ""
+        if late:
+            undecided.append(f"{f.senders}→1 lost {f.loss_pct:.1f} % on a lossless port, dropped at "
+                             f"{', '.join(f.drop_places[:4])}: {late}")
+        elif f.loss_pct > 0:
             where = (f"dropped at {', '.join(f.drop_places[:4])}" if f.drop_places
                      else "no queue dropped any: the senders' NICs refused them")
             problems.append(f"{f.senders}→1 lost {f.loss_pct:.1f} % on a lossless port: {where}")
@@ -314,7 +333,7 @@ def _judge_lossless(seen: IncastSeen, fan_ins: tuple[FanIn, ...]) -> IncastResul
         receiver=seen.receiver, port=seen.port, shaper=seen.shaper, shaped_mbit=round(seen.shaped_bps / 1e6, 3),
         per_sender_mbit=round(seen.rate_pps * seen.packet_bytes * 8 / 1e6, 3), packet_bytes=seen.packet_bytes,
         base_delay_ms=round(seen.base_delay_ns / 1e6, 3), fan_ins=fan_ins, pfc_enforced=True,
-        seconds=seen.seconds, problems=tuple(problems))
+        not_measurable="; ".join(undecided), seconds=seen.seconds, problems=tuple(problems))
 
 
 def _late_burst(seen: IncastSeen, fan: FanInSeen) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from harness.checks.base import NotMeasurable, Observation
 from harness.checks.collectives.delivery import rail_members
-from harness.core.lossless_counters import LosslessCounters
+from harness.checks.lossless_drops import Count, PauseTiming, lossless_counts
 from harness.plumbing.cpu_wait import CpuWait, cpu_wait_now
 from harness.plumbing.labview import LabView
 from harness.plumbing.priority import timed_turn
@@ -39,28 +39,6 @@ class FlowSeen:
     received: int
     first_ns: int | None  # its first and last packet's arrival, from the common start (None: none arrived)
     last_ns: int | None
-
-
-@dataclass(frozen=True)
-class Count:
-    """One counter of one place over the incast: `port` is "node:port", `index` a queue or priority."""
-
-    port: str
-    index: int
-    value: int
-
-
-@dataclass(frozen=True)
-class PauseTiming:
-    """The pauses one port ("node:port") sent for one priority over the incast, each timed from the
-    XOFF that began it to its peer's queue paused (see lossless_counters.PriorityCounters)."""
-
-    port: str
-    index: int
-    timed: int
-    late: int  # longer than the port's headroom lasts at its peer's rate
-    lag_ms: float  # their mean
-    worst_ms: float  # the worst since the data plane started
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,27 +68,6 @@ class PfcSeen(Observation):
 
 def wire_bytes(payload: int) -> int:
     return _ETH + IP_LEN + UDP_LEN + BTH_LEN + RETH_LEN + payload + ICRC_LEN
-
-
-def lossless_counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str, tuple]:
-    out: dict[str, list] = {k: [] for k in ("pfc_tx", "pfc_rx", "drops", "in_drops", "storms", "pause_timing")}
-    active = {(p.name, i) for p in now.ports for i, q in enumerate(p.queues) if q.storm}
-    worst = {(p.name, i): pr.pause_lag_max_ms for p in now.ports for i, pr in enumerate(p.priorities)}
-    for p in delta.ports:
-        for i, pr in enumerate(p.priorities):
-            for key, value in (("pfc_tx", pr.pfc_tx), ("pfc_rx", pr.pfc_rx), ("in_drops", pr.in_drops)):
-                if value:
-                    out[key].append(Count(p.name, i, value))
-            if pr.pauses_timed > 0:
-                out["pause_timing"].append(PauseTiming(p.name, i, pr.pauses_timed, pr.pauses_late,
-                                                       round(pr.pause_lag_ms / pr.pauses_timed, 3),
-                                                       worst.get((p.name, i), 0.0)))
-        for i, q in enumerate(p.queues):
-            if q.drop_pkts or q.wd_drops:
-                out["drops"].append(Count(p.name, i, q.drop_pkts + q.wd_drops))
-            if q.storms or (p.name, i) in active:
-                out["storms"].append(Count(p.name, i, max(q.storms, 1)))
-    return {k: tuple(v) for k, v in out.items()}
 
 
 def flows_seen(planned: tuple[PlannedFlow, ...], sent: dict, got: dict, start_ns: int) -> tuple[FlowSeen, ...]:
