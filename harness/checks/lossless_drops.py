@@ -114,5 +114,7 @@ def late_pause_drops(plan: Plan, drops: tuple[Count, ...], in_drops: tuple[Count
         why.append(f"{c.value} came in by {c.port}, {t.late} of whose {t.timed} pauses reached its peer later than its "
                    f"{headroom / 1e3:.0f} kB headroom lasts (mean {t.lag_ms:.1f} ms, worst {t.worst_ms:.1f} ms; a real "
                    f"{speed:g}G peer needs {least / 1e3:.0f} kB of it)")
-    return ("; ".join(why) + ": the emulation's pause, a frame into the next namespace and the peer's queue stopped, "
-            "waited for a CPU, so whether the headroom holds cannot be judged on this machine now")
+    where = ", ".join(f"{c.port} queue {c.index}" for c in drops)
+    return (f"dropped {sum(c.value for c in drops)} packets at {where}: " + "; ".join(why)
+            + ": the emulation's pause, a frame into the next namespace and the peer's queue stopped, waited for a "
+            "CPU, so whether the headroom holds cannot be judged on this machine now")

@@ -317,8 +317,7 @@ def _judge_lossless(plan: Plan, seen: IncastSeen, fan_ins: tuple[FanIn, ...]) ->
         late = late_pause_drops(plan, fan.drop_counts, fan.in_drops, fan.pfc_on, fan.pause_timing, roce,
                                 seen.packet_bytes) if f.loss_pct > 0 else ""
         if late:
-            undecided.append(f"{f.senders}→1 lost {f.loss_pct:.1f} % on a lossless port, dropped at "
-                             f"{', '.join(f.drop_places[:4])}: {late}")
+            undecided.append(f"{f.senders}→1 lost {f.loss_pct:.1f} % on a lossless port: {late}")
         elif f.loss_pct > 0:
             where = (f"dropped at {', '.join(f.drop_places[:4])}" if f.drop_places
                      else "no queue dropped any: the senders' NICs refused them")

@@ -129,8 +129,7 @@ def _loss(plan: Plan, seen: DcqcnSeen) -> tuple[list[str], str]:
     late = late_pause_drops(plan, seen.drops, seen.in_drops, seen.pfc_on, seen.pause_timing, seen.roce_priority,
                             seen.packet_bytes)
     if late:
-        return [], (f"priority {seen.roce_priority} dropped {sum(c.value for c in seen.drops)} packets at "
-                    + ", ".join(f"{c.port} queue {c.index}" for c in seen.drops) + f": {late}")
+        return [], f"priority {seen.roce_priority} {late}"
     return _lost(seen, sent, received), ""
 
 

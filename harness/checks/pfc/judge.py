@@ -85,8 +85,7 @@ def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
         problems.append(f"the receiver {seen.receiver} saw none of {sent} packets: not measured")
     late = late_pause_drops(plan, seen.drops, seen.in_drops, seen.pfc_on, seen.pause_timing, roce, wire)
     if late:
-        undecided.append(f"priority {roce} dropped {sum(c.value for c in seen.drops)} packets at "
-                         + ", ".join(f"{c.port} queue {c.index}" for c in seen.drops) + f": {late}")
+        undecided.append(f"priority {roce} {late}")
     elif seen.drops or seen.in_drops:
         why = why_dropped(seen.drops, seen.in_drops, seen.pfc_on, roce)
         problems.append(f"priority {roce} is not lossless: " + "; ".join(why))
