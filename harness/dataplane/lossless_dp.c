@@ -1217,6 +1217,9 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	/* a status reader that hangs up before the end (a timeout, `head`) must not end the data
+	 * plane: measured, one did, silently (SIGPIPE's default) */
+	signal(SIGPIPE, SIG_IGN);
 	pthread_t resumer_thread;
 	int terr = pthread_create(&resumer_thread, NULL, resumer, NULL);
 	if (!terr)
@@ -1262,6 +1265,9 @@ int main(int argc, char **argv)
 			} else if (k == K_STATUS) {
 				int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 				if (c >= 0) {
+					/* nor may one that stops reading hold every port's PFC */
+					struct timeval tv = {.tv_sec = 2, .tv_usec = 0};
+					setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 					status(c);
 					close(c);
 				}
@@ -1274,6 +1280,7 @@ int main(int argc, char **argv)
 					generation++;
 					logf_("settings reloaded (generation %llu)", (unsigned long long)generation);
 				} else {
+					logf_("stopping: signal %u from pid %u", si.ssi_signo, si.ssi_pid);
 					unlink(status_path);
 					return 0;
 				}

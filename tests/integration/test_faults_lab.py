@@ -141,6 +141,23 @@ def test_a_config_db_change_brings_the_classes_its_queues_need(lab):
         lab.set_config_db(node, "DSCP_TO_TC_MAP", name, "10", old)
 
 
+def test_a_status_reader_that_hangs_up_does_not_end_the_data_planes(lab):
+    # Measured: fablab-lossless-dp ended silently (SIGPIPE) when a reader closed before the end
+    # of its document, and every PFC of the lab with it.
+    import socket
+
+    from harness.runtime import bfd_offload, lossless_dp
+    before = lab.lossless_counters()  # the control: it answers
+    assert before.ports
+    for process in (lossless_dp, bfd_offload):
+        for _ in range(3):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(str(process.status_socket(lab.name)))
+    assert len(lab.lossless_counters().ports) == len(before.ports)
+    assert bfd_offload.sessions(lab.name)
+    assert lossless_dp.PROCESS.running(lab.name) is not None and bfd_offload.PROCESS.running(lab.name) is not None
+
+
 def test_a_case_that_fails_keeps_the_logs_of_the_switches_it_names(lab, tmp_path):
     """A failure's evidence stays with its results (issue 37): the FRR logs of the switches its
     result names, as FRR wrote them, and the BFD data plane's lines about them; the same case
