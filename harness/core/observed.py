@@ -38,6 +38,10 @@ class BfdPeer:
     detect_multiplier: int
     receive_interval_ms: int
     transmit_interval_ms: int
+    # what the peer's packets say of it: its timers as this end runs the session with them
+    remote_detect_multiplier: int = 0
+    remote_receive_interval_ms: int = 0
+    remote_transmit_interval_ms: int = 0
 
     @property
     def up(self) -> bool:

@@ -3,8 +3,6 @@ a switch blind to carrier loss; a FIB that lags its RIB; a port that forwards no
 its control plane stays up; a link that drops every frame with its carrier up (gray)."""
 from __future__ import annotations
 
-import json
-
 from harness.core.errors import HarnessError, InputError
 from harness.faults.cabling import Made, until_in_effect, vtysh_config
 from harness.faults.protocol import Applied, NoState
@@ -17,12 +15,25 @@ BFD_NEVER_MS, BFD_NEVER_MULT = 3000, 50  # 150 s: beyond any BGP hold time
 
 
 def bfd_timers(lab: LabView, switches, ms: int, mult: int) -> None:
-    """The fabric's BFD profile at these timers on these switches (negotiated by BFD's poll
-    sequence: no session is reset)."""
+    """The fabric's BFD profile at these timers on these switches, and waited for. A timer
+    change is negotiated by BFD's poll sequence (RFC 5880 6.8.3): no session is reset, and a
+    session runs the new timers once its peer has them from the Poll and answered with its
+    Final, at once. So each neighbour's view of each changed switch is read: what the switch's
+    own bfdd shows of its peers are their timers, which did not change."""
     profile = lab.plan.fabric.cluster.bfd.profile
     for n in switches:
         vtysh_config(lab, n, "bfd", f"profile {profile}", f"detect-multiplier {mult}", f"receive-interval {ms}",
                      f"transmit-interval {ms}")
+    want = (ms, ms, mult)
+    facing = sorted({(p.peer, p.peer_port) for n in switches for p in lab.plan.switch(n).fabric_ports})
+
+    def in_force() -> bool:
+        views = {node: {b.interface: b for b in lab.bfd_peers(node)} for node in {node for node, _ in facing}}
+        return all((b := views[node].get(port)) is not None and
+                   (b.remote_transmit_interval_ms, b.remote_receive_interval_ms, b.remote_detect_multiplier) == want
+                   for node, port in facing)
+
+    until_in_effect(lab, in_force, f"every BFD session of {', '.join(switches)} to run {ms} ms × {mult}")
 
 
 # --------------------------------------------------------------------------- bfd-off, slow-bfd
@@ -49,21 +60,9 @@ def slow_bfd(lab: LabView, target: Switches, interval_ms: int = 1000, multiplier
 
 
 def declared_bfd(lab: LabView, target: Switches, state: NoState) -> None:
-    """Back to the declared timers, and waited for: each session runs them once the peer's next
-    packet (at the old rate) has said so."""
+    """Back to the declared timers; returns once every session of the switches runs them."""
     bfd = lab.plan.fabric.cluster.bfd
     bfd_timers(lab, target.names, bfd.interval_ms, bfd.multiplier)
-
-    def declared() -> bool:
-        for n in target.names:
-            for p in json.loads(lab.vtysh(n, "show bfd peers json") or "[]"):
-                if (p.get("remote-transmit-interval"), p.get("remote-detect-multiplier")) != (bfd.interval_ms,
-                                                                                              bfd.multiplier):
-                    return False
-        return True
-
-    until_in_effect(lab, declared, f"every BFD session of {', '.join(target.names)} to run "
-                                   f"{bfd.interval_ms} ms × {bfd.multiplier}")
 
 
 # --------------------------------------------------------------------------- bfd-removed

@@ -24,7 +24,8 @@ def bfd_peers(node: str, peers: list) -> tuple[BfdPeer, ...]:
     for p in peers:
         out.append(BfdPeer(node, p.get("interface", ""), p.get("peer", ""), p.get("status", "?"),
                            int(p.get("detect-multiplier", 0)), int(p.get("receive-interval", 0)),
-                           int(p.get("transmit-interval", 0))))
+                           int(p.get("transmit-interval", 0)), int(p.get("remote-detect-multiplier", 0)),
+                           int(p.get("remote-receive-interval", 0)), int(p.get("remote-transmit-interval", 0))))
     return tuple(sorted(out, key=lambda b: b.interface))
 
 
