@@ -29,9 +29,10 @@ class PauseTiming:
     port: str
     index: int
     timed: int
-    late: int  # longer than the port's headroom lasts at its peer's rate
+    late: int  # longer than the port's headroom lasts at its peer's rate (expired ones included)
     lag_ms: float  # their mean
     worst_ms: float  # the worst since the data plane started
+    expired: int = 0  # ran out at the peer while the port still held it: the refresh came late
 
 
 def lossless_counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str, tuple]:
@@ -43,10 +44,10 @@ def lossless_counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str,
             for key, value in (("pfc_tx", pr.pfc_tx), ("pfc_rx", pr.pfc_rx), ("in_drops", pr.in_drops)):
                 if value:
                     out[key].append(Count(p.name, i, value))
-            if pr.pauses_timed > 0:
+            if pr.pauses_timed > 0 or pr.pauses_late > 0:
                 out["pause_timing"].append(PauseTiming(p.name, i, pr.pauses_timed, pr.pauses_late,
-                                                       round(pr.pause_lag_ms / pr.pauses_timed, 3),
-                                                       worst.get((p.name, i), 0.0)))
+                                                       round(pr.pause_lag_ms / max(pr.pauses_timed, 1), 3),
+                                                       worst.get((p.name, i), 0.0), pr.pauses_expired))
         for i, q in enumerate(p.queues):
             if q.drop_pkts or q.wd_drops:
                 out["drops"].append(Count(p.name, i, q.drop_pkts + q.wd_drops))
@@ -55,11 +56,21 @@ def lossless_counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str,
     return {k: tuple(v) for k, v in out.items()}
 
 
+def _timing_words(t: PauseTiming | None) -> str:
+    if t is None:
+        return "no pause of its took effect at its peer"
+    late = f"{t.late} late" + (f" ({t.expired} ran out before their refresh)" if t.expired else "") if t.late else "none late"
+    return f"{t.timed} pauses timed, {late}: mean {t.lag_ms:.1f} ms, worst {t.worst_ms:.1f} ms"
+
+
 def why_dropped(drops: tuple[Count, ...], in_drops: tuple[Count, ...],
-                pfc_on_ports: tuple[tuple[str, tuple[int, ...]], ...], roce: int) -> list[str]:
+                pfc_on_ports: tuple[tuple[str, tuple[int, ...]], ...], roce: int,
+                timing: tuple[PauseTiming, ...] = ()) -> list[str]:
     """Each queue that dropped, and the ports what it dropped came in by, with why they could not
-    pause their peers."""
+    pause their peers (and, where PFC was on, how their pauses were timed: the evidence a next
+    look starts from)."""
     pfc_on = dict(pfc_on_ports)
+    timed = {(t.port, t.index): t for t in timing}
     out = []
     ingress = [c for c in in_drops if c.index == roce]
     for c in sorted(drops, key=lambda c: (-c.value, c.port, c.index)):
@@ -73,7 +84,8 @@ def why_dropped(drops: tuple[Count, ...], in_drops: tuple[Count, ...],
             continue  # the queue's own port has PFC off: these came in by ports that did their part
         on = pfc_on.get(c.port, ())
         why = (f"PFC there is on priorit{'y' if len(on) == 1 else 'ies'} {', '.join(map(str, on))}, not {roce}"
-               if roce not in on else "it had no headroom left")
+               if roce not in on else "it had no headroom left"
+               + (f" ({_timing_words(timed.get((c.port, c.index)))})" if timing else ""))
         out.append(f"{c.value} of them came in by {c.port}, which could not pause its peer: {why}")
     return out
 
@@ -111,9 +123,11 @@ def late_pause_drops(plan: Plan, drops: tuple[Count, ...], in_drops: tuple[Count
         least = least_headroom(speed, frame_bytes)
         if headroom < least:
             return ""
+        ran_out = (f", {t.expired} ran out there before {'its' if t.expired == 1 else 'their'} refresh came"
+                   if t.expired else "")
         why.append(f"{c.value} came in by {c.port}, {t.late} of whose {t.timed} pauses reached its peer later than its "
-                   f"{headroom / 1e3:.0f} kB headroom lasts (mean {t.lag_ms:.1f} ms, worst {t.worst_ms:.1f} ms; a real "
-                   f"{speed:g}G peer needs {least / 1e3:.0f} kB of it)")
+                   f"{headroom / 1e3:.0f} kB headroom lasts{ran_out} (mean {t.lag_ms:.1f} ms, worst {t.worst_ms:.1f} ms; "
+                   f"a real {speed:g}G peer needs {least / 1e3:.0f} kB of it)")
     where = ", ".join(f"{c.port} queue {c.index}" for c in drops)
     return (f"dropped {sum(c.value for c in drops)} packets at {where}: " + "; ".join(why)
             + ": the emulation's pause, a frame into the next namespace and the peer's queue stopped, waited for a "

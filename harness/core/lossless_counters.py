@@ -16,10 +16,13 @@ class PriorityCounters:
     holding_peer: bool = False  # this port keeps its peer paused now
     # The pauses this port sent, timed from the XOFF that began each hold to its peer's queue
     # paused: how many, how many took longer than this port's headroom lasts at the peer's rate
-    # (what was in flight meanwhile could overrun it), their lags summed, and the worst since
-    # the data plane started (a state, not a count: the later read's)
+    # (what was in flight meanwhile could overrun it: the lag plus the frame's own transit,
+    # which what the peer had sent took the other way; or the pause ran out at the peer while
+    # this port still held it, `pauses_expired`), their lags summed, and the worst since the
+    # data plane started (a state, not a count: the later read's)
     pauses_timed: int = 0
     pauses_late: int = 0
+    pauses_expired: int = 0
     pause_lag_ms: float = 0.0
     pause_lag_max_ms: float = 0.0
 
@@ -43,7 +46,8 @@ class QueueCounters:
     restores: int = 0
 
 
-_PRIORITY_COUNTS = ("pfc_rx", "pfc_tx", "pfc_rx_ignored", "in_drops", "pauses_timed", "pauses_late", "pause_lag_ms")
+_PRIORITY_COUNTS = ("pfc_rx", "pfc_tx", "pfc_rx_ignored", "in_drops", "pauses_timed", "pauses_late", "pauses_expired",
+                    "pause_lag_ms")
 _COUNTS = ("enq_pkts", "enq_bytes", "deq_pkts", "drop_pkts", "drop_bytes", "wd_drops", "marked", "paused_ms",
            "storms", "restores")
 

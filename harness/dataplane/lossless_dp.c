@@ -122,9 +122,12 @@ struct port {
 	/* and how long the pause took to stop the peer: from the XOFF that began the hold (0: not
 	 * timing one) to the peer's queue paused; late: longer than this port's headroom lasts at
 	 * the peer's rate, so what was in flight meanwhile could overrun it */
-	int64_t pause_cause[8];
+	int64_t pause_cause[8], pause_sent[8];
 	uint64_t pauses_timed[8], pauses_late[8];
 	int64_t pause_lag_sum_ns[8], pause_lag_max_ns[8];
+	/* a pause that ran out at the peer while this port still held it (its refresh was late):
+	 * the peer sent meanwhile, into a queue past XOFF */
+	uint64_t pauses_expired[8];
 	int64_t refresh_at[8];
 	int hot;                /* on the tick's list */
 	/* the queues of this port in XOFF, and the feeders each paused (local indexes) */
@@ -538,7 +541,11 @@ static void pause_timed(struct port *p, int prio)
 	struct port *f = port_by_id(p->peer);
 	if (!f || !f->pause_cause[prio])
 		return;
-	int64_t lag = now_ns() - f->pause_cause[prio];
+	int64_t now = now_ns(), lag = now - f->pause_cause[prio];
+	/* the frame's own way here, from the port's send to this read: what the peer sent before
+	 * it paused took as long the other way, so it still arrives after the pause (a real cable's
+	 * delay counts twice in a headroom, 802.3 Annex 31B) */
+	int64_t transit = f->pause_sent[prio] && f->pause_sent[prio] <= now ? now - f->pause_sent[prio] : 0;
 	f->pause_cause[prio] = 0;
 	if (lag < 0)
 		lag = 0;
@@ -547,7 +554,7 @@ static void pause_timed(struct port *p, int prio)
 	if (lag > f->pause_lag_max_ns[prio])
 		f->pause_lag_max_ns[prio] = lag;
 	uint64_t room = f->cfg.lossless_limit > f->cfg.xoff ? f->cfg.lossless_limit - f->cfg.xoff : 0;
-	if (p->rate_bps && (double)lag > (double)room * 8e9 / (double)p->rate_bps)
+	if (p->rate_bps && (double)(lag + transit) > (double)room * 8e9 / (double)p->rate_bps)
 		f->pauses_late[prio]++;
 }
 
@@ -589,6 +596,7 @@ static void hold(struct port *f, int prio, int64_t now, int64_t cause)
 {
 	if (f->holders[prio]++ == 0) {
 		f->pause_cause[prio] = cause;
+		f->pause_sent[prio] = now_ns();
 		send_pfc(f, (uint8_t)(1 << prio), (uint16_t)f->quanta);
 		f->refresh_at[prio] = now + pause_ns(f, (uint16_t)f->quanta) / 2;
 		heat(f);
@@ -700,6 +708,17 @@ static void set_wd_drop(struct port *p)
 	__atomic_store_n(&cfg_map[p->id].wd_drop, m, __ATOMIC_RELAXED);
 }
 
+/* p's pause on queue q ran out: if its peer still holds it, the refresh came too late. */
+static void expired_held(struct port *p, int q)
+{
+	struct port *f = port_by_id(p->peer);
+	for (int prio = 0; f && prio < 8; prio++)
+		if ((p->cfg.tc_queue[prio] & 7) == q && (p->cfg.pfc >> prio & 1) && f->holders[prio] > 0) {
+			f->pauses_expired[prio]++;
+			f->pauses_late[prio]++;
+		}
+}
+
 static void tick(int64_t now)
 {
 	for (uint32_t i = 0; i < nhot;) {
@@ -719,8 +738,10 @@ static void tick(int64_t now)
 					take_feeders(p, q, now, now);
 			}
 			if (p->paused_until[q]) {
-				if (now >= p->paused_until[q])
+				if (now >= p->paused_until[q]) {
+					expired_held(p, q);
 					queue_resume(p, q, now);
+				}
 				else if (p->wd_detect_ns && (p->wd_prios >> q & 1) &&
 				         now - p->paused_since[q] >= p->wd_detect_ns) {
 					p->storm[q] = 1;
@@ -1020,11 +1041,12 @@ static void status(int fd)
 		for (int prio = 0; prio < 8; prio++)
 			EMIT("%s{\"pfc_rx\": %llu, \"pfc_tx\": %llu, \"pfc_rx_ignored\": %llu, \"in_drops\": %llu, "
 			     "\"holding_peer\": %d, \"pauses_timed\": %llu, \"pauses_late\": %llu, "
-			     "\"pause_lag_ms\": %.3f, \"pause_lag_max_ms\": %.3f}",
+			     "\"pauses_expired\": %llu, \"pause_lag_ms\": %.3f, \"pause_lag_max_ms\": %.3f}",
 			     prio ? ", " : "", (unsigned long long)p->pfc_rx[prio], (unsigned long long)p->pfc_tx[prio],
 			     (unsigned long long)p->pfc_rx_ignored[prio], (unsigned long long)ps->in_drops[prio],
 			     p->holders[prio] > 0, (unsigned long long)p->pauses_timed[prio],
-			     (unsigned long long)p->pauses_late[prio], p->pause_lag_sum_ns[prio] / 1e6,
+			     (unsigned long long)p->pauses_late[prio], (unsigned long long)p->pauses_expired[prio],
+			     p->pause_lag_sum_ns[prio] / 1e6,
 			     p->pause_lag_max_ns[prio] / 1e6);
 		EMIT("], \"queues\": [");
 		for (int q = 0; q < 8; q++) {

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from harness.checks.base import MeasuredOutcome, Observation
 from harness.checks.collectives.delivery import rail_members
-from harness.checks.lossless_drops import Count, PauseTiming, late_pause_drops, lossless_counts
+from harness.checks.lossless_drops import Count, PauseTiming, late_pause_drops, lossless_counts, why_dropped
 from harness.core.asic import switch_programs
 from harness.core.capabilities import Feature
 from harness.core.errors import HarnessError
@@ -319,7 +319,9 @@ def _judge_lossless(plan: Plan, seen: IncastSeen, fan_ins: tuple[FanIn, ...]) ->
         if late:
             undecided.append(f"{f.senders}→1 lost {f.loss_pct:.1f} % on a lossless port: {late}")
         elif f.loss_pct > 0:
-            where = (f"dropped at {', '.join(f.drop_places[:4])}" if f.drop_places
+            why = why_dropped(fan.drop_counts, fan.in_drops, fan.pfc_on, roce, fan.pause_timing)
+            where = ("; ".join(why) if why and fan.drop_counts else
+                     f"dropped at {', '.join(f.drop_places[:4])}" if f.drop_places
                      else "no queue dropped any: the senders' NICs refused them")
             problems.append(f"{f.senders}→1 lost {f.loss_pct:.1f} % on a lossless port: {where}")
         # what the port could not forward at once, which its queue holds: past the pause threshold, PFC must act

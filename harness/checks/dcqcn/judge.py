@@ -135,7 +135,7 @@ def _loss(plan: Plan, seen: DcqcnSeen) -> tuple[list[str], str]:
 
 def _lost(seen: DcqcnSeen, sent: int, received: int) -> list[str]:
     if seen.drops or seen.in_drops:
-        why = why_dropped(seen.drops, seen.in_drops, seen.pfc_on, seen.roce_priority)
+        why = why_dropped(seen.drops, seen.in_drops, seen.pfc_on, seen.roce_priority, seen.pause_timing)
         return [f"priority {seen.roce_priority} is not lossless: " + "; ".join(why)]
     if received < sent:
         return [f"the incast lost {sent - received} of {sent} packets though no queue of the lossless data plane "

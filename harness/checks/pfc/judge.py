@@ -87,7 +87,7 @@ def judge_pfc(plan: Plan, seen: PfcSeen) -> PfcResult:
     if late:
         undecided.append(f"priority {roce} {late}")
     elif seen.drops or seen.in_drops:
-        why = why_dropped(seen.drops, seen.in_drops, seen.pfc_on, roce)
+        why = why_dropped(seen.drops, seen.in_drops, seen.pfc_on, roce, seen.pause_timing)
         problems.append(f"priority {roce} is not lossless: " + "; ".join(why))
     elif loss > 0:
         problems.append(f"the incast lost {loss:.2f} % ({planned - received} of {planned}) though no queue of the "
