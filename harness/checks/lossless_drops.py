@@ -59,7 +59,8 @@ def lossless_counts(delta: LosslessCounters, now: LosslessCounters) -> dict[str,
 def _timing_words(t: PauseTiming | None) -> str:
     if t is None:
         return "no pause of its took effect at its peer"
-    late = f"{t.late} late" + (f" ({t.expired} ran out before their refresh)" if t.expired else "") if t.late else "none late"
+    ran_out = f" ({t.expired} ran out before their refresh)" if t.expired else ""
+    late = f"{t.late} late{ran_out}" if t.late else "none late"
     return f"{t.timed} pauses timed, {late}: mean {t.lag_ms:.1f} ms, worst {t.worst_ms:.1f} ms"
 
 
@@ -125,9 +126,9 @@ def late_pause_drops(plan: Plan, drops: tuple[Count, ...], in_drops: tuple[Count
             return ""
         ran_out = (f", {t.expired} ran out there before {'its' if t.expired == 1 else 'their'} refresh came"
                    if t.expired else "")
-        why.append(f"{c.value} came in by {c.port}, {t.late} of whose {t.timed} pauses reached its peer later than its "
-                   f"{headroom / 1e3:.0f} kB headroom lasts{ran_out} (mean {t.lag_ms:.1f} ms, worst {t.worst_ms:.1f} ms; "
-                   f"a real {speed:g}G peer needs {least / 1e3:.0f} kB of it)")
+        why.append(f"{c.value} came in by {c.port}, {t.late} of whose {t.timed} pauses reached its peer later than "
+                   f"its {headroom / 1e3:.0f} kB headroom lasts{ran_out} (mean {t.lag_ms:.1f} ms, worst "
+                   f"{t.worst_ms:.1f} ms; a real {speed:g}G peer needs {least / 1e3:.0f} kB of it)")
     where = ", ".join(f"{c.port} queue {c.index}" for c in drops)
     return (f"dropped {sum(c.value for c in drops)} packets at {where}: " + "; ".join(why)
             + ": the emulation's pause, a frame into the next namespace and the peer's queue stopped, waited for a "
