@@ -77,7 +77,9 @@ def test_a_spine_blind_to_its_superspine_link_fails_the_case(pods_lab, results):
     spine = pods_lab.plan.switch(pods_lab.plan.host(src[0]).nic(src[1]).peer).fabric_ports[0].peer
     up = next(p.name for p in pods_lab.plan.switch(spine).fabric_ports
               if pods_lab.plan.switch(p.peer).role is Role.BE_SUPERSPINE)
-    good = measured(run_case(case("failover-superspine-link"), pods_lab, element=(spine, up)))
+    # with `results`: a control that fails keeps the logs of the switches it names (issue 37)
+    good = measured(run_case(case("failover-superspine-link"), pods_lab, results,
+                             name="failover-superspine-link-control", element=(spine, up)))
     assert good.passed is True, good.reason  # the positive control, on the same element
     with carrier_blind(pods_lab, spine, [up]) as blind:
         bad = run_case(case("failover-superspine-link"), pods_lab, results, name="failover-superspine-link-carrier-blind",

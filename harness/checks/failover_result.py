@@ -44,6 +44,9 @@ class FailoverSeen(Observation):
     bucket_ms: float
     received_on: tuple[int, ...]  # packets received per bucket of the QPs on the element ...
     received_off: tuple[int, ...]  # ... and of the others
+    # where the element did not return: its own sessions then, each end's BGP and BFD state
+    # ("be-s1:Ethernet0 BGP Idle, BFD down"), the evidence a next look starts from
+    element_sessions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,9 @@ def _other_problems(seen: FailoverSeen, lost_before: int) -> list[str]:
         problems.append(f"{seen.watch} still routed over {seen.element} {seen.detect_s:g} s after the failure: "
                         "nothing detected it" + hint)
     if seen.restored_ms is None:
+        then = f"; its sessions then: {', '.join(seen.element_sessions)}" if seen.element_sessions else ""
         problems.append(f"{seen.element} did not return to {seen.watch}'s route within {seen.after_s:g} s of the "
-                        "restore")
+                        f"restore{then}")
     elif seen.returned_packets == 0:
         problems.append(f"no traffic returned to {seen.element} after the restore")
     return problems

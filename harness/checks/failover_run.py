@@ -63,6 +63,7 @@ class Run:
     before: dict[str, int]  # "switch:port/sport" -> packets counted before the failure
     returned: int  # packets counted on the element after the restore
     dropped: tuple[str, ...]  # switch:peer BGP sessions that went down away from the element
+    element_sessions: tuple[str, ...] = ()  # not back: each end's BGP and BFD state then
 
 
 def run(lab: LabView, setup: Setup, timing: Timing, while_failed: Callable[[], object] | None = None) -> Run:
@@ -79,7 +80,18 @@ def run(lab: LabView, setup: Setup, timing: Timing, while_failed: Callable[[], o
     finally:
         _remove(counters)
     return Run(sent, received, events, before, _returned(events.at_restore, setup.element, after),
-               tuple(_dropped_elsewhere(lab, drops_before, setup.element)))
+               tuple(_dropped_elsewhere(lab, drops_before, setup.element)),
+               _sessions_of(lab, setup.element) if events.restored_ms is None else ())
+
+
+def _sessions_of(lab: LabView, el: Element) -> tuple[str, ...]:
+    """Each end of the element as its switch sees the session on it: BGP's state and BFD's."""
+    out = []
+    for sw, port in el.ends:
+        bgp = next((p.state for p in lab.bgp_peers(sw) if p.peer == port), "no session")
+        bfd = next((b.status for b in lab.bfd_peers(sw) if b.interface == port), "no session")
+        out.append(f"{sw}:{port} BGP {bgp}, BFD {bfd}")
+    return tuple(out)
 
 
 def _traffic(lab: LabView, setup: Setup, timing: Timing, counters: list[FlowCounters],

@@ -61,6 +61,11 @@ CHANGED = [  # (recorded, what changed, the change, passed, words in the reason)
      False, "be-g1-r0 still routed over be-g1-r0:Ethernet0–be-s1:Ethernet0 10 s after the failure: nothing detected it"),
     ("failover-local/ai-cluster", "the route never took the element back", lambda s: replace(s, restored_ms=None),
      False, "did not return to be-g1-r0's route within 15 s of the restore"),
+    ("failover-local/ai-cluster", "the route never took the element back, its session stuck",
+     lambda s: replace(s, restored_ms=None, element_sessions=("be-g1-r0:Ethernet0 BGP Idle, BFD down",
+                                                              "be-s1:Ethernet0 BGP Active, BFD down")),
+     False, "did not return to be-g1-r0's route within 15 s of the restore; its sessions then: "
+     "be-g1-r0:Ethernet0 BGP Idle, BFD down, be-s1:Ethernet0 BGP Active, BFD down"),
     ("failover-local/ai-cluster", "no traffic came back", lambda s: replace(s, returned_packets=0), False,
      "no traffic returned to be-g1-r0:Ethernet0–be-s1:Ethernet0 after the restore"),
     ("failover-local/ai-cluster", "a session dropped elsewhere",
