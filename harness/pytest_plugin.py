@@ -5,11 +5,13 @@ Options: --topology (built-in name or .py path, default ai-cluster), --runtime (
 harness.report.results). Fixtures: `cluster` (the declaration), `lab` (booted once per session,
 always torn down), `results` (JSON and PNG per check, with the session's provenance: the
 `cluster` declaration, the runtime, the pytest command line; the end time is written when
-the session finishes, not when it is interrupted). `measured(outcome)` for a timed claim.
+the session finishes, not when it is interrupted), `control` (runs a positive control, kept in
+`results`). `measured(outcome)` for a timed claim.
 """
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -124,6 +126,29 @@ def results(pytestconfig: pytest.Config, cluster):
     run = Results(Path(pytestconfig.getoption("results_dir")), topology,
                   collect(cluster, topology, runtime, command=command))
     pytestconfig.stash[_RESULTS] = run
+    return run
+
+
+def control_name(test: str, case: str, n: int) -> str:
+    """Where the `n`th control of `case` in `test` is recorded: one name per test and run, so a
+    later control that passes never overwrites an earlier one that failed."""
+    short = re.sub(r"[^A-Za-z0-9_.-]+", "-", test.removeprefix("test_")).strip("-")
+    return f"{case}-control-{short}" + (f"-{n}" if n > 1 else "")
+
+
+@pytest.fixture
+def control(request: pytest.FixtureRequest, results):
+    """`control(case, lab, **options)`: a case that must pass before (or after) a test breaks the
+    lab, run and recorded in `results` under the test's own name, so that a control that does
+    not pass keeps its result and the logs of the nodes it names (issue 37) as a failing check does."""
+    from harness.checks.registry import run_case
+
+    runs: dict[str, int] = {}
+
+    def run(case, lab, **options):
+        runs[case.name] = runs.get(case.name, 0) + 1
+        return run_case(case, lab, results, name=control_name(request.node.name, case.name, runs[case.name]),
+                        **options)
     return run
 
 

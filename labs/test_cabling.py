@@ -48,7 +48,7 @@ def test_the_lab_is_cabled_as_planned(lab, results):
     assert result.observed == result.planned  # every veth in the lab is a planned cable
 
 
-def test_a_rogue_fe_be_cable_fails_naming_both_ends(lab, results, tmp_path):
+def test_a_rogue_fe_be_cable_fails_naming_both_ends(lab, results, control, tmp_path):
     fe_leaf, be_leaf = _leaves(lab)
     with rogue_cable(lab, (fe_leaf, None), (be_leaf, None)) as rogue:
         assert lab.extra_cables == []  # made from outside: fablab has no record of it
@@ -64,11 +64,11 @@ def test_a_rogue_fe_be_cable_fails_naming_both_ends(lab, results, tmp_path):
     assert any(n in ("joins FE and BE", "joins BE and FE") for n in finding.notes), finding
     assert code == 3, doc
     assert doc["failed"] == ["cabling"] and finding.actual_peer in doc["checks"][0]["reason"]
-    assert run_case(case("cabling"), lab).passed  # undone: as planned again
+    assert control(case("cabling"), lab).passed  # undone: as planned again
     assert _check_cli(lab, tmp_path)[0] == 0
 
 
-def test_two_gpu_nics_swapped_between_rail_leaves_fail_naming_the_ports(lab, results, tmp_path):
+def test_two_gpu_nics_swapped_between_rail_leaves_fail_naming_the_ports(lab, results, control, tmp_path):
     host = lab.plan.hosts[0]
     nic0, nic1 = host.nic("rail0"), host.nic("rail1")
     with swap_cables(lab, (host.name, nic0.name), (host.name, nic1.name)) as swap:
@@ -84,18 +84,18 @@ def test_two_gpu_nics_swapped_between_rail_leaves_fail_naming_the_ports(lab, res
                                                            f"{nic1.peer}:{nic1.peer_port}")
     assert f"{host.name}:rail0 is rail 0, {nic1.peer} is a rail-1 leaf" in r0.notes
     assert code == 3 and f"{host.name}:rail0" in doc["checks"][0]["reason"]
-    assert run_case(case("cabling"), lab).passed
+    assert control(case("cabling"), lab).passed
     assert _check_cli(lab, tmp_path)[0] == 0
     # the swap back restored each leaf port's address: the fabric converges again
     until(lambda: not lab.shortfalls(), 60, lambda: "; ".join(map(str, lab.shortfalls())))
 
 
-def test_a_cable_fablab_itself_added_is_not_trusted(lab, results):
+def test_a_cable_fablab_itself_added_is_not_trusted(lab, results, control):
     fe_leaf, be_leaf = _leaves(lab)
     with stray_cable(lab, fe_leaf, be_leaf) as stray:
         assert lab.extra_cables  # recorded by fablab, and still not in the plan
         result = run_case(case("cabling"), lab, results, name="cabling-stray-cable",
                           sabotage=stray.description)
     assert [f.kind for f in result.findings] == ["unknown"], result.reason
-    assert run_case(case("cabling"), lab).passed
+    assert control(case("cabling"), lab).passed
     until(lambda: not lab.shortfalls(), 60, lambda: "; ".join(map(str, lab.shortfalls())))

@@ -27,12 +27,12 @@ def test_no_lossless_buffer_waits_on_itself(lab, results):
     assert outcome.links and outcome.dependencies and not outcome.valleys  # it judged a graph, up-down only
 
 
-def test_a_route_that_bounces_makes_a_cycle_that_is_named(lab, results):
+def test_a_route_that_bounces_makes_a_cycle_that_is_named(lab, results, control):
     fault = BY_NAME["route-bounce"]
     target = fault.default(lab.plan)
     spine = target.node
     down = next(p for p in lab.plan.switch(spine).fabric_ports if p.name == target.port)  # the port it is sent down
-    assert run_case(case("deadlock"), lab).passed  # the control: the same FIBs pass before the route
+    assert control(case("deadlock"), lab).passed  # the control: the same FIBs pass before the route
     with applied(lab, fault, target) as bounced:
         outcome = run_case(case("deadlock"), lab, results, name="deadlock-route-bounce",
                            sabotage=bounced.description)
@@ -43,4 +43,4 @@ def test_a_route_that_bounces_makes_a_cycle_that_is_named(lab, results):
     assert set(cycle.links) == {f"{spine}:{down.name} → {down.peer}:{down.peer_port}",
                                 f"{down.peer}:{down.peer_port} → {spine}:{down.name}"}, outcome.reason
     assert any(target.prefix in via for via in cycle.via) and target.prefix in outcome.reason
-    assert run_case(case("deadlock"), lab).passed, "undone, the route is gone and the FIBs pass again"
+    assert control(case("deadlock"), lab).passed, "undone, the route is gone and the FIBs pass again"

@@ -78,9 +78,9 @@ def test_tcp_spreads_over_both_host_nics_and_every_uplink(dh_lab, results):
     assert len({u.split(":")[0] for u in result.per_uplink}) == 2  # both leaves' uplinks
 
 
-def test_l3_hashing_on_the_host_is_caught(dh_lab, results):
+def test_l3_hashing_on_the_host_is_caught(dh_lab, results, control):
     host = _source(dh_lab)
-    before = run_case(case("fe-ecmp"), dh_lab)  # the positive control, in the same test
+    before = control(case("fe-ecmp"), dh_lab)  # the positive control, in the same test
     assert before.passed, before.reason
     with l3_hashing(dh_lab, [host.name]) as s:
         result = run_case(case("fe-ecmp"), dh_lab, results, name="fe-ecmp-dual-homed-l3", sabotage=s.description)

@@ -49,9 +49,9 @@ def test_roce_qps_spread_over_every_uplink(lab, results):
     assert result.lost == 0 and result.reordered == 0
 
 
-def test_l3_only_hashing_collapses_roce_onto_one_path(lab, results):
+def test_l3_only_hashing_collapses_roce_onto_one_path(lab, results, control):
     leaf, _ = _leaf_and_prefix(lab)
-    before = run_case(case("ecmp"), lab)  # positive control in the same run
+    before = control(case("ecmp"), lab)  # positive control in the same run
     with l3_hashing(lab, [leaf]) as s:
         result = run_case(case("ecmp"), lab, results, name="ecmp-l3-hashing", sabotage=s.description)
     assert before.passed, before.reason
@@ -61,13 +61,13 @@ def test_l3_only_hashing_collapses_roce_onto_one_path(lab, results):
     assert result.split_qps == 0  # collapsed, not split: each QP still on one path
 
 
-def test_skewed_nexthop_weight_is_caught(lab, results):
+def test_skewed_nexthop_weight_is_caught(lab, results, control):
     leaf, prefix = _leaf_and_prefix(lab)
     heavy = lab.plan.switch(leaf).fabric_ports[0].name
-    before = run_case(case("ecmp"), lab)  # positive control in the same run
+    before = control(case("ecmp"), lab)  # positive control in the same run
     with weighted_uplink(lab, leaf, prefix, heavy, weight=2) as s:
         result = run_case(case("ecmp"), lab, results, name="ecmp-skewed-weight", sabotage=s.description)
-    after = run_case(case("ecmp"), lab)  # the undo put the fair weights back
+    after = control(case("ecmp"), lab)  # the undo put the fair weights back
     assert before.passed, before.reason
     assert after.passed, after.reason
     assert not result.passed

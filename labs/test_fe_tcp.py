@@ -59,9 +59,9 @@ def test_tcp_spreads_over_every_fe_uplink(fe, results):
     assert all(k > 0 for k in result.per_uplink.values())
 
 
-def test_l3_hashing_on_the_fe_leaf_is_caught(fe, results):
+def test_l3_hashing_on_the_fe_leaf_is_caught(fe, results, control):
     leaf = _source_leaf(fe)
-    before = run_case(case("fe-ecmp"), fe)  # positive control in the same run
+    before = control(case("fe-ecmp"), fe)  # positive control in the same run
     with l3_hashing(fe, [leaf]) as s:
         result = run_case(case("fe-ecmp"), fe, results, name="fe-ecmp-l3", sabotage=s.description)
     assert before.passed, before.reason
@@ -75,11 +75,11 @@ def test_tcp_survives_a_failed_fe_uplink(fe, results):
     assert result.on_failed and result.bytes_received == result.bytes_sent > 0
 
 
-def test_a_failover_with_no_path_left_is_caught(fe, results):
+def test_a_failover_with_no_path_left_is_caught(fe, results, control):
     leaf = _source_leaf(fe)
     sw = fe.plan.switch(leaf)
     others = [fe.link(leaf, p.peer) for p in sw.fabric_ports[1:]]
-    before = run_case(case("fe-failover"), fe)  # positive control in the same run
+    before = control(case("fe-failover"), fe)  # positive control in the same run
     set_carriers(others, up=False)
     try:
         result = run_case(case("fe-failover"), fe, results, name="fe-failover-no-path",
@@ -92,7 +92,7 @@ def test_a_failover_with_no_path_left_is_caught(fe, results):
     assert any("stalled" in p for p in result.problems), result.reason
 
 
-def test_a_restore_that_black_holes_is_caught(fe, results):
+def test_a_restore_that_black_holes_is_caught(fe, results, control):
     """The failed uplink comes back with its forwarding black-holed (a port whose entries were
     not reprogrammed), its BGP up and advertising: streams hashed back onto it stall past the
     restore budget. The hole closes 1 s after the uplink is back in the route, so the streams
@@ -119,7 +119,7 @@ def test_a_restore_that_black_holes_is_caught(fe, results):
         closers.append(threading.Thread(target=close_after_the_restore, daemon=True))
         closers[-1].start()
 
-    before = run_case(case("fe-failover"), fe)  # positive control in the same run
+    before = control(case("fe-failover"), fe)  # positive control in the same run
     try:
         result = run_case(case("fe-failover"), fe, results, name="fe-failover-restore-blackhole",
                           sabotage="the restored uplink's forwarding black-holed for 1 s", while_failed=black_hole)

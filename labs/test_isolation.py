@@ -132,7 +132,7 @@ def test_a_stray_cable_without_filters_leaks_and_the_path_is_named(lab, results)
     until(lambda: not _fib_holds(lab, fe_leaf, Plane.BE), 30, "the leak to be withdrawn")
 
 
-def test_a_leaked_route_through_a_forwarding_gpu_node_is_caught(lab, results):
+def test_a_leaked_route_through_a_forwarding_gpu_node_is_caught(lab, results, control):
     # a GPU node on a routed FE /31 (a tenant member's FE NIC is an L2 port: no route to leak)
     gpu = next(h.name for h in lab.plan.hosts if h.role is Role.GPU
                and any(n.name == FE_NIC and n.tenant is None for n in h.nics))
@@ -141,5 +141,5 @@ def test_a_leaked_route_through_a_forwarding_gpu_node_is_caught(lab, results):
                           sabotage=leaked.description)
     assert not result.passed
     assert any(gpu in leak.path[1:] for leak in result.leaks), result.reason
-    after = run_case(case("isolation"), lab)
+    after = control(case("isolation"), lab)
     assert after.passed, after.reason

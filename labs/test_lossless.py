@@ -41,9 +41,9 @@ def _last_hop(lab):
     return nic.peer, nic.peer_port
 
 
-def test_a_port_too_small_for_roce_frames_is_named(lab, results):
+def test_a_port_too_small_for_roce_frames_is_named(lab, results, control):
     switch, port = _last_hop(lab)
-    assert run_case(case("lossless-wire"), lab).passed  # the control: the same frames pass before the change
+    assert control(case("lossless-wire"), lab).passed  # the control: the same frames pass before the change
     sabotage = f"{switch}:{port} MTU lowered to 1500 in the kernel"
     lab.ns_exec(switch, ["ip", "link", "set", port, "mtu", "1500"], check=True)
     try:

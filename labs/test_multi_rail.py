@@ -40,8 +40,8 @@ def mr_rail_only_lab(pytestconfig):
     yield from boot(multi_rail(kind="rail-only"), pytestconfig.getoption("runtime"), "mro")
 
 
-def test_cabled_into_port_groups_and_a_nic_in_the_wrong_group_is_caught(mr_lab, results):
-    assert run_case(case("cabling"), mr_lab).passed  # the positive control: as planned
+def test_cabled_into_port_groups_and_a_nic_in_the_wrong_group_is_caught(mr_lab, results, control):
+    assert control(case("cabling"), mr_lab).passed  # the positive control: as planned
     host = mr_lab.plan.hosts[0]
     nic0, nic1 = host.nic("rail0"), host.nic("rail1")
     assert nic0.peer == nic1.peer  # one leaf, two groups
@@ -53,7 +53,7 @@ def test_cabled_into_port_groups_and_a_nic_in_the_wrong_group_is_caught(mr_lab, 
                          (nic1.peer, nic1.peer_port)}, result.reason
     assert (f"{host.name}:rail0 is rail 0, {nic1.peer}:{nic1.peer_port} is in rail 1's port group"
             in rows[(host.name, "rail0")].notes), rows[(host.name, "rail0")]
-    assert run_case(case("cabling"), mr_lab).passed
+    assert control(case("cabling"), mr_lab).passed
     until(lambda: not mr_lab.shortfalls(), 60, lambda: "; ".join(map(str, mr_lab.shortfalls())))
 
 
@@ -75,7 +75,7 @@ def test_planes_stay_isolated(mr_lab, results):
     assert result.passed, result.reason
 
 
-def test_a_rail_only_leaf_keeps_its_rails_apart(mr_rail_only_lab, results):
+def test_a_rail_only_leaf_keeps_its_rails_apart(mr_rail_only_lab, results, control):
     lab = mr_rail_only_lab
     leaf = lab.plan.switch(lab.plan.host("gpu01").nic("rail0").peer)
     assert leaf.separate_rails and set(leaf.rails) == {0, 1}
@@ -89,7 +89,7 @@ def test_a_rail_only_leaf_keeps_its_rails_apart(mr_rail_only_lab, results):
     assert not broken.passed
     through = [leak for leak in broken.leaks if leak.kind in ("rail0->rail1", "rail1->rail0")]
     assert through and all(leaf.name in " ".join(leak.path) for leak in through), broken.reason
-    assert run_case(case("isolation"), lab).passed
+    assert control(case("isolation"), lab).passed
 
 
 def test_a_remote_failure_beside_a_parallel_link_is_rerouted_by_the_spine(mr_lab, results):

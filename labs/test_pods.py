@@ -72,14 +72,12 @@ def test_a_superspine_failure_is_repaired_by_the_spines(pods_lab, results, name)
     assert result.passed is True, result.reason
 
 
-def test_a_spine_blind_to_its_superspine_link_fails_the_case(pods_lab, results):
+def test_a_spine_blind_to_its_superspine_link_fails_the_case(pods_lab, results, control):
     src, _ = _cross_pod(pods_lab)
     spine = pods_lab.plan.switch(pods_lab.plan.host(src[0]).nic(src[1]).peer).fabric_ports[0].peer
     up = next(p.name for p in pods_lab.plan.switch(spine).fabric_ports
               if pods_lab.plan.switch(p.peer).role is Role.BE_SUPERSPINE)
-    # with `results`: a control that fails keeps the logs of the switches it names (issue 37)
-    good = measured(run_case(case("failover-superspine-link"), pods_lab, results,
-                             name="failover-superspine-link-control", element=(spine, up)))
+    good = measured(control(case("failover-superspine-link"), pods_lab, element=(spine, up)))
     assert good.passed is True, good.reason  # the positive control, on the same element
     with carrier_blind(pods_lab, spine, [up]) as blind:
         bad = run_case(case("failover-superspine-link"), pods_lab, results, name="failover-superspine-link-carrier-blind",
@@ -94,12 +92,12 @@ def test_qps_between_pods_spread_at_both_stages(pods_lab, results):
     assert result.passed, result.reason
 
 
-def test_a_spine_hashing_on_addresses_only_fails_the_second_stage(pods_lab, results):
+def test_a_spine_hashing_on_addresses_only_fails_the_second_stage(pods_lab, results, control):
     from harness.faults.sabotage import l3_hashing
 
     src, _ = _cross_pod(pods_lab)
     spine = pods_lab.plan.switch(pods_lab.plan.host(src[0]).nic(src[1]).peer).fabric_ports[0].peer
-    before = run_case(case("ecmp-superspine"), pods_lab)  # the positive control, in the same test
+    before = control(case("ecmp-superspine"), pods_lab)  # the positive control, in the same test
     with l3_hashing(pods_lab, [spine]) as s:
         bad = run_case(case("ecmp-superspine"), pods_lab, results, name="ecmp-superspine-l3-hashing",
                        sabotage=s.description)

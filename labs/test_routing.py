@@ -35,12 +35,12 @@ def test_every_session_and_route_as_planned(lab, results):
         1 for h in lab.plan.hosts if h.routed)
 
 
-def test_a_pulled_uplink_is_named_at_both_ends(lab, results):
+def test_a_pulled_uplink_is_named_at_both_ends(lab, results, control):
     leaf = next((s for s in lab.plan.switches if s.role in (Role.BE_LEAF, Role.FE_LEAF) and s.fabric_ports), None)
     if leaf is None:
         pytest.skip("not applicable: no leaf has an uplink to pull (a rail-only BE and no FE)")
     spine = leaf.fabric_ports[0].peer
-    assert run_case(case("routing"), lab).passed  # the control: the same fabric passes before the pull
+    assert control(case("routing"), lab).passed  # the control: the same fabric passes before the pull
     link = lab.link(leaf.name, spine)
     link.down()
     try:  # each end's bgpd sees its session go in its own time (the leaf's carrier at once)
@@ -53,4 +53,4 @@ def test_a_pulled_uplink_is_named_at_both_ends(lab, results):
     named = " ".join(outcome.short)
     assert f"{leaf.name}:" in named and f"{spine}:" in named and "BGP sessions" in named
     wait_routed(lab, 60.0, "the uplink's sessions to come back")
-    assert run_case(case("routing"), lab).passed
+    assert control(case("routing"), lab).passed

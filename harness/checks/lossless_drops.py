@@ -66,7 +66,7 @@ def _timing_words(t: PauseTiming | None) -> str:
 
 def why_dropped(drops: tuple[Count, ...], in_drops: tuple[Count, ...],
                 pfc_on_ports: tuple[tuple[str, tuple[int, ...]], ...], roce: int,
-                timing: tuple[PauseTiming, ...] = ()) -> list[str]:
+                timing: tuple[PauseTiming, ...]) -> list[str]:
     """Each queue that dropped, and the ports what it dropped came in by, with why they could not
     pause their peers (and, where PFC was on, how their pauses were timed: the evidence a next
     look starts from)."""

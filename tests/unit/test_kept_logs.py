@@ -53,3 +53,17 @@ def test_a_long_shared_log_keeps_whole_lines_about_the_node(tmp_path, monkeypatc
     kept = logs.netns_logs("lab1", ["be-s1"], limit=500)["bfd-dp.log"]
     assert len(kept) <= 500 and kept.endswith("event 199\n")
     assert all(line.startswith("be-s1 Ethernet0: event ") for line in kept.splitlines())
+
+
+@pytest.mark.parametrize(("test", "case", "n", "name"), [
+    ("test_skewed_nexthop_weight_is_caught", "ecmp", 1, "ecmp-control-skewed_nexthop_weight_is_caught"),
+    ("test_skewed_nexthop_weight_is_caught", "ecmp", 2, "ecmp-control-skewed_nexthop_weight_is_caught-2"),
+    ("test_a_superspine_failure[failover-superspine]", "failover-superspine", 1,
+     "failover-superspine-control-a_superspine_failure-failover-superspine"),
+])
+def test_each_positive_control_is_kept_under_its_own_name(test, case, n, name):
+    """A lab test's positive control is recorded (and, failing, keeps its logs) under the test's
+    name and its run within the test: a second control in the same test never overwrites the first."""
+    from harness.pytest_plugin import control_name
+
+    assert control_name(test, case, n) == name
