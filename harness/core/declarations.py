@@ -71,12 +71,7 @@ _SWITCH_PLANE = {
 }
 
 BACKEND_KINDS = ("rail-only", "rail-optimized")
-# net.ipv4.fib_multipath_hash_policy: 0 hashes on addresses; 3 on L4_HASH_FIELDS, what is on the
-# wire. Not policy 1: it takes any L4 hash the packet already carries, and a veth hands on the
-# sending socket's, which TCP draws anew on every RTO, so a stream black-holed at a switch
-# moved itself to another path within an RTO or two, as no switch hashing its headers lets it.
-ECMP_HASHES = {"l3": 0, "l4": 3}
-L4_HASH_FIELDS = 0x37  # net.ipv4.fib_multipath_hash_fields: source and destination address, protocol, ports
+ECMP_HASHES = {"l3": 0, "l4": 1}  # value of net.ipv4.fib_multipath_hash_policy
 SPEEDS_GBPS = (1, 10, 25, 40, 50, 100, 200, 400, 800, 1600)
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 # A lab name: a cluster name of at most 24 characters, the runtimes' limit (run directory

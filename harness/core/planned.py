@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
-from harness.core.declarations import ECMP_HASHES, NicRole, Plane, Role
+from harness.core.declarations import NicRole, Plane, Role
 from harness.core.fabric import Fabric
 from harness.core.hwsku import PortRow
 from harness.core.tenancy import PortRange
@@ -292,11 +292,6 @@ class Plan:
     def heard(self, sw: SwitchPlan) -> tuple[IPv4Network, ...]:
         """The /32s of the dual-homed hosts behind sw (what it hears from them and passes on)."""
         return tuple(self.host_routes.get(sw.name, ()))
-
-    @property
-    def fe_hash_policy(self) -> int:
-        """The FE leaves' multipath hash, which a dual-homed host's ECMP over its NICs follows."""
-        return next((sw.hash_policy for sw in self.switches if sw.plane is Plane.FE), ECMP_HASHES["l4"])
 
     def route_prefix(self, nic: Nic, host: HostPlan | None = None) -> IPv4Network:
         """The prefix the fabric carries a host NIC's address in: its /31, or its leaf's summary;

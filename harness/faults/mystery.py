@@ -82,8 +82,8 @@ CLUES = {
     "l3-hashing": Clue(
         "the BE, on every switch, leaves and spines alike",
         "a RoCE QP differs from the next only in its UDP source port: does the hash look at it? `fablab exec LAB "
-        "SWITCH -- sysctl net.ipv4.fib_multipath_hash_policy` on the BE switches (3 hashes on the fields "
-        "of net.ipv4.fib_multipath_hash_fields, ports among them; 0 on addresses only)"),
+        "SWITCH -- sysctl net.ipv4.fib_multipath_hash_policy` on the BE switches (1 hashes on L4 ports, 0 on "
+        "addresses only)"),
     "forwarding-blackhole": Clue(
         "the BE, one leaf's uplink to a spine (a leaf to spine port)",
         "the ecmp check's figures name the uplink whose QPs were lost, while status shows its BGP and BFD up: the "

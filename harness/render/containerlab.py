@@ -7,7 +7,6 @@ from `exec` (see harness/render/sonic_init.py for why and for the status protoco
 """
 from __future__ import annotations
 
-from harness.core.declarations import L4_HASH_FIELDS
 from harness.core.hwsku import DEFAULT_HWSKU
 from harness.core.images import HOST_IMAGE, ROUTED_HOST_IMAGE, SONIC_IMAGE
 from harness.core.model import Plane
@@ -93,11 +92,6 @@ def clab_links(plan: Plan, names: dict[str, str] | None = None) -> list[tuple[st
     return links
 
 
-def routed_host_hash(plan: Plan) -> dict[str, str]:
-    """A dual-homed host's ECMP over its two NICs hashes as its FE leaves do (as the netns runtime's)."""
-    return {"net.ipv4.fib_multipath_hash_policy": str(plan.fe_hash_policy), "net.ipv4.fib_multipath_hash_fields": str(L4_HASH_FIELDS)}
-
-
 def clab_yaml(plan: Plan, lab: str | None = None, sonic_image: str = SONIC_IMAGE,
               host_image: str = HOST_IMAGE, names: dict[str, str] | None = None) -> str:
     names = {n.name: (names or {}).get(n.name, n.name) for n in plan.fabric.nodes}
@@ -110,5 +104,4 @@ def clab_yaml(plan: Plan, lab: str | None = None, sonic_image: str = SONIC_IMAGE
         switch_sysctls={sw.name: switch_sysctls(sw) for sw in plan.switches},
         start_command=start_command(), status_file=STATUS_FILE,
         host_exec={h.name: host_exec(h) for h in plan.hosts}, links=list(zip(clab_links(plan, names), speeds)),
-        routed_host_image=ROUTED_HOST_IMAGE, host_binds={h.name: host_binds(h) for h in plan.hosts},
-        routed_host_sysctls=routed_host_hash(plan))
+        routed_host_image=ROUTED_HOST_IMAGE, host_binds={h.name: host_binds(h) for h in plan.hosts})

@@ -13,7 +13,6 @@ The protocol with the runtime is the file STATUS_FILE inside the container, one 
 from __future__ import annotations
 
 from harness.core.budgets import init_step_s
-from harness.core.declarations import L4_HASH_FIELDS
 from harness.core.plan import Plan, SwitchPlan
 from harness.render.templates import render_template
 
@@ -43,7 +42,6 @@ def switch_sysctls(sw: SwitchPlan) -> dict[str, str]:
         "net.ipv4.ip_forward": "1",
         "net.ipv6.conf.all.forwarding": "1",
         "net.ipv4.fib_multipath_hash_policy": str(sw.hash_policy),
-        "net.ipv4.fib_multipath_hash_fields": str(L4_HASH_FIELDS),
         # A next hop whose carrier is gone is skipped at once, before zebra reacts.
         "net.ipv4.conf.all.ignore_routes_with_linkdown": "1",
         "net.ipv4.conf.default.ignore_routes_with_linkdown": "1",

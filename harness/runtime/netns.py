@@ -168,7 +168,8 @@ class NetnsRuntime(NamespaceAccess):
         nodes = plan.fabric.nodes
         progress("namespaces", f"creating {len(nodes)} namespaces")
         hash_of = {sw.name: sw.hash_policy for sw in plan.switches}
-        routed = {h.name: plan.fe_hash_policy for h in plan.hosts if h.routed}
+        fe_hash = next((sw.hash_policy for sw in plan.switches if sw.plane is Plane.FE), 1)
+        routed = {h.name: fe_hash for h in plan.hosts if h.routed}
         for node in nodes:
             ns = namespace(lab, node.name)
             namespaces.create(ns)

@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.core.declarations import L4_HASH_FIELDS
 from harness.core.errors import LabError
 from harness.core.plan import HostPlan, Plan, SwitchPlan
 from harness.plumbing import namespaces
@@ -28,7 +27,6 @@ def switch_sysctls(name: str, hash_policy: int) -> dict[str, int]:
         "net.ipv4.ip_forward": 1,
         "net.ipv6.conf.all.forwarding": 1,
         "net.ipv4.fib_multipath_hash_policy": hash_policy,
-        "net.ipv4.fib_multipath_hash_fields": L4_HASH_FIELDS,
         "net.ipv4.conf.all.rp_filter": 0,
         "net.ipv4.conf.default.rp_filter": 0,
         # A next hop whose carrier is gone is skipped by the kernel at once, before zebra reacts.
@@ -62,7 +60,6 @@ def routed_host_sysctls(name: str, hash_policy: int) -> dict[str, int]:
     """A dual-homed host: still no forwarding, but ECMP over its two NICs as the FE leaves hash,
     a NIC whose carrier is gone skipped at once, and a seed of its own (as a switch has)."""
     values = {**HOST_SYSCTLS, "net.ipv4.fib_multipath_hash_policy": hash_policy,
-              "net.ipv4.fib_multipath_hash_fields": L4_HASH_FIELDS,
               "net.ipv4.conf.all.ignore_routes_with_linkdown": 1,
               "net.ipv4.conf.default.ignore_routes_with_linkdown": 1}
     if _HASH_SEED.exists():

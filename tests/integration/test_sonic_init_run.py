@@ -346,7 +346,7 @@ def test_a_missing_port_fails_the_ports_step(switch, ports, data, sysctls):
 
 def test_a_sysctl_left_unset_fails_first(switch, boot):
     status = boot(net__ipv4__fib_multipath_hash_policy="0")
-    assert status.startswith("failed sysctls: net.ipv4.fib_multipath_hash_policy=0 (want 3)"), status
+    assert status.startswith("failed sysctls: net.ipv4.fib_multipath_hash_policy=0 (want 1)"), status
 
 
 def test_no_config_loaded_by_start_sh_fails_the_config_db_step(switch, boot):

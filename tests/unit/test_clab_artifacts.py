@@ -165,8 +165,7 @@ def test_hosts_do_not_forward_and_keep_routes_per_nic(rendered):
     plan, _, doc = rendered
     for h in plan.hosts:
         node = doc["topology"]["nodes"][h.name]
-        # over both NICs, on the 5-tuple as the FE leaves hash
-        hashed = {"net.ipv4.fib_multipath_hash_policy": "3", "net.ipv4.fib_multipath_hash_fields": "55"} if h.routed else {}
+        hashed = {"net.ipv4.fib_multipath_hash_policy": "1"} if h.routed else {}  # over both NICs, on L4
         assert node["sysctls"] == {"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0", **hashed}
         for nic in h.nics:
             for route in nic.routes:

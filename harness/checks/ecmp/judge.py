@@ -122,7 +122,7 @@ def _spread_problems(leaf: str, paths: tuple[PathCount, ...], n: int, seen: Ecmp
     spread_wrong = any(not p.within for p in paths)
     if spread_wrong and seen.hash_policy == 0:
         problems.append(f"{leaf} hashes on addresses only (fib_multipath_hash_policy=0): every QP between "
-                        "two GPUs has the same addresses, so all take one path; hash on L4 (policy 3, ports among its fields)")
+                        "two GPUs has the same addresses, so all take one path; hash on L4 (policy 1)")
     if spread_wrong and len(set(seen.nexthop_weights.values())) > 1:
         problems.append(f"{leaf}'s route to {seen.prefix} has unequal next-hop weights: "
                         + ", ".join(f"{p} {w}" for p, w in seen.nexthop_weights.items()))
