@@ -53,6 +53,10 @@ HOST_SYSCTLS = {
     "net.ipv4.conf.default.rp_filter": 0,
     "net.ipv4.conf.all.arp_ignore": 1,
     "net.ipv4.conf.all.arp_announce": 2,
+    # A veth hands a packet's socket hash on, and the switches' policy-1 ECMP hash takes it: TCP's
+    # redraw of it on every RTO moved a black-holed stream to another path within an RTO or two,
+    # which no switch hashing the headers on the wire does (only IPv6's flow label carries it).
+    "net.core.txrehash": 0,
 }
 
 

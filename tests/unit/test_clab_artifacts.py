@@ -166,7 +166,8 @@ def test_hosts_do_not_forward_and_keep_routes_per_nic(rendered):
     for h in plan.hosts:
         node = doc["topology"]["nodes"][h.name]
         hashed = {"net.ipv4.fib_multipath_hash_policy": "1"} if h.routed else {}  # over both NICs, on L4
-        assert node["sysctls"] == {"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0", **hashed}
+        assert node["sysctls"] == {"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0",
+                                   "net.core.txrehash": "0", **hashed}
         for nic in h.nics:
             for route in nic.routes:
                 assert f"ip route add {route} via {nic.gateway} dev {nic.name}" in node["exec"]
