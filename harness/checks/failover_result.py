@@ -7,6 +7,7 @@ observations (tests/judges/test_judge_failover.py).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,18 @@ class FailoverSeen(Observation):
     # where the element did not return: its own sessions then, each end's BGP and BFD state
     # ("be-s1:Ethernet0 BGP Idle, BFD down"), the evidence a next look starts from
     element_sessions: tuple[str, ...] = ()
+    # A failure by carrier loss: how long making it took (ms from failure_ns), and when `watch`'s
+    # kernel then acted on each of its ports' carrier loss (port, ms from failure_ns; none
+    # where it was not watched): what the machine, not the fabric, added to a window
+    failed_in_ms: float = 0.0
+    carrier_lost_ms: tuple[tuple[str, float], ...] = ()
+
+    def kernel_lag_ms(self, path: str) -> float:
+        """How late `watch`'s kernel acted on the carrier loss of the port at `path`
+        ("switch:port") after the failure was made; 0 where that was not seen."""
+        node, _, port = path.partition(":")
+        lost = dict(self.carrier_lost_ms).get(port) if node == self.watch else None
+        return max(0.0, lost - self.failed_in_ms) if lost is not None else 0.0
 
 
 @dataclass(frozen=True)
@@ -107,11 +120,20 @@ def judge_failover(plan: Plan, seen: FailoverSeen) -> FailoverCase:
     slot_ns = 1e9 / seen.rate_pps
     per_qp, lost_before = losses(seen.qps, seen.lag_spans, seen.failure_ns, seen.restore_ns, objective,
                                  restore_objective, slot_ns)
+    per_qp = [dataclasses.replace(q, kernel_lag_ms=seen.kernel_lag_ms(q.path)) if q.on_element else q for q in per_qp]
     problems, unsure = judge(per_qp, objective, restore_objective, slot_ns / 1e6, seen.rehashed)
     problems += _other_problems(seen, lost_before)
     on_qps = [q for q in per_qp if q.on_element]
     not_measurable = ""
-    if unsure and not problems:
+    late_kernel = [q for q in unsure if q.on_element and q.window_ms - q.edge_lag_ms > objective]
+    if unsure and not problems and late_kernel:
+        q = max(late_kernel, key=lambda x: x.kernel_lag_ms)
+        not_measurable = (f"{q.path.partition(':')[0]}'s kernel acted on the carrier loss of {q.path} "
+                          f"{q.kernel_lag_ms:.1f} ms after the failure was made (its link-state work waits for "
+                          f"the rtnl lock and a CPU; a switch's ASIC takes microseconds): QP 0x{q.qp:x}'s window "
+                          f"{q.window_ms:.1f} ms is {q.window_ms - q.kernel_lag_ms:.1f} ms without that wait, "
+                          f"the objective {objective:g} ms: the verdict cannot be told from this machine's kernel")
+    elif unsure and not problems:
         q = max(unsure, key=lambda x: x.lag_ms)
         not_measurable = (f"the sender fell {q.lag_ms:.1f} ms behind its schedule (slot {slot_ns / 1e6:g} ms) "
                           f"around the failure or restore of QP 0x{q.qp:x} (window {q.window_ms:.1f} ms, restore "

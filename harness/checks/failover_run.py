@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from harness.checks.failover_elements import Element, Failure
 from harness.core.errors import HarnessError
+from harness.observe.carrier_watch import CarrierWatch
 from harness.observe.flowcount import FlowCounters
 from harness.observe.route_watch import route_change_ms
 from harness.plumbing.labview import LabView
@@ -17,6 +19,11 @@ from harness.plumbing.wait import pause_until, within
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.results import ReceiveResult, SendResult
 from harness.traffic.runner import start_receiver, start_sender
+
+
+# Failures whose watching switch learns of them from its own ports' carrier (each at the upper
+# end: LinkHandle.down): its kernel's link-state work is the first to act, not FRR.
+CARRIER_LOST_AT_WATCH = frozenset({Failure.LOCAL, Failure.SPINE, Failure.SUPERSPINE_LINK, Failure.SUPERSPINE})
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,9 @@ class Events:
     detected_ms: float | None  # failure -> the watched route dropped the element
     restored_ms: float | None  # restore -> it has the element again
     at_restore: dict[str, int]  # the counters when the element was restored
+    failed_in_ms: float = 0.0  # how long the failure itself took to be made (netlink, under the rtnl lock)
+    # (port, ms after the failure) when `watch`'s kernel acted on each port's carrier loss
+    carrier_lost_ms: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,13 +141,19 @@ def _fail_and_restore(lab: LabView, setup: Setup, timing: Timing, counters: list
     prefix = lab.plan.route_prefix(lab.plan.host(setup.dst[0]).nic(setup.dst[1]))  # its /31, or its leaf's summary
     at_restore: dict[str, int] = {}
     detected_ms = None
+    carrier = CarrierWatch(lab.namespace(el.watch), el.route_ports) if setup.case in CARRIER_LOST_AT_WATCH \
+        else nullcontext(None)
     try:
-        fail_at, fail_ns = time.monotonic(), time.time_ns()
-        el.fail()
-        if while_failed is not None:
-            while_failed()
-        detected_ms = route_change_ms(lab, el.watch, prefix, el.route_ports, present=False, since=fail_at,
-                                      deadline=time.monotonic() + timing.detect_s)
+        with carrier as watch:
+            fail_at, fail_ns = time.monotonic(), time.time_ns()
+            el.fail()
+            failed_in_ms = (time.monotonic() - fail_at) * 1000
+            if while_failed is not None:
+                while_failed()
+            detected_ms = route_change_ms(lab, el.watch, prefix, el.route_ports, present=False, since=fail_at,
+                                          deadline=time.monotonic() + timing.detect_s)
+        lost = tuple(sorted((port, round((t - fail_at) * 1000, 1)) for port, t in watch.lost.items())) if watch \
+            else ()
         pause_until(fail_at + timing.failed_s)
         at_restore = _read(counters)
     finally:
@@ -152,7 +168,7 @@ def _fail_and_restore(lab: LabView, setup: Setup, timing: Timing, counters: list
         within(lambda: _returned(at_restore, el, _read(counters)) > 0,
                max(0.0, timing.after_s - (time.monotonic() - restore_at)))
         pause_until(time.monotonic() + timing.settle_s)
-    return Events(fail_ns, restore_ns, detected_ms, restored_ms, at_restore)
+    return Events(fail_ns, restore_ns, detected_ms, restored_ms, at_restore, round(failed_in_ms, 1), lost)
 
 
 def _session_drops(lab: LabView) -> dict[tuple[str, str], int]:
