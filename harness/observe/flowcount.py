@@ -6,6 +6,13 @@ source port) pair seen gets its own element, with a counter, in one dynamic set:
 and one set however many QPs and uplinks, only the pairs that occur take memory, and one
 `nft list set` reads them all. A QP (its source port) that shows up under two ports was
 split over two paths.
+
+Where the source ports are known, every (port, source port) element is made up front, by nft
+in process context, and the packet path only counts. An element the packet path adds needs
+an atomic per-CPU allocation for its counter, and the per-CPU allocator refills its atomic
+reserve from a kworker: on a busy machine a burst of new flows outruns it, and nft then adds
+nothing and says nothing (a 1,904-QP spread once went uncounted from its 1,563rd QP on, at
+every switch at once, while the receiver got every packet).
 """
 from __future__ import annotations
 
@@ -48,15 +55,18 @@ class FlowCounters:
 
     def ruleset(self) -> str:
         ports = ", ".join(f'"{p}"' for p in self.ports)
-        wanted, match = "", ""
-        size = len(self.ports) * (len(self.sports) if self.sports is not None else 1 << 16)
+        wanted, match, made = "", "", ""
+        size = min(len(self.ports) << 16, _MAX_ELEMENTS)
         if self.sports is not None:
+            size = len(self.ports) * len(self.sports)
             wanted = ("  set wanted {\n    type inet_service\n"
                       f"    elements = {{ {', '.join(map(str, self.sports))} }}\n  }}\n")
             match = f" {self.protocol} sport @wanted"
+            made = ("    elements = { "
+                    + ", ".join(f'"{p}" . {s}' for p in self.ports for s in self.sports) + " }\n")
         return (f"table inet {self.table} {{\n"
-                f"  set flows {{\n    type ifname . inet_service\n    size {min(size, _MAX_ELEMENTS)}\n"
-                f"    flags dynamic\n    counter\n  }}\n"
+                f"  set flows {{\n    type ifname . inet_service\n    size {size}\n"
+                f"    flags dynamic\n    counter\n{made}  }}\n"
                 f"{wanted}"
                 f"  chain count {{\n    type filter hook {self.hook} priority -10; policy accept;\n"
                 f"    oifname {{ {ports} }} {self.protocol} dport {self.dport}{match} "
@@ -68,14 +78,17 @@ class FlowCounters:
         return self
 
     def read_flows(self) -> dict[tuple[str, int], int]:
-        """(port, source port) -> packets so far, for every pair seen."""
+        """(port, source port) -> packets so far, for every pair seen (an element made up front
+        that no packet reached is not a pair seen)."""
         doc = json.loads(self._nft(["-j", "list", "set", "inet", self.table, "flows"]))
         out: dict[tuple[str, int], int] = {}
         for item in doc.get("nftables", []):
             for elem in (item.get("set") or {}).get("elem", []):
                 body = elem.get("elem", elem)
                 port, sport = body["val"]["concat"]
-                out[(port, int(sport))] = int((body.get("counter") or {}).get("packets", 0))
+                packets = int((body.get("counter") or {}).get("packets", 0))
+                if packets:
+                    out[(port, int(sport))] = packets
         return out
 
     def read(self) -> dict[str, int]:

@@ -90,6 +90,11 @@ def test_flow_counters_ruleset_is_one_rule_and_one_set():
     text = FlowCounters(None, "leaf", ["Ethernet4", "Ethernet8"], [50002, 50001]).ruleset()
     assert text.count("update @flows") == 1 and "counter" in text and "flags dynamic" in text
     assert "elements = { 50001, 50002 }" in text and 'oifname { "Ethernet4", "Ethernet8" }' in text
+    # every pair made up front: the packet path then never allocates an element (or its counter)
+    assert ('elements = { "Ethernet4" . 50001, "Ethernet4" . 50002, "Ethernet8" . 50001, "Ethernet8" . 50002 }'
+            in text and "size 4\n" in text)
+    anything = FlowCounters(None, "leaf", ["Ethernet4"]).ruleset()
+    assert '"Ethernet4" .' not in anything and "size 65536\n" in anything and "@wanted" not in anything
 
 
 @pytest.mark.parametrize("kwargs, field", [({"ports": []}, "ports is empty"), ({"sports": [0]}, "not UDP ports")])
