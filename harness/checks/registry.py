@@ -110,7 +110,14 @@ def run_case(case: Case, lab: LabView, results=None, *, name: str | None = None,
     ecmp-l3-hashing, with the `sabotage` that broke the lab on purpose named on its plot).
     NotMeasurable and HarnessError from the measurement pass through."""
     t0 = time.monotonic()
-    observation = case.measure(lab, **options)
+    try:
+        observation = case.measure(lab, **options)
+    except NotMeasurable:
+        raise
+    except HarnessError as e:  # could not run: a failure too, so its evidence is kept as a FAIL's is
+        if results is not None:
+            _keep_logs(lab, str(e), results, name or case.name, f"the case could not run: {e}")
+        raise
     if not isinstance(observation, Observation):
         raise TypeError(f"check case {case.name}: its measure returned a {type(observation).__name__}, "
                         "not an Observation")
@@ -123,26 +130,28 @@ def run_case(case: Case, lab: LabView, results=None, *, name: str | None = None,
         results.record(label, outcome, plots=plots, observation=observation, case=case.name,
                        cluster=cluster_to_dict(lab.plan.fabric.cluster))
         if outcome.passed is not True and sabotage is None:  # a negative control fails on purpose
-            _keep_logs(lab, outcome, results, label)
+            _keep_logs(lab, json.dumps(to_plain(outcome), default=str), results, label)
     return outcome
 
 
 KEPT_NODES = 24  # a failure that names the whole fabric keeps this many nodes' logs, not xlarge's 229
 
 
-def _keep_logs(lab: LabView, outcome: Outcome, results, label: str) -> None:
-    """The logs of the nodes a case that did not pass names (its element, paths, sessions), so
-    that an intermittent failure can be diagnosed from its results alone."""
+def _keep_logs(lab: LabView, said: str, results, label: str, why: str = "") -> None:
+    """The logs of the nodes a case that did not pass names in what it `said` (its element,
+    paths, sessions; or the error it could not run for, `why`), so that an intermittent failure
+    can be diagnosed from its results alone."""
     nodes = [sw.name for sw in lab.plan.switches] + [h.name for h in lab.plan.hosts]
-    named = named_in(json.dumps(to_plain(outcome), default=str), nodes)
+    named = named_in(said, nodes)
     kept = named[:KEPT_NODES]
     note = "" if named else "the result names no node"
     if len(named) > len(kept):
         note = f"the result names {len(named)} nodes: the logs of the first {len(kept)} are kept"
+    note = "\n".join(n for n in (why, note) if n)
     try:
         results.keep_logs(label, lab.logs(kept), note=note)
     except (HarnessError, OSError) as e:  # the evidence is not the verdict
-        results.keep_logs(label, {}, note=f"logs of {', '.join(kept)} not kept: {e}")
+        results.keep_logs(label, {}, note="\n".join(n for n in (why, f"logs of {', '.join(kept)} not kept: {e}") if n))
 
 
 def _plot(case: Case, outcome: Outcome, path: Path, sabotage: str | None,

@@ -210,13 +210,27 @@ class RdmaRun:
             return False
 
         wait.until(started, timeout, "the RDMA guest's client", interval=0.05,
-                   error=lambda: LabError(f"the RDMA guest did not start its client within {timeout:.0f} s"))
+                   error=lambda: LabError(f"the RDMA guest did not start its client within {timeout:.0f} s; "
+                                          f"{self.where()}"))
 
     def result(self) -> RdmaResult:
         """Wait until the guest powers off; what the test did."""
-        self.vm.wait(max(1.0, self.budget - (time.monotonic() - self.started)))
+        try:
+            self.vm.wait(max(1.0, self.budget - (time.monotonic() - self.started)))
+        except LabError as e:
+            raise LabError(f"{e}; {self.where()}") from e
         self.vm.close()
         return _result(self.spec, self.src, self.dst, self.workdir, time.monotonic() - self.started)
+
+    def where(self) -> str:
+        """How far the guest got, for an error: a run that hangs must say at which step, and what
+        its client had printed (the workdir goes with the lab)."""
+        spec = self.spec
+        steps = ", ".join(f"{name} {up:.1f} s" for name, up in self.steps().items()) or "none"
+        client = _read(self.workdir / "client.txt").strip()[-300:] or "(nothing)"
+        return (f"{spec.test} {spec.src_node}:{spec.src_nic} -> {spec.dst_node}:{spec.dst_nic}, "
+                f"{time.monotonic() - self.started:.0f} s after the start; the guest's steps (its uptime): {steps}; "
+                f"its client printed: {client}")
 
 
 def run_rdma(lab: LabView, spec: RdmaSpec, progress: Progress = quiet, timeout: float | None = None) -> RdmaResult:

@@ -38,14 +38,15 @@ def lab():
 
 
 @pytest.fixture(scope="module")
-def before(lab):
-    """Each case's positive control, run once a module, on the lab as declared."""
+def before(lab, results):
+    """Each case's positive control, run once a module, on the lab as declared (recorded: one
+    that does not pass keeps its logs)."""
     seen: dict[tuple, object] = {}
 
     def passed(name: str, options: dict):
         key = (name, tuple(sorted(options.items())))
         if key not in seen:
-            seen[key] = run_case(case(name), lab, **options)
+            seen[key] = run_case(case(name), lab, results, name=f"faults-{name}-before-{len(seen) + 1}", **options)
         return seen[key]
 
     return passed
@@ -79,23 +80,25 @@ def places(lab, entry: dict) -> set[str]:
 COVERED_ELSEWHERE = {"ecn-off"}
 
 
-@pytest.mark.parametrize("control", [c for c in CONTROLS if c.fault.name not in COVERED_ELSEWHERE],
+@pytest.mark.parametrize("row", [c for c in CONTROLS if c.fault.name not in COVERED_ELSEWHERE],
                          ids=[c.fault.name for c in CONTROLS if c.fault.name not in COVERED_ELSEWHERE])
-def test_a_fault_fails_its_case_where_it_is_and_fix_from_another_process_undoes_it(lab, before, control, capsys):
-    good = measured(before(control.case, control.options))  # a timed control the machine could not tell: skipped
+def test_a_fault_fails_its_case_where_it_is_and_fix_from_another_process_undoes_it(lab, before, row, results,
+                                                                                   capsys):
+    good = measured(before(row.case, row.options))  # a timed control the machine could not tell: skipped
     assert good.passed is True, good.reason  # the positive control
-    assert main(["break", lab.name, control.fault.name, "--on", str(control.target)]) == 0
+    assert main(["break", lab.name, row.fault.name, "--on", str(row.target)]) == 0
     (entry,) = in_place(lab)
-    assert entry["on"] == str(control.target)
+    assert entry["on"] == str(row.target)
     try:
-        bad = run_case(case(control.case), lab, **control.options)
-        assert bad.passed is False, f"{control.fault.name} in place, {control.case} still passes: {bad.reason}"
+        bad = run_case(case(row.case), lab, **row.options)
+        assert bad.passed is False, f"{row.fault.name} in place, {row.case} still passes: {bad.reason}"
         text = " ".join([bad.reason, *map(str, bad.problems)])
         assert any(p in text for p in places(lab, entry)), (places(lab, entry), text[:600])
     finally:
-        fix_elsewhere(lab, control.fault.name)
+        fix_elsewhere(lab, row.fault.name)
     assert in_place(lab) == []
-    after = measured(run_case(case(control.case), lab, **control.options))
+    after = measured(run_case(case(row.case), lab, results, name=f"faults-{row.case}-after-fixing-{row.fault.name}",
+                              **row.options))
     assert after.passed is True, after.reason
 
 

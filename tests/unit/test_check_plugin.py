@@ -206,3 +206,35 @@ def test_a_case_that_did_not_pass_keeps_the_logs_of_the_nodes_it_names(ai_plan, 
     sabotaged = _Lab(ai_plan, (host.name, nic.name, 1500))  # a negative control fails on purpose
     run_case(case, sabotaged, results, name="lowered-on-purpose", sabotage="an MTU lowered")
     assert "logs" not in sabotaged.asked and not results.path("lowered-on-purpose.logs").exists()
+
+
+def test_a_case_that_could_not_run_keeps_the_logs_of_the_nodes_its_error_names(ai_plan, tmp_path):
+    """An error from the measurement (a guest that hung, a tool that failed) is a failure too:
+    the nodes it names keep their logs and the error is written beside them; a case that is
+    not measurable (said, not failed) keeps none."""
+    from harness.checks.base import NotMeasurable
+    from harness.checks.registry import run_case
+    from harness.core.errors import LabError
+    from harness.report.results import Results
+
+    host, other = ai_plan.hosts[0].name, ai_plan.hosts[1].name
+
+    def hangs(lab):
+        raise LabError(f"the RDMA guest did not start its client within 90 s; rping {host}:rail0 -> {other}:rail0")
+
+    def unconverged(lab):
+        raise NotMeasurable("the fabric never converged")
+
+    results = Results(tmp_path, "probe")
+    lab = _Lab(ai_plan)
+    with pytest.raises(LabError):
+        run_case(Case("hangs", hangs, lambda plan, seen: None), lab, results)
+    kept = results.path("hangs.logs")
+    assert lab.logs_asked == tuple(sorted((host, other)))
+    assert sorted(p.name for p in kept.iterdir()) == sorted((host, other, "README"))
+    assert "could not run: the RDMA guest did not start its client" in (kept / "README").read_text()
+
+    quiet = _Lab(ai_plan)  # the control: not measurable is no failure, and keeps nothing
+    with pytest.raises(NotMeasurable):
+        run_case(Case("unconverged", unconverged, lambda plan, seen: None), quiet, results)
+    assert "logs" not in quiet.asked and not results.path("unconverged.logs").exists()

@@ -225,6 +225,21 @@ def test_a_run_that_completed_nothing_is_not_ok(tmp_path):
     assert not result.ok and "no message" in result.error
 
 
+def test_a_guest_that_hangs_says_where(tmp_path):
+    """A VM that runs out of time says how far its guest got and what its client printed: the
+    workdir goes with the lab, so the error is the evidence."""
+    from harness.rdma.session import RdmaRun
+
+    run = object.__new__(RdmaRun)
+    run.spec, run.workdir, run.started = RdmaSpec("gpu01", "rail0", "gpu05", "rail0", test="rping"), tmp_path, 0.0
+    assert "steps (its uptime): none" in run.where() and "printed: (nothing)" in run.where()
+    (tmp_path / "guest.log").write_text("step boot 12.86\nstep ready 34.63\nstep client 38.9\n")
+    (tmp_path / "client.txt").write_text("rping: connected\n")
+    where = run.where()
+    assert where.startswith("rping gpu01:rail0 -> gpu05:rail0")
+    assert "boot 12.9 s, ready 34.6 s, client 38.9 s;" in where and "printed: rping: connected" in where
+
+
 # ---------------------------------------------------------------------------- arguments
 
 @pytest.fixture(scope="module")
