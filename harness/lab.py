@@ -400,6 +400,10 @@ class Lab:
         """These nodes' routing daemons' logs, and the lab data planes' lines about them."""
         return self.runtime.logs(self.name, nodes)
 
+    def daemon_pids(self, nodes: Collection[str]) -> dict[str, int]:
+        """"node/daemon" -> host pid, of these nodes' daemons ({} where the runtime does not know)."""
+        return self.runtime.daemon_pids(self.name, nodes)
+
     def observe(self) -> list[Shortfall]:
         """Every switch against the plan: sessions up, prefixes at their ECMP width."""
         return self.runtime.observe(self.plan, self.name)

@@ -174,6 +174,9 @@ class FakeLab:
         self.logs_asked = tuple(nodes)
         return {f"{n}/bgpd.log": f"{n}: the log a failed case keeps\n" for n in nodes}
 
+    def daemon_pids(self, nodes) -> dict[str, int]:
+        return {}
+
     def address(self, node: str, nic: str) -> str:
         host = self.plan.host(node)
         return str(host.nic(nic).address.ip)

@@ -13,6 +13,7 @@ from harness.core.errors import HarnessError
 from harness.observe.carrier_watch import CarrierWatch
 from harness.observe.flowcount import FlowCounters
 from harness.observe.route_watch import route_change_ms
+from harness.plumbing import cpu_wait
 from harness.plumbing.labview import LabView
 from harness.plumbing.priority import realtime, timed_turn
 from harness.plumbing.wait import pause_until, within
@@ -24,6 +25,10 @@ from harness.traffic.runner import start_receiver, start_sender
 # Failures whose watching switch learns of them from its own ports' carrier (each at the upper
 # end: LinkHandle.down): its kernel's link-state work is the first to act, not FRR.
 CARRIER_LOST_AT_WATCH = frozenset({Failure.LOCAL, Failure.SPINE, Failure.SUPERSPINE_LINK, Failure.SUPERSPINE})
+# Failures whose reroute is the daemons' work, one after the other: a remote one the spine's
+# zebra and bgpd (its withdrawal), then the source leaf's bgpd and zebra; a gray one BFD's
+# data plane, then the leaf's bfdd, bgpd and zebra. Their waits for a CPU are the machine's.
+REROUTED_BY = {Failure.REMOTE: ("zebra", "bgpd"), Failure.GRAY: ("bfd-dp", "bfdd", "bgpd", "zebra")}
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,9 @@ class Events:
     failed_in_ms: float = 0.0  # how long the failure itself took to be made (netlink, under the rtnl lock)
     # (port, ms after the failure) when `watch`'s kernel acted on each port's carrier loss
     carrier_lost_ms: tuple[tuple[str, float], ...] = ()
+    # ("node/daemon", ms it waited for a CPU from the failure until the route changed), of the
+    # daemons whose work the reroute is (REROUTED_BY)
+    cpu_waited_ms: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,8 +151,10 @@ def _fail_and_restore(lab: LabView, setup: Setup, timing: Timing, counters: list
     detected_ms = None
     carrier = CarrierWatch(lab.namespace(el.watch), el.route_ports) if setup.case in CARRIER_LOST_AT_WATCH \
         else nullcontext(None)
+    chain = _rerouting_daemons(lab, setup)
     try:
         with carrier as watch:
+            waits = cpu_wait.daemons_now(chain)
             fail_at, fail_ns = time.monotonic(), time.time_ns()
             el.fail()
             failed_in_ms = (time.monotonic() - fail_at) * 1000
@@ -152,6 +162,7 @@ def _fail_and_restore(lab: LabView, setup: Setup, timing: Timing, counters: list
                 while_failed()
             detected_ms = route_change_ms(lab, el.watch, prefix, el.route_ports, present=False, since=fail_at,
                                           deadline=time.monotonic() + timing.detect_s)
+            waited = cpu_wait.daemons_waited_ms(waits, cpu_wait.daemons_now(chain))
         lost = tuple(sorted((port, round((t - fail_at) * 1000, 1)) for port, t in watch.lost.items())) if watch \
             else ()
         pause_until(fail_at + timing.failed_s)
@@ -168,7 +179,20 @@ def _fail_and_restore(lab: LabView, setup: Setup, timing: Timing, counters: list
         within(lambda: _returned(at_restore, el, _read(counters)) > 0,
                max(0.0, timing.after_s - (time.monotonic() - restore_at)))
         pause_until(time.monotonic() + timing.settle_s)
-    return Events(fail_ns, restore_ns, detected_ms, restored_ms, at_restore, round(failed_in_ms, 1), lost)
+    return Events(fail_ns, restore_ns, detected_ms, restored_ms, at_restore, round(failed_in_ms, 1), lost, waited)
+
+
+def _rerouting_daemons(lab: LabView, setup: Setup) -> dict[str, int]:
+    """"node/daemon" -> pid of the daemons whose work the case's reroute is (REROUTED_BY), on the
+    switch that learns of the failure first and on the one that must reroute."""
+    names = REROUTED_BY.get(setup.case, ())
+    if not names:
+        return {}
+    first = setup.element.counted_at[0][0] if setup.case is Failure.REMOTE else "bfd-dp"
+    if first == setup.element.watch:  # a spine with parallel links: its own kernel drops the port at once
+        return {}
+    pids = lab.daemon_pids({first, setup.element.watch})
+    return {label: pid for label, pid in pids.items() if label.partition("/")[2] in names}
 
 
 def _session_drops(lab: LabView) -> dict[tuple[str, str], int]:

@@ -65,6 +65,7 @@ class QpLoss:
     # How late the watching switch's kernel acted on its port's carrier loss (ms, 0: not seen
     # late): a wait for the rtnl lock and a CPU, the machine's, where an ASIC takes microseconds.
     kernel_lag_ms: float = 0.0
+    cpu_wait_ms: float = 0.0  # the rerouting daemons' waits for a CPU (FailoverSeen.cpu_wait_ms)
 
     @property
     def lag_ms(self) -> float:
@@ -146,9 +147,9 @@ def judge(per_qp: list[QpLoss], objective_ms: float, restore_objective_ms: float
     objective too, instead of to no loss at all.
 
     A gap's window is an upper bound of the fabric's: the packets either side of it were
-    delivered, so the loss lies between them; sender lag at its edges only inflates it, as does
-    the kernel's late work on a carrier loss. So a window fails only if it exceeds the
-    objective even without those. A pass needs the
+    delivered, so the loss lies between them; sender lag at its edges only inflates it, as do
+    the kernel's late work on a carrier loss and the rerouting daemons' waits for a CPU. So a
+    window fails only if it exceeds the objective even without those. A pass needs the
     window, plus any loss a stalled sender could have hidden (its stall and one slot), to be
     within the objective. Anything in between is not measurable: never a pass."""
     problems: list[str] = []
@@ -157,7 +158,7 @@ def judge(per_qp: list[QpLoss], objective_ms: float, restore_objective_ms: float
         hidden = q.hidden_lag_ms + slot_ms if q.hidden_lag_ms else 0.0
         hidden_back = q.restore_hidden_lag_ms + slot_ms if q.restore_hidden_lag_ms else 0.0
         held = q.on_element or rehashed
-        if held and q.window_ms - q.edge_lag_ms - q.kernel_lag_ms > objective_ms:
+        if held and q.window_ms - q.edge_lag_ms - q.kernel_lag_ms - q.cpu_wait_ms > objective_ms:
             problems.append(f"QP 0x{q.qp:x} (sport {q.sport}) on {q.path}: loss window {q.window_ms:.1f} ms "
                             f"> objective {objective_ms:g} ms")
         elif q.restore_window_ms - q.edge_lag_ms > restore_objective_ms:

@@ -8,10 +8,15 @@ does its part, and an incast takes longer than its bytes need. The kernel counts
 thread's time waiting for a CPU (/proc/PID/schedstat, its second field, ns) and each vCPU's
 steal (/proc/stat, clock ticks). Reading them changes nothing; where they cannot be read (a
 container with its own pid namespace) the figures are 0 and claim nothing.
+
+The same count for a lab's daemons (`daemons_now`): a reroute that is bgpd's and zebra's work
+(a remote or gray failure) takes as long as they waited for a CPU, on top of what they did,
+where a switch's control plane has a CPU of its own.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,16 +70,42 @@ def _softirqd() -> list[tuple[int, int]]:
 _threads: list[list[tuple[int, int]]] = []  # found once: kernel threads live as long as the machine
 
 
+def run_delay_ns(pid: int) -> int | None:
+    """The task's time runnable but not running so far (its main thread's: FRR's daemons do
+    their work there), or None where it is gone or cannot be read."""
+    try:
+        return parse_schedstat((PROC / str(pid) / "schedstat").read_text())
+    except OSError:
+        return None
+
+
+def parse_schedstat(text: str) -> int | None:
+    """run_delay (ns) from a schedstat line: "exec_runtime run_delay timeslices"."""
+    fields = text.split()
+    return int(fields[1]) if len(fields) >= 2 and fields[1].isdigit() else None
+
+
 def _waits() -> tuple[float, ...]:
     if not _threads:
         _threads.append(_softirqd())
     out = []
     for _, pid in _threads[0]:
-        try:
-            out.append(int((PROC / str(pid) / "schedstat").read_text().split()[1]) / 1e6)
-        except (OSError, IndexError, ValueError):
+        ns = run_delay_ns(pid)
+        if ns is None:
             return ()
+        out.append(ns / 1e6)
     return tuple(out)
+
+
+def daemons_now(pids: Mapping[str, int]) -> dict[str, int]:
+    """label ("node/daemon") -> its run delay now (ns), for those that can be read."""
+    return {label: ns for label, pid in pids.items() if (ns := run_delay_ns(pid)) is not None}
+
+
+def daemons_waited_ms(before: Mapping[str, int], after: Mapping[str, int]) -> tuple[tuple[str, float], ...]:
+    """(label, ms it waited for a CPU between the two reads), sorted, of those read both times."""
+    return tuple((label, round(max(0, after[label] - ns) / 1e6, 1)) for label, ns in sorted(before.items())
+                 if label in after)
 
 
 def _steal() -> tuple[float, ...]:

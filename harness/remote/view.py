@@ -306,6 +306,9 @@ class RemoteView:
     def logs(self, nodes: Collection[str]) -> dict[str, str]:
         return {}  # a staged fabric's logs are its operators' to collect, not read over fablab's SSH
 
+    def daemon_pids(self, nodes: Collection[str]) -> dict[str, int]:
+        return {}  # a real switch's control plane has its CPU: no wait of the machine's to read
+
 
 @dataclass(frozen=True)
 class RemoteLink:

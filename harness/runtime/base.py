@@ -157,6 +157,11 @@ class Runtime(Protocol):
         a name (node/daemon.log) -> the log's tail."""
         ...
 
+    def daemon_pids(self, lab: str, nodes: Collection[str]) -> dict[str, int]:
+        """"node/daemon" -> the host pid of each daemon of these nodes (a lab data plane is a node
+        of its own: "bfd-dp"), whose CPU waits a timed case reads; {} where not known."""
+        ...
+
     # -- convergence, by the same rule on every runtime
     def observe(self, plan: Plan, lab: str, only: Collection[str] | None = None, fib: bool = True,
                 bfd: bool = True) -> list[Shortfall]: ...
@@ -179,6 +184,9 @@ class NamespaceAccess:
 
     def lldp_socket(self, lab: str, node: str) -> Path | None:
         return None
+
+    def daemon_pids(self, lab: str, nodes: Collection[str]) -> dict[str, int]:
+        return {}  # a container's daemons are the container's: their CPU waits are not read
 
     def mgmt_reach(self, plan: Plan, lab: str) -> Reach:
         raise LabError(f"the {self.name} runtime starts no sshd in its nodes: `--via ssh` is the netns runtime's "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.plumbing import interrupt, meminfo, namespaces, priority
 from harness.core.budgets import resolve_timeout
-from harness.core.errors import LabError, PrerequisiteError
+from harness.core.errors import HarnessError, LabError, PrerequisiteError
 from harness.core.kinds import LabPhase, NodeKind, RuntimeName
 from harness.core.model import Plane, Role, cluster_to_dict
 from harness.observe.convergence import Shortfall
@@ -300,6 +300,14 @@ class NetnsRuntime(NamespaceAccess):
 
     def logs(self, lab: str, nodes: Collection[str]) -> dict[str, str]:
         return netns_logs(lab, nodes)
+
+    def daemon_pids(self, lab: str, nodes: Collection[str]) -> dict[str, int]:
+        try:
+            state = load(lab)
+        except HarnessError:
+            return {}
+        wanted = set(nodes)
+        return {f"{d.node}/{d.name}": d.pid for d in state.daemons if d.node in wanted}
 
     def lossless_status(self, lab: str) -> dict:
         return lossless_dp.status(lab, required=True)

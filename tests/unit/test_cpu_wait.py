@@ -66,3 +66,27 @@ def test_a_machine_without_the_kernels_threads_reads_zero(proc):
     (proc / "stat").write_text("cpu  1 2 3\n")
     now = cpu_wait.cpu_wait_now()
     assert now.softirq_ms == () and now.withheld_ms == 0.0
+
+
+@pytest.mark.parametrize(("line", "ns"), [
+    ("712173791 2009239134 10518\n", 2009239134),  # a bgpd's, as the kernel writes it
+    ("0 0 0", 0),
+    ("", None),
+    ("712173791", None),
+    ("a b c", None),
+])
+def test_the_run_delay_is_the_second_field(line, ns):
+    assert cpu_wait.parse_schedstat(line) == ns
+
+
+def test_a_daemons_wait_is_the_growth_of_its_run_delay(proc):
+    for pid, ns in ((31, 1_000_000), (32, 5_000_000), (33, 7_000_000)):
+        (proc / str(pid)).mkdir()
+        (proc / str(pid) / "schedstat").write_text(f"9625602390 {ns} 459553\n")
+    pids = {"be-s1/bgpd": 31, "be-g1-r0/zebra": 32, "be-s1/zebra": 33, "gone/bgpd": 34}
+    before = cpu_wait.daemons_now(pids)
+    assert set(before) == {"be-s1/bgpd", "be-g1-r0/zebra", "be-s1/zebra"}  # a process gone has no wait
+    (proc / "31" / "schedstat").write_text("9625602390 41000000 459553\n")
+    (proc / "33" / "schedstat").unlink()  # be-s1's zebra ended meanwhile
+    assert cpu_wait.daemons_waited_ms(before, cpu_wait.daemons_now(pids)) == (("be-g1-r0/zebra", 0.0),
+                                                                             ("be-s1/bgpd", 40.0))
