@@ -13,27 +13,23 @@ import time
 from collections.abc import Collection
 
 from harness.core.errors import LabError
-from harness.plumbing import namespaces
+from harness.plumbing import namespaces, rtnetlink
 
-_RTMGRP_LINK = 1
-_RTM_NEWLINK = 16
 _IFF_LOWER_UP = 0x10000
-_NLMSG = struct.Struct("=IHHII")  # length, type, flags, seq, pid
 _IFINFO = struct.Struct("=BxHiII")  # family, type, index, flags, change
 
 
 def carrier_losses(data: bytes, ports: dict[int, str]) -> list[str]:
     """The ports (by ifindex in `ports`) that a netlink datagram announces without carrier."""
-    out, offset = [], 0
-    while offset + _NLMSG.size <= len(data):
-        length, kind, _, _, _ = _NLMSG.unpack_from(data, offset)
-        if length < _NLMSG.size:
-            break
-        if kind == _RTM_NEWLINK and offset + _NLMSG.size + _IFINFO.size <= len(data):
-            _, _, index, flags, _ = _IFINFO.unpack_from(data, offset + _NLMSG.size)
-            if index in ports and not flags & _IFF_LOWER_UP:
-                out.append(ports[index])
-        offset += (length + 3) & ~3
+    out = []
+    try:
+        for kind, _, body in rtnetlink.messages(data):
+            if kind == rtnetlink.RTM_NEWLINK and body + _IFINFO.size <= len(data):
+                _, _, index, flags, _ = _IFINFO.unpack_from(data, body)
+                if index in ports and not flags & _IFF_LOWER_UP:
+                    out.append(ports[index])
+    except rtnetlink.Malformed:
+        pass  # what came before it stands
     return out
 
 
@@ -52,7 +48,7 @@ class CarrierWatch:
     def __enter__(self) -> CarrierWatch:
         def opened() -> tuple[socket.socket, dict[int, str]]:
             sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
-            sock.bind((0, _RTMGRP_LINK))
+            sock.bind((0, rtnetlink.RTMGRP_LINK))
             index = {}
             for port in self._ports:
                 try:

@@ -10,13 +10,10 @@ from __future__ import annotations
 import socket
 import struct
 
+from harness.plumbing import rtnetlink
 from harness.traffic.flows import TrafficError
 
-_NLMSG_HDR = struct.Struct("=IHHII")  # len, type, flags, seq, pid
 _NDMSG = struct.Struct("=BBHiHBB")  # family, pad, pad, ifindex, state, flags, type
-_NLMSG_ERROR, _NLMSG_DONE = 2, 3
-_RTM_NEWNEIGH, _RTM_GETNEIGH = 28, 30
-_NLM_F_REQUEST, _NLM_F_DUMP = 0x1, 0x300
 _NUD_INCOMPLETE = 0x01
 
 
@@ -32,26 +29,24 @@ class NeighbourWatch:
         """True while some IPv4 neighbour is INCOMPLETE."""
         self._seq += 1
         body = _NDMSG.pack(socket.AF_INET, 0, 0, 0, 0, 0, 0)
-        self._sock.send(_NLMSG_HDR.pack(_NLMSG_HDR.size + len(body), _RTM_GETNEIGH,
-                                        _NLM_F_REQUEST | _NLM_F_DUMP, self._seq, 0) + body)
+        self._sock.send(rtnetlink.request(rtnetlink.RTM_GETNEIGH, rtnetlink.NLM_F_REQUEST | rtnetlink.NLM_F_DUMP,
+                                          self._seq, body))
         incomplete = False
         while True:
             data = self._sock.recv(1 << 16)
-            at = 0
-            while at + _NLMSG_HDR.size <= len(data):
-                length, kind, _, seq, _ = _NLMSG_HDR.unpack_from(data, at)
-                if length < _NLMSG_HDR.size:
-                    raise TrafficError(f"netlink: malformed message of length {length}")
-                if seq == self._seq:
-                    if kind == _NLMSG_DONE:
+            try:
+                for kind, seq, at in rtnetlink.messages(data):
+                    if seq != self._seq:
+                        continue
+                    if kind == rtnetlink.NLMSG_DONE:
                         return incomplete
-                    if kind == _NLMSG_ERROR:
-                        (code,) = struct.unpack_from("=i", data, at + _NLMSG_HDR.size)
+                    if kind == rtnetlink.NLMSG_ERROR:
+                        (code,) = struct.unpack_from("=i", data, at)
                         raise TrafficError(f"netlink neighbour dump failed: error {-code}")
-                    if kind == _RTM_NEWNEIGH:
-                        state = _NDMSG.unpack_from(data, at + _NLMSG_HDR.size)[4]
-                        incomplete = incomplete or bool(state & _NUD_INCOMPLETE)
-                at += (length + 3) & ~3
+                    if kind == rtnetlink.RTM_NEWNEIGH:
+                        incomplete = incomplete or bool(_NDMSG.unpack_from(data, at)[4] & _NUD_INCOMPLETE)
+            except rtnetlink.Malformed as e:
+                raise TrafficError(str(e)) from None
 
     def close(self) -> None:
         self._sock.close()
