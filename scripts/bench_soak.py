@@ -46,13 +46,19 @@ PASS, FAIL = 0, 3  # fablab check's exit statuses
 class Tally:
     passed: dict[str, int] = field(default_factory=dict)
     failed: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)  # over every run of the step
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def count(self, name: str, ok: bool) -> None:
+    def count(self, name: str, ok: bool, seconds: float = 0.0) -> None:
         with self.lock:
             book = self.passed if ok else self.failed
             book[name] = book.get(name, 0) + 1
             self.passed.setdefault(name, 0)
+            self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+    def mean_s(self, name: str) -> float:
+        runs = self.passed.get(name, 0) + self.failed.get(name, 0)
+        return self.seconds.get(name, 0.0) / runs if runs else 0.0
 
 
 @dataclass(frozen=True)
@@ -66,11 +72,14 @@ def run(argv: list[str], log: Path, timeout: float = 1800) -> int:
     with log.open("a") as out:
         out.write(f"$ {' '.join(argv)}\n")
         out.flush()
+        t0 = time.monotonic()
         try:
-            return subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
+            rc = subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             out.write(f"timed out after {timeout:.0f} s\n")
             return -1
+        out.write(f"# exit {rc} after {time.monotonic() - t0:.1f} s\n")  # where a loop's time goes
+        return rc
 
 
 def keep(dest: Path, lab: str | None, results: Path, log: Path) -> None:
@@ -129,9 +138,10 @@ def soak_case(case: str, args, tally: Tally, keep_dir: Path) -> None:
             work.mkdir(parents=True)
             log, results, failed = work / "output.txt", work / "results", False
             for step in loop:
+                t0 = time.monotonic()
                 rc = run(argv_of(step, results), log)
                 if step.name:
-                    tally.count(step.name, rc == step.want)
+                    tally.count(step.name, rc == step.want, time.monotonic() - t0)
                     failed |= rc != step.want
                 elif rc == 2 and step.argv[0] == "break":
                     break  # the fault does not apply to this topology
@@ -154,8 +164,9 @@ def beside(stop: threading.Event, tally: Tally, keep_dir: Path) -> None:
         i += 1
         work = keep_dir / ".work" / f"beside-{i}"
         work.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
         rc = run([*FABLAB, "check", BESIDE, "--results", str(work / "results")], work / "output.txt")
-        tally.count("beside: fablab check (every check)", rc == PASS)
+        tally.count("beside: fablab check (every check)", rc == PASS, time.monotonic() - t0)
         if rc != PASS:
             keep(keep_dir / f"beside-{i}", BESIDE, work / "results", work / "output.txt")
         shutil.rmtree(work, ignore_errors=True)
@@ -199,9 +210,9 @@ def main() -> int:
         for lab in labs:
             run([*FABLAB, "down", lab], log)
         shutil.rmtree(keep_dir / ".work", ignore_errors=True)
-    print(f"{'case':<44} {'passed':>6} {'failed':>6}")
+    print(f"{'case':<44} {'passed':>6} {'failed':>6} {'mean s':>7}")
     for name in tally.passed:
-        print(f"{name:<44} {tally.passed[name]:>6} {tally.failed.get(name, 0):>6}")
+        print(f"{name:<44} {tally.passed[name]:>6} {tally.failed.get(name, 0):>6} {tally.mean_s(name):>7.1f}")
     print(f"# {time.monotonic() - t0:.0f} s; failing runs kept in {keep_dir}")
     return 3 if tally.failed else 0
 

@@ -46,3 +46,12 @@ def test_a_failing_run_keeps_its_results_output_and_the_labs_logs(tmp_path, monk
     assert (kept / "results" / "r1" / "failover-spine.json").exists() and (kept / "output.txt").exists()
     assert (kept / "logs" / "be-s1" / "bgpd.log").read_text() == "ADJCHANGE\n"
     assert (kept / "logs" / "bfd-dp.log").exists() and not (kept / "logs" / "state.json").exists()
+
+
+def test_the_tally_counts_each_step_and_its_mean_time():
+    tally = soak.Tally()
+    tally.count("failover", True, 40.0)
+    tally.count("failover", False, 60.0)
+    tally.count("bfd-off: caught", True, 10.0)
+    assert tally.passed == {"failover": 1, "bfd-off: caught": 1} and tally.failed == {"failover": 1}
+    assert tally.mean_s("failover") == 50.0 and tally.mean_s("never") == 0.0
