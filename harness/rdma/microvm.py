@@ -21,6 +21,7 @@ import os
 import signal
 import struct
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
@@ -180,14 +181,16 @@ class VmRun:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def wait(self, timeout: float) -> int:
-        """Until the guest powers off; its exit code."""
+    def wait(self, timeout: float, busy: Callable[[], None] = lambda: None) -> int:
+        """Until the guest powers off; its exit code. `busy` runs meanwhile and may raise (a
+        guest that stopped making progress)."""
         released = False
 
         def powered_off() -> bool:
             nonlocal released
             if self.proc.poll() is not None:
                 return True
+            busy()
             if not released and (self.workdir / "done").exists():
                 self._read_taps()
                 (self.workdir / "release").write_text("")

@@ -146,6 +146,26 @@ class RdmaResult:
 
 _seq = itertools.count(1)
 
+# Under TCG the guest runs at whatever pace the machine leaves it: 16 s to "ready" alone, 60 s
+# beside three labs (its 300 verified ping-pongs then took 33 s, against 17 s). So a run is not
+# held to a time but to its progress: a guest with no new step, no new line from its client and
+# nothing more on its console for STALL_S has hung; CAP_S ends even a slow one.
+STALL_S = 60.0
+CAP_S = 600.0
+
+
+class _Pace:
+    """When the guest last showed progress (a step, its client's output, its console)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir, self.seen, self.at = workdir, None, time.monotonic()
+
+    def stalled_s(self) -> float:
+        now = tuple(_size(self.workdir / name) for name in ("guest.log", "client.txt", "console.log"))
+        if now != self.seen:
+            self.seen, self.at = now, time.monotonic()
+        return time.monotonic() - self.at
+
 
 def endpoints_of(lab: LabView, spec: RdmaSpec) -> list[Endpoint]:
     nics = [lab.plan.host(spec.src_node).nic(spec.src_nic), lab.plan.host(spec.dst_node).nic(spec.dst_nic)]
@@ -185,7 +205,8 @@ class RdmaRun:
         self.workdir = Path(lab.run_dir) / f"rdma-{next(_seq)}-{int(time.time() * 1000) % 10**8}"
         self.workdir.mkdir(parents=True)
         (self.workdir / "guest.sh").write_text(guest_script(spec, self.src, self.dst))
-        self.budget = timeout or (90 + 3 * spec.duration + spec.iterations * spec.qps * 0.02)
+        self.budget = timeout  # None: held to its progress (STALL_S, CAP_S), not to a time
+        self.pace = _Pace(self.workdir)
         self.vm = VmRun(lab, boot, [self.src, self.dst], self.workdir, vm_tag(lab.name, next(_seq)), progress)
 
     def __enter__(self) -> RdmaRun:
@@ -198,8 +219,8 @@ class RdmaRun:
         """The guest's steps so far: name -> its uptime then."""
         return _steps(_read(self.workdir / "guest.log"))
 
-    def wait_for_client(self, timeout: float = 90.0) -> None:
-        """Until the guest has started the test's client (or failed before)."""
+    def wait_for_client(self) -> None:
+        """Until the guest has started the test's client (or failed before, or hung)."""
 
         def started() -> bool:
             if "client" in self.steps():
@@ -207,20 +228,32 @@ class RdmaRun:
             if (self.workdir / "failed").exists() or self.vm.proc is None or self.vm.proc.poll() is not None:
                 raise LabError(f"the RDMA guest stopped before its client started: "
                                f"{_read(self.workdir / 'failed').strip() or _read(self.workdir / 'console.log')[-400:]}")
+            self._still_going("before its client started")
             return False
 
-        wait.until(started, timeout, "the RDMA guest's client", interval=0.05,
-                   error=lambda: LabError(f"the RDMA guest did not start its client within {timeout:.0f} s; "
+        wait.until(started, self._left(), "the RDMA guest's client", interval=0.05,
+                   error=lambda: LabError(f"the RDMA guest did not start its client within {self._limit():.0f} s; "
                                           f"{self.where()}"))
 
     def result(self) -> RdmaResult:
         """Wait until the guest powers off; what the test did."""
         try:
-            self.vm.wait(max(1.0, self.budget - (time.monotonic() - self.started)))
+            self.vm.wait(self._left(), busy=lambda: self._still_going("before it powered off"))
         except LabError as e:
             raise LabError(f"{e}; {self.where()}") from e
         self.vm.close()
         return _result(self.spec, self.src, self.dst, self.workdir, time.monotonic() - self.started)
+
+    def _limit(self) -> float:
+        return self.budget if self.budget is not None else CAP_S
+
+    def _left(self) -> float:
+        return max(1.0, self._limit() - (time.monotonic() - self.started))
+
+    def _still_going(self, when: str) -> None:
+        """Raises once the guest has shown no progress for STALL_S (unless a budget was given)."""
+        if self.budget is None and (idle := self.pace.stalled_s()) >= STALL_S:
+            raise LabError(f"the RDMA guest made no progress for {idle:.0f} s {when}; {self.where()}")
 
     def where(self) -> str:
         """How far the guest got, for an error: a run that hangs must say at which step, and what
@@ -245,6 +278,13 @@ def _steps(log: str) -> dict[str, float]:
             _, name, up = line.split()
             steps[name] = float(up)
     return steps
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
 
 
 def _read(path: Path) -> str:

@@ -240,6 +240,29 @@ def test_a_guest_that_hangs_says_where(tmp_path):
     assert "boot 12.9 s, ready 34.6 s, client 38.9 s;" in where and "printed: rping: connected" in where
 
 
+
+def test_a_slow_guest_goes_on_and_one_without_progress_is_named(tmp_path):
+    """A guest is held to its progress, not to a time: one whose steps, client output or console
+    still grow goes on however slowly; one with none for STALL_S is a hang, said with where it got."""
+    from harness.rdma import session
+    from harness.rdma.session import RdmaRun, _Pace
+
+    run = object.__new__(RdmaRun)
+    run.spec, run.workdir, run.started = RdmaSpec("gpu01", "rail0", "gpu05", "rail0", test="rping"), tmp_path, 0.0
+    run.budget, run.pace = None, _Pace(tmp_path)
+    (tmp_path / "guest.log").write_text("step boot 21.3\n")
+    run._still_going("before its client started")  # the control: it has just shown progress
+    run.pace.at -= session.STALL_S - 5  # 55 s later, a step more: still going
+    (tmp_path / "guest.log").write_text("step boot 21.3\nstep nics 44.4\n")
+    run._still_going("before its client started")
+    run.pace.at -= session.STALL_S  # then nothing for a minute
+    with pytest.raises(LabError, match=r"no progress for 6\d s before its client started; rping .* nics 44.4 s"):
+        run._still_going("before its client started")
+    run.budget = 30.0  # a budget given by the caller is a time, not a pace
+    run._still_going("before it powered off")
+    assert run._limit() == 30.0
+
+
 # ---------------------------------------------------------------------------- arguments
 
 @pytest.fixture(scope="module")
