@@ -1088,6 +1088,18 @@ static void on_signal(int sig)
 	stopping = 1;
 }
 
+static void on_xcpu(int sig)
+{
+	/* The kernel ends a realtime process that ran RLIMIT_RTTIME without sleeping: the log says
+	 * so, where the process would otherwise just be gone. */
+	static const char msg[] = "fablab-bfd-dp: 1 s on the CPU at SCHED_FIFO without sleeping (RLIMIT_RTTIME): "
+	                          "the kernel ends this process\n";
+	ssize_t ignored = write(2, msg, sizeof(msg) - 1);
+	(void)ignored;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 static int listen_status(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -1132,6 +1144,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
+	signal(SIGXCPU, on_xcpu);
 	/* Timers 1 ms apart may expire together: one wake-up for many sessions. */
 	prctl(PR_SET_TIMERSLACK, 1000000UL, 0, 0, 0);
 	if (prio > 0) {
