@@ -47,8 +47,9 @@ def test_incast_congests_a_port(lab, results):
     if len(fan_ins) < 3:
         pytest.skip(f"rail 0 has {fan_ins[-1].senders + 1} GPUs: too few for a fan-in sweep")
     one, most = fan_ins[0], fan_ins[-1]
-    # Positive control: within the port's rate nothing is lost, nothing waits, nothing is paused.
-    assert one.senders == 1 and one.loss_pct == 0 and one.queue_avg_ms < 5 and one.pauses_sent == 0
+    # Positive control: within the port's rate nothing is lost, nothing waits, nothing is paused
+    # (the wait is judged last: see below).
+    assert one.senders == 1 and one.loss_pct == 0 and one.pauses_sent == 0
     assert most.queue_avg_ms > one.queue_avg_ms + 5
     if result.pfc_enforced:
         # Lossless: nothing lost at any fan-in; the leaf paused the senders; the port ran full.
@@ -64,3 +65,10 @@ def test_incast_congests_a_port(lab, results):
     after = run_case(case("collectives-incast"), lab, results, name="collectives-incast-after-the-congestion",
                      rail=0, packets=300, rate_pps=1000)
     assert after.passed, after.reason
+    # One sender within the rate waits for nothing but the machine: the shaper's packets leave
+    # when ksoftirqd runs, which waits behind every lab's realtime traffic (one sender once
+    # queued 6.4 ms beside three labs). A wait the machine's withholding covers is not measurable.
+    if one.queue_avg_ms >= 5 and one.cpu_withheld_ms >= one.queue_avg_ms - 5:
+        pytest.skip(f"not measurable on this machine: one sender within the port's rate queued {one.queue_avg_ms} ms "
+                    f"while the machine kept {one.cpu_withheld_ms} ms of CPU from the kernel's packet work")
+    assert one.queue_avg_ms < 5, (one.queue_avg_ms, one.cpu_withheld_ms)

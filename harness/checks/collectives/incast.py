@@ -19,6 +19,7 @@ from harness.core.capabilities import Feature
 from harness.core.errors import HarnessError
 from harness.core.lossless_counters import LosslessCounters
 from harness.core.plan import Plan
+from harness.plumbing.cpu_wait import CpuWait, cpu_wait_now
 from harness.plumbing.labview import LabView
 from harness.plumbing.priority import timed_turn
 from harness.traffic.flows import ReceiveSpec
@@ -56,6 +57,9 @@ class FanInSeen:
     in_drops: tuple[Count, ...] = ()
     pfc_on: tuple[tuple[str, tuple[int, ...]], ...] = ()
     pause_timing: tuple[PauseTiming, ...] = ()
+    # what the machine kept from the kernel's packet work over the fan-in: a shaper's packets
+    # leave when ksoftirqd runs, so a queue may be the machine's, not the port's
+    cpu_wait: CpuWait = CpuWait()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +110,7 @@ class FanIn:
     drop_places: tuple[str, ...] = ()
     pauses_sent: int = 0
     pauses_received: int = 0
+    cpu_withheld_ms: float = 0.0  # the longest one CPU's packet work waited over the fan-in (CpuWait)
 
 
 @dataclass(frozen=True)
@@ -258,7 +263,9 @@ def _base_delay(lab: LabView, receiver: Endpoint, sender: Endpoint, payload_len:
 
 def _fan_in(lab: LabView, receiver: Endpoint, senders: list[Endpoint], rate_pps: float, payload_len: int,
             packets: int) -> FanInSeen:
+    before = cpu_wait_now()
     sent, got, start_ns = _run_incast(lab, receiver, senders, rate_pps, payload_len, packets, 0x2000)
+    waited = cpu_wait_now().minus(before)
     by_flow = {f.flow_id: f for f in got.flows}
     per = []
     for ep, result in sent.items():
@@ -267,7 +274,7 @@ def _fan_in(lab: LabView, receiver: Endpoint, senders: list[Endpoint], rate_pps:
             per.append(SenderSeen(f"{ep.node}:{ep.nic}", fs.packets, f.unique if f else 0,
                                   f.last_ns - start_ns if f else None, f.latency_avg_ns if f else 0,
                                   f.latency_max_ns if f else 0, f.psn_gaps if f else 0, result.max_lag_ns))
-    return FanInSeen(len(senders), tuple(per))
+    return FanInSeen(len(senders), tuple(per), cpu_wait=waited)
 
 
 def judge_incast(plan: Plan, seen: IncastSeen) -> IncastResult:
@@ -379,4 +386,4 @@ def _figures(seen: IncastSeen, fan: FanInSeen) -> FanIn:
         gaps=sum(p.gaps for p in per),
         jain=round(sum(counts) ** 2 / (len(counts) * sum(c * c for c in counts)), 3) if any(counts) else 0.0,
         per_sender=per, drops=fan.drops, drop_places=fan.drop_places, pauses_sent=fan.pauses_sent,
-        pauses_received=fan.pauses_received)
+        pauses_received=fan.pauses_received, cpu_withheld_ms=fan.cpu_wait.withheld_ms)
