@@ -149,7 +149,8 @@ _seq = itertools.count(1)
 # Under TCG the guest runs at whatever pace the machine leaves it: 16 s to "ready" alone, 60 s
 # beside three labs (its 300 verified ping-pongs then took 33 s, against 17 s). So a run is not
 # held to a time but to its progress: a guest with no new step, no new line from its client and
-# nothing more on its console for STALL_S has hung; CAP_S ends even a slow one.
+# nothing more on its console for STALL_S has hung; CAP_S past the test's own length ends even
+# a slow one.
 STALL_S = 60.0
 CAP_S = 600.0
 
@@ -245,7 +246,10 @@ class RdmaRun:
         return _result(self.spec, self.src, self.dst, self.workdir, time.monotonic() - self.started)
 
     def _limit(self) -> float:
-        return self.budget if self.budget is not None else CAP_S
+        if self.budget is not None:
+            return self.budget
+        spec = self.spec  # a 600 s write_bw is 600 s of test before any pace is judged
+        return CAP_S + 3 * spec.duration + spec.iterations * spec.qps * 0.02
 
     def _left(self) -> float:
         return max(1.0, self._limit() - (time.monotonic() - self.started))

@@ -258,6 +258,7 @@ def test_a_slow_guest_goes_on_and_one_without_progress_is_named(tmp_path):
     run.pace.at -= session.STALL_S  # then nothing for a minute
     with pytest.raises(LabError, match=r"no progress for 6\d s before its client started; rping .* nics 44.4 s"):
         run._still_going("before its client started")
+    assert run._limit() == session.CAP_S + 3 * 5.0 + 1000 * 0.02  # past the test's own length
     run.budget = 30.0  # a budget given by the caller is a time, not a pace
     run._still_going("before it powered off")
     assert run._limit() == 30.0
