@@ -2,7 +2,7 @@
 """A soak: the same verdicts, run after run, to find the ones that do not hold.
 
     sudo .venv/bin/python scripts/bench_soak.py [--topology ai-cluster] [--runs N]
-        [--cases failover,break-fix,faults,labs] [--beside] [--keep DIR]
+        [--cases failover,break-fix,faults,labs] [--beside] [--keep DIR] [--minutes M]
 
 Cases, each run N times on one lab booted for the soak (`fablab up TOPOLOGY --name soak`):
 - failover: `fablab check soak --only failover`, which must pass.
@@ -16,7 +16,9 @@ Cases, each run N times on one lab booted for the soak (`fablab up TOPOLOGY --na
 --beside boots a second lab (`soak-b`) and runs `fablab check soak-b` over and over beside
 the cases, its own verdicts counted too. Every failing run keeps its results, the output of
 each command and the lab's FRR and data-plane logs under DIR/<case>-<run>/ (default
-results/soak-<UTC time>). Prints pass counts per case; exits 3 if any run failed.
+results/soak-<UTC time>). Prints pass counts per case; exits 3 if any run failed. --minutes M
+starts no run after M minutes (a soak too long for one sitting, done in parts at one commit):
+the runs done are counted, each whole.
 Run it on a machine where nothing else runs: its figures are the machine's as much as fablab's.
 """
 from __future__ import annotations
@@ -130,8 +132,11 @@ def argv_of(step: Step, results: Path) -> list[str]:
     return [sys.executable, "-m", "pytest", "-q", "labs", "--topology", step.argv[1], "--results-dir", str(results)]
 
 
-def soak_case(case: str, args, tally: Tally, keep_dir: Path) -> None:
+def soak_case(case: str, args, tally: Tally, keep_dir: Path, deadline: float) -> None:
     for i in range(1, args.runs + 1):
+        if time.monotonic() > deadline:
+            print(f"# {case}: {i - 1} of {args.runs} runs done by --minutes {args.minutes:g}", file=sys.stderr)
+            return
         for loop in sequence(case, args.topology):
             work = keep_dir / ".work" / f"{case}-{i}"
             shutil.rmtree(work, ignore_errors=True)
@@ -179,16 +184,20 @@ def main() -> int:
     p.add_argument("--cases", default="failover,break-fix")
     p.add_argument("--beside", action="store_true", help="a second lab checked beside the cases")
     p.add_argument("--keep", type=Path, default=None, help="where failing runs are kept")
+    p.add_argument("--minutes", type=float, default=0.0, help="start no run after this many minutes")
     args = p.parse_args()
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [c for c in cases if c not in CASES]
-    if unknown or args.runs < 1:
-        p.error(f"--cases takes {', '.join(CASES)} (got {', '.join(unknown)}); --runs at least 1")
+    if unknown:
+        p.error(f"--cases takes {', '.join(CASES)}, not {', '.join(unknown)}")
+    if args.runs < 1 or args.minutes < 0:
+        p.error(f"--runs takes 1 or more (got {args.runs}), --minutes 0 or more (got {args.minutes:g})")
     keep_dir = args.keep or ROOT / "results" / time.strftime("soak-%Y%m%dT%H%M%SZ", time.gmtime())
     keep_dir.mkdir(parents=True, exist_ok=True)
     tally, stop, log = Tally(), threading.Event(), keep_dir / "soak.log"
     labs = [LAB] * any(c != "labs" for c in cases) + [BESIDE] * args.beside
     t0 = time.monotonic()
+    deadline = t0 + args.minutes * 60 if args.minutes else float("inf")
     thread = None
     try:
         for lab in labs:
@@ -200,7 +209,7 @@ def main() -> int:
             thread = threading.Thread(target=beside, args=(stop, tally, keep_dir), daemon=True)
             thread.start()
         for case in cases:
-            soak_case(case, args, tally, keep_dir)
+            soak_case(case, args, tally, keep_dir, deadline)
     except KeyboardInterrupt:
         print("# interrupted: the counts so far", file=sys.stderr)
     finally:

@@ -55,3 +55,13 @@ def test_the_tally_counts_each_step_and_its_mean_time():
     tally.count("bfd-off: caught", True, 10.0)
     assert tally.passed == {"failover": 1, "bfd-off: caught": 1} and tally.failed == {"failover": 1}
     assert tally.mean_s("failover") == 50.0 and tally.mean_s("never") == 0.0
+
+
+def test_minutes_stop_the_soak_between_whole_runs(tmp_path, monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(soak, "run", lambda argv, log, timeout=0: ran.append(argv[3:5]) or soak.PASS)
+    monkeypatch.setattr(soak.time, "monotonic", lambda: 100.0 if len(ran) >= 2 else 0.0)  # past it after run 2
+    args = type("Args", (), {"runs": 5, "topology": "ai-cluster", "minutes": 1.0})()
+    soak.soak_case("failover", args, soak.Tally(), tmp_path, deadline=60.0)
+    assert ran == [["check", "soak"]] * 2  # two whole runs of `fablab check soak --only failover`, no third
+    assert "2 of 5 runs done by --minutes 1" in capsys.readouterr().err
