@@ -62,8 +62,9 @@ class QpLoss:
     edge_lag_ms: float = 0.0
     hidden_lag_ms: float = 0.0  # after the failure (QPs on the element)
     restore_hidden_lag_ms: float = 0.0  # after the restore
-    # How late the watching switch's kernel acted on its port's carrier loss (ms, 0: not seen
-    # late): a wait for the rtnl lock and a CPU, the machine's, where an ASIC takes microseconds.
+    # How much of the window came before the watching switch's kernel acted on its port's carrier
+    # loss (ms, 0: none or not seen): the machine's (FailoverSeen.kernel_lag_ms), where an ASIC
+    # acts in microseconds.
     kernel_lag_ms: float = 0.0
     cpu_wait_ms: float = 0.0  # the rerouting daemons' waits for a CPU (FailoverSeen.cpu_wait_ms)
 
