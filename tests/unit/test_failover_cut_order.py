@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.checks.failover_elements import Failure, element_of
-from harness.core.model import Plane, build
+from harness.core.model import Plane, Role, build
 from harness.core.plan import make_plan
 from harness.lab import LinkHandle
 from topologies import BUILTINS
@@ -39,11 +39,11 @@ def _uplink(lab: FakeLab, leaf: str, spine: str) -> str:
     return next(p.name for p in lab.plan.switch(leaf).fabric_ports if p.peer == spine)
 
 
-def _last_below(lab: FakeLab, switch: str, role: str) -> tuple[str, list]:
+def _last_below(lab: FakeLab, switch: str, role: Role) -> tuple[str, list]:
     """The switch's BE cables in the plan's order, and the one of `role` below it cabled last."""
     cables = [c for c in lab.all_cables() if switch in (c.a_node, c.b_node) and c.plane is Plane.BE]
     below = next(n for c in reversed(cables) for n in (c.a_node, c.b_node)
-                 if n != switch and lab.plan.switch(n).role.name == role)
+                 if n != switch and lab.plan.switch(n).role is role)
     assert below not in (cables[0].a_node, cables[0].b_node)  # the plan's order would cut it late
     return below, cables
 
@@ -51,8 +51,8 @@ def _last_below(lab: FakeLab, switch: str, role: str) -> tuple[str, list]:
 @pytest.mark.parametrize("topology", ["ai-cluster", "pods"])
 def test_a_spine_failure_cuts_the_watching_leafs_cables_first(topology):
     lab = FakeLab(topology)
-    spine = next(s.name for s in lab.plan.switches if s.role.name == "BE_SPINE")
-    leaf, cables = _last_below(lab, spine, "BE_LEAF")
+    spine = next(s.name for s in lab.plan.switches if s.role is Role.BE_SPINE)
+    leaf, cables = _last_below(lab, spine, Role.BE_LEAF)
     element_of(lab, Failure.SPINE, leaf, "", (leaf, _uplink(lab, leaf, spine))).fail()
     mine = [i for i, ends in enumerate(lab.cut) if leaf in ends]
     assert mine == list(range(len(mine))) and len(lab.cut) == len(cables)  # its own first, then every other
@@ -60,9 +60,9 @@ def test_a_spine_failure_cuts_the_watching_leafs_cables_first(topology):
 
 def test_a_superspine_failure_cuts_the_watching_spines_cables_first():
     lab = FakeLab("pods")
-    superspine = next(s.name for s in lab.plan.switches if s.role.name == "BE_SUPERSPINE")
-    spine, cables = _last_below(lab, superspine, "BE_SPINE")
-    leaf = next(p.peer for p in lab.plan.switch(spine).fabric_ports if lab.plan.switch(p.peer).role.name == "BE_LEAF")
+    superspine = next(s.name for s in lab.plan.switches if s.role is Role.BE_SUPERSPINE)
+    spine, cables = _last_below(lab, superspine, Role.BE_SPINE)
+    leaf = next(p.peer for p in lab.plan.switch(spine).fabric_ports if lab.plan.switch(p.peer).role is Role.BE_LEAF)
     element_of(lab, Failure.SUPERSPINE, leaf, "", (spine, _uplink(lab, spine, superspine))).fail()
     mine = [i for i, ends in enumerate(lab.cut) if spine in ends]
     assert mine == list(range(len(mine))) and len(lab.cut) == len(cables)
