@@ -29,10 +29,15 @@ into the underlay (what an SVI in the default VRF does). Each is caught, named, 
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.checks.registry import case, run_case
+from harness.checks.tenants_measure import evpn_routes, measure_tenants, type2_wanted
+from harness.core.tenancy import bridge_device
 from harness.faults.sabotage import flip_acl_entry, merge_tenants, route_tenant
+from harness.plumbing import wait
 
 
 @pytest.fixture
@@ -96,3 +101,42 @@ def test_a_tenant_routed_into_the_underlay_is_caught(tenanted, results, control)
     assert any(leak.startswith("tenant->underlay") for leak in result.leaks), result.reason
     assert control(case("tenants"), tenanted).passed
 
+
+
+def _binding_ages(lab) -> list[int]:
+    """Seconds since each member's IP binding on its own leaf's bridge was made or used (the
+    kernel's `used`: a gratuitous ARP for a binding already held leaves it as it was)."""
+    ages = []
+    for t in lab.plan.tenants:
+        for leaf in sorted({m.leaf for m in t.members}):
+            out = lab.ns_exec(leaf, ["ip", "-j", "-s", "neigh", "show", "dev", bridge_device(t.vni)], check=True).stdout
+            ages += [n["used"] for n in json.loads(out or "[]")
+                     if "extern_learn" not in n.get("flags", ()) and n.get("dst") in
+                     {str(m.address.ip) for m in t.members if m.leaf == leaf}]
+    return ages
+
+
+def test_a_quiet_members_route_outlives_the_kernels_stale_time(tenanted):
+    """A member that announced itself and then went quiet keeps its MAC/IP type-2 route on every
+    VTEP leaf, as a switch keeps a live host's binding. The kernel's default would drop the
+    binding at its first garbage collection after 60 s, announcement or not, and a check
+    announcing then would find no route on any leaf (lesson 13 once did, in `make test`)."""
+    seen = measure_tenants(tenanted)
+    judged = case("tenants").verdict(tenanted.plan, seen)
+    assert judged.passed, judged.reason  # every binding made: every route there
+    # the kernel's stale time for a device nobody set (a namespace has no `default` of its own)
+    stale_s = int(tenanted.sysctl(tenanted.plan.tenants[0].members[0].leaf, "net.ipv4.neigh.lo.gc_stale_time"))
+    # past it, and two of the kernel's collections (one each 15 s)
+    old_enough = stale_s + 30
+    ages: list[int] = []
+
+    def aged() -> bool:  # every binding past it, or gone
+        ages[:] = _binding_ages(tenanted)
+        return all(a > old_enough for a in ages)
+
+    wait.until(aged, old_enough + 30, f"every binding older than {old_enough} s", interval=2.0)
+    want = type2_wanted(tenanted.plan, seen.macs)
+    have = evpn_routes(tenanted, tenanted.plan, seen.macs, timeout=2.0)  # read only: nothing announced again
+    missing = sorted(w for w in want if (w[1], w[2], w[3]) not in {(r.vni, r.mac, r.ip) for r in have.get(w[0], ())})
+    assert ages and not missing, (f"{len(missing)} of {len(want)} type-2 routes gone, {len(ages)} bindings left on "
+                                  f"the members' leaves, {old_enough} s after they were made")

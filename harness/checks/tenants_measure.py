@@ -62,7 +62,7 @@ def measure_tenants(lab: LabView, timeout: float = 5.0, resend: int = 2) -> Tena
     landings, macs = _send(lab, plan, shots, timeout, resend)
     after = {leaf: lab.acl_counters(leaf) for leaf in leaves}
     counted = {leaf: {k: after[leaf].get(k, 0) - before[leaf].get(k, 0) for k in after[leaf]} for leaf in leaves}
-    type2 = _evpn(lab, plan, macs)
+    type2 = evpn_routes(lab, plan, macs)
     rules = {leaf: dict(lab.acl_rules(leaf)) for leaf in vteps}
     return TenantsSeen(shots=len(shots), landed=_where(landings, False), tunnelled=_where(landings, True),
                        counters=counted, macs=macs, type2=type2, rules=rules, acl_not_probed=not_probed,
@@ -145,7 +145,7 @@ def type2_wanted(plan: Plan, macs: dict[str, str]) -> set[tuple[str, int, str, s
             for t in plan.tenants for leaf in t.leaves for m in t.members if m.leaf != leaf}
 
 
-def _evpn(lab: LabView, plan: Plan, macs: dict[str, str], timeout: float = 10.0) -> dict[str, tuple[Type2, ...]]:
+def evpn_routes(lab: LabView, plan: Plan, macs: dict[str, str], timeout: float = 10.0) -> dict[str, tuple[Type2, ...]]:
     """The type-2 routes of every VTEP leaf of a tenant, read until they hold every remote
     member's (or the deadline): BGP takes a moment to carry an announcement."""
     rt_asn = plan.fabric.cluster.addressing.fe_asn

@@ -24,6 +24,16 @@ from harness.core.plan import HostPlan, Plan, SwitchPlan
 from harness.core.tenancy import NFT_TABLE, VXLAN_PORT, bridge_device, vxlan_device
 
 
+# How long a member's IP binding on its leaf's bridge outlives its creation. A switch keeps a
+# live host's binding by ARPing it; this bridge has no address to ARP from, and a gratuitous
+# ARP for a binding it holds refreshes nothing, so at the kernel's default (60 s) the binding
+# went at the first gc after it was a minute old, zebra withdrew its MAC/IP route on every
+# leaf, and a tenants check announcing then saw no type-2 route for its whole wait (measured:
+# lesson 13 in `make test`). Kept now while the bridge lives (zebra still withdraws it with
+# its MAC); the largest value every kernel HZ accepts (INT_MAX / 1000 s: 24 days).
+BINDING_KEPT_S = 2_147_483
+
+
 def leaf_commands(plan: Plan, sw: SwitchPlan) -> list[str]:
     """`ip -batch` lines that make sw a VTEP for its tenants: per VNI a bridge holding the
     VXLAN device and the members' ports (the kernel here has no VLAN-aware bridge: SONiC's
@@ -111,7 +121,8 @@ def apply(plan: Plan, namespace_of: Callable[[str], str]) -> None:
                 if t.vni in sw.vnis:
                     br = bridge_device(t.vni)
                     values |= {f"net.ipv4.conf.{br}.arp_accept": 1, f"net.ipv4.conf.{br}.forwarding": 0,
-                               f"net.ipv6.conf.{br}.disable_ipv6": 1}
+                               f"net.ipv6.conf.{br}.disable_ipv6": 1,
+                               f"net.ipv4.neigh.{br}.gc_stale_time": BINDING_KEPT_S}
             namespaces.write_sysctls(ns, values)
             namespaces.nft(ns, acl_ruleset(entries, sw))
     for h in plan.hosts:
