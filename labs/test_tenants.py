@@ -102,7 +102,6 @@ def test_a_tenant_routed_into_the_underlay_is_caught(tenanted, results, control)
     assert control(case("tenants"), tenanted).passed
 
 
-
 def _binding_ages(lab) -> list[int]:
     """Seconds since each member's IP binding on its own leaf's bridge was made or used (the
     kernel's `used`: a gratuitous ARP for a binding already held leaves it as it was)."""

@@ -29,8 +29,9 @@ from harness.core.tenancy import NFT_TABLE, VXLAN_PORT, bridge_device, vxlan_dev
 # ARP for a binding it holds refreshes nothing, so at the kernel's default (60 s) the binding
 # went at the first gc after it was a minute old, zebra withdrew its MAC/IP route on every
 # leaf, and a tenants check announcing then saw no type-2 route for its whole wait (measured:
-# lesson 13 in `make test`). Kept now while the bridge lives (zebra still withdraws it with
-# its MAC); the largest value every kernel HZ accepts (INT_MAX / 1000 s: 24 days).
+# lesson 13 in `make test`). Kept now while the bridge lives; zebra still withdraws the route
+# with the MAC (seen: the member's port down, MAC and MAC/IP routes gone, the binding marked
+# inactive). The largest value every kernel HZ accepts (INT_MAX / 1000 s: 24 days).
 BINDING_KEPT_S = 2_147_483
 
 
