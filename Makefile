@@ -59,7 +59,7 @@ validate: deps
 # mgmt services (sshd, lldpd) unless a test asks for them: 80 daemons a boot, a minute of the run.
 test: deps rdma-deps
 	@$(BIN)/pytest -n 2 tests --ignore=tests/integration; unit=$$?; \
-	FABLAB_MGMT_SERVICES=off $(BIN)/pytest -n 4 --dist loadfile tests/integration labs; labs=$$?; \
+	FABLAB_MGMT_SERVICES=off $(BIN)/pytest -n 4 --dist loadfile --no-loadscope-reorder tests/integration labs; labs=$$?; \
 	exit $$(( unit || labs ))
 
 # What needs no root and no lab: unit, judge, architecture and docs tests (tests/integration boots).

@@ -16,14 +16,18 @@ from harness.runtime import mgmt_services, processes
 from harness.runtime.state import NS_PREFIX
 
 
-# The files that take longest, longest first (seconds of wall clock with three labs side by side,
-# docs/performance.md): xdist's --dist loadfile hands files to workers in collection order, so
-# these start at once and make test's workers end together rather than one running on alone.
-LONGEST_FIRST = ("tests/integration/test_faults_lab.py", "tests/integration/test_lessons.py", "labs/test_failover.py",
-                 "labs/test_rdma.py", "tests/integration/test_rdma_vm.py", "tests/integration/test_your_plan.py",
-                 "tests/integration/test_lessons_second_half.py", "tests/integration/test_netns_runtime.py",
-                 "tests/integration/test_mystery_lab.py", "labs/test_your_configs.py", "labs/test_pods.py",
-                 "labs/test_dual_homed.py", "labs/test_fe_tcp.py")
+# The files that take longest, longest first (seconds of wall clock four at a time, as make test
+# runs them: docs/performance.md). xdist's --dist loadfile hands files out in collection order
+# only when told --no-loadscope-reorder (by default it sorts them by how many tests each holds,
+# and this order went unused until 2026-12-05), so these start first and the workers end
+# together rather than one running on alone.
+LONGEST_FIRST = ("tests/integration/test_faults_lab.py", "tests/integration/test_netns_runtime.py",
+                 "tests/integration/test_lessons.py", "labs/test_rdma.py", "tests/integration/test_mystery_lab.py",
+                 "tests/integration/test_lessons_second_half.py", "labs/test_failover.py",
+                 "tests/integration/test_rdma_vm.py", "labs/test_tenants.py", "labs/test_your_configs.py",
+                 "tests/integration/test_staged_ssh.py", "labs/test_dual_homed.py",
+                 "tests/integration/test_bfd_offload.py", "labs/test_pods.py", "tests/integration/test_your_plan.py",
+                 "labs/test_fe_tcp.py", "tests/integration/test_sonic_init_run.py")
 
 
 def pytest_collection_modifyitems(config, items):
