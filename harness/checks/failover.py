@@ -222,6 +222,7 @@ def _observed(setup: Setup, done: Run, timing: Timing, k: int, seconds: float) -
         restore_ns=done.events.restore_ns - origin, detect_s=timing.detect_s, after_s=timing.after_s,
         detected_ms=done.events.detected_ms, restored_ms=done.events.restored_ms, returned_packets=done.returned,
         sessions_dropped_elsewhere=done.dropped, element_sessions=done.element_sessions,
+        sessions_not_back=done.not_back,
         failed_in_ms=done.events.failed_in_ms, carrier_lost_ms=done.events.carrier_lost_ms,
         cpu_waited_ms=done.events.cpu_waited_ms, bucket_ms=received.bucket_ns / 1e6, received_on=tuple(on_buckets),
         received_off=tuple(off_buckets), seconds=seconds)

@@ -48,6 +48,9 @@ class FailoverSeen(Observation):
     # where the element did not return: its own sessions then, each end's BGP and BFD state
     # ("be-s1:Ethernet0 BGP Idle, BFD down"), the evidence a next look starts from
     element_sessions: tuple[str, ...] = ()
+    # where the element did return: those of its own sessions still not Established once the
+    # restore settled (after_s more), each end's BGP and BFD state
+    sessions_not_back: tuple[str, ...] = ()
     # A failure by carrier loss: how long making it took (ms from failure_ns), and when `watch`'s
     # kernel then acted on each of its ports' carrier loss (port, ms from failure_ns; none
     # where it was not watched): what the machine, not the fabric, added to a window
@@ -209,6 +212,10 @@ def _other_problems(seen: FailoverSeen, lost_before: int) -> list[str]:
                         f"restore{then}")
     elif seen.returned_packets == 0:
         problems.append(f"no traffic returned to {seen.element} after the restore")
+    if seen.sessions_not_back:
+        problems.append(f"{seen.element} came back to {seen.watch}'s route, but not every session it took down: "
+                        f"{len(seen.sessions_not_back)} still not Established {seen.after_s:g} s after the restore "
+                        f"settled: {', '.join(seen.sessions_not_back)}")
     return problems
 
 

@@ -82,6 +82,7 @@ class Run:
     returned: int  # packets counted on the element after the restore
     dropped: tuple[str, ...]  # switch:peer BGP sessions that went down away from the element
     element_sessions: tuple[str, ...] = ()  # not back: each end's BGP and BFD state then
+    not_back: tuple[str, ...] = ()  # the element back in the route, yet some of its own sessions not
 
 
 def run(lab: LabView, setup: Setup, timing: Timing, while_failed: Callable[[], object] | None = None) -> Run:
@@ -97,15 +98,41 @@ def run(lab: LabView, setup: Setup, timing: Timing, while_failed: Callable[[], o
         after = _read(counters)
     finally:
         _remove(counters)
+    if events.restored_ms is None:
+        return Run(sent, received, events, before, _returned(events.at_restore, setup.element, after),
+                   tuple(_dropped_elsewhere(lab, drops_before, setup.element)), _sessions_of(lab, setup.element))
     return Run(sent, received, events, before, _returned(events.at_restore, setup.element, after),
                tuple(_dropped_elsewhere(lab, drops_before, setup.element)),
-               _sessions_of(lab, setup.element) if events.restored_ms is None else ())
+               not_back=_not_back(lab, setup.element, timing.after_s))
 
 
-def _sessions_of(lab: LabView, el: Element) -> tuple[str, ...]:
-    """Each end of the element as its switch sees the session on it: BGP's state and BFD's."""
+def _not_back(lab: LabView, el: Element, timeout: float) -> tuple[str, ...]:
+    """The element's own BGP sessions still not Established `timeout` s after its restore
+    settled, each end as its switch sees it. Its route can return while one of them does not:
+    a whole spine back with seven of its eight sessions once left the eighth Idle for good
+    (FRR 8.4's bgpd waiting for a link-local address zebra had already learned)."""
+    ports: dict[str, set[str]] = {}
+    for sw, port in el.ends:
+        ports.setdefault(sw, set()).add(port)
+    down: list[tuple[str, str]] = []
+
+    def all_back() -> bool:
+        down[:] = [(sw, p.peer) for sw, mine in ports.items() for p in lab.bgp_peers(sw)
+                   if p.peer in mine and not p.established]
+        return not down
+
+    if within(all_back, timeout, interval=0.2) is not None:
+        return ()
+    return _sessions_of(lab, el, frozenset(down))
+
+
+def _sessions_of(lab: LabView, el: Element, only: frozenset[tuple[str, str]] | None = None) -> tuple[str, ...]:
+    """Each end of the element (or those `only` names) as its switch sees the session on it:
+    BGP's state and BFD's."""
     out = []
     for sw, port in el.ends:
+        if only is not None and (sw, port) not in only:
+            continue
         bgp = next((p.state for p in lab.bgp_peers(sw) if p.peer == port), "no session")
         bfd = next((b.status for b in lab.bfd_peers(sw) if b.interface == port), "no session")
         out.append(f"{sw}:{port} BGP {bgp}, BFD {bfd}")
