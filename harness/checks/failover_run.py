@@ -3,6 +3,7 @@ route changes timed, the QPs' packets counted where they cross (harness/checks/f
 chooses what to send and what to fail; this runs it and gives back what it saw)."""
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -128,15 +129,32 @@ def _not_back(lab: LabView, el: Element, timeout: float) -> tuple[str, ...]:
 
 def _sessions_of(lab: LabView, el: Element, only: frozenset[tuple[str, str]] | None = None) -> tuple[str, ...]:
     """Each end of the element (or those `only` names) as its switch sees the session on it:
-    BGP's state and BFD's."""
+    BGP's state and BFD's, and for a session not Established why bgpd last reset it and the
+    neighbour address zebra learned on the port (bgpd waits for it to start an unnumbered one)."""
     out = []
     for sw, port in el.ends:
         if only is not None and (sw, port) not in only:
             continue
         bgp = next((p.state for p in lab.bgp_peers(sw) if p.peer == port), "no session")
         bfd = next((b.status for b in lab.bfd_peers(sw) if b.interface == port), "no session")
-        out.append(f"{sw}:{port} BGP {bgp}, BFD {bfd}")
+        why = _why_down(lab, sw, port) if bgp not in ("Established", "no session") else ""
+        out.append(f"{sw}:{port} BGP {bgp}{why}, BFD {bfd}")
     return tuple(out)
+
+
+def _why_down(lab: LabView, sw: str, port: str) -> str:
+    """" (last reset: ...; zebra's neighbour on the port: ...)", from FRR's own JSON; "" where
+    it says nothing (evidence for a next look, never part of a verdict)."""
+    said = []
+    try:
+        peer = next(iter(json.loads(lab.vtysh(sw, f"show bgp neighbors {port} json")).values()), {})
+        if peer.get("lastResetDueTo"):
+            said.append(f"last reset: {peer['lastResetDueTo']}")
+        ifc = json.loads(lab.vtysh(sw, f"show interface {port} json")).get(port, {})
+        said.append(f"zebra's neighbour on it: {', '.join(ifc.get('neighborIpAddresses', [])) or 'none'}")
+    except (HarnessError, ValueError, AttributeError):
+        pass
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _traffic(lab: LabView, setup: Setup, timing: Timing, counters: list[FlowCounters],
