@@ -3,6 +3,7 @@
 
     sudo .venv/bin/python scripts/bench_soak.py [--topology ai-cluster] [--runs N]
         [--cases failover,break-fix,faults,labs] [--beside] [--keep DIR] [--minutes M]
+        [--frr-debug]
 
 Cases, each run N times on one lab booted for the soak (`fablab up TOPOLOGY --name soak`):
 - failover: `fablab check soak --only failover`, which must pass.
@@ -19,12 +20,15 @@ each command and the lab's FRR and data-plane logs under DIR/<case>-<run>/ (defa
 results/soak-<UTC time>). Prints pass counts per case; exits 3 if any run failed. --minutes M
 starts no run after M minutes (a soak too long for one sitting, done in parts at one commit):
 the runs done are counted, each whole.
+--frr-debug turns FRR's debug logs on in every switch of the soak's labs (FRR_DEBUGS), so that
+a failing run's kept logs say what bgpd and zebra told each other.
 Run it on a machine where nothing else runs: its figures are the machine's as much as fablab's.
 """
 from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -42,6 +46,10 @@ FABLAB = [sys.executable, "-m", "harness.cli"]
 CASES = ("failover", "break-fix", "faults", "labs")
 LAB, BESIDE = "soak", "soak-b"
 PASS, FAIL = 0, 3  # fablab check's exit statuses
+# --frr-debug: what tells a session that never came back from its switches' logs (the zapi
+# messages between zebra and bgpd, bgpd's state machine, the kernel's link and address events)
+FRR_DEBUGS = ("debug bgp zebra", "debug bgp neighbor-events", "debug bgp nht", "debug zebra events",
+              "debug zebra kernel", "debug zebra nht")
 
 
 @dataclass
@@ -177,6 +185,22 @@ def beside(stop: threading.Event, tally: Tally, keep_dir: Path) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def frr_debug_argv(lab: str, switch: str) -> list[str]:
+    argv = [*FABLAB, "vtysh", lab, switch, "-c", "configure terminal"]
+    for command in FRR_DEBUGS:
+        argv += ["-c", command]
+    return argv
+
+
+def frr_debugs_on(lab: str, log: Path) -> None:
+    """FRR_DEBUGS on every switch of the lab: a few MB of logs a loop on ai-cluster, which is
+    why it is a soak's choice and not every lab's (at xlarge `debug bgp zebra` logs every route)."""
+    from harness import Lab
+    for switch in Lab.attach(lab).plan.switches:
+        if run(frr_debug_argv(lab, switch.name), log) != 0:
+            raise SystemExit(f"fablab vtysh {lab} {switch.name} failed: {log}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--topology", default="ai-cluster")
@@ -185,7 +209,13 @@ def main() -> int:
     p.add_argument("--beside", action="store_true", help="a second lab checked beside the cases")
     p.add_argument("--keep", type=Path, default=None, help="where failing runs are kept")
     p.add_argument("--minutes", type=float, default=0.0, help="start no run after this many minutes")
+    p.add_argument("--frr-debug", action="store_true",
+                   help="FRR's debug logs on every switch of the soak's labs (kept with a failing run)")
     args = p.parse_args()
+    # Started in the background (`cmd &`), a shell leaves SIGINT ignored: kill -INT or -TERM then
+    # ends the soak as Ctrl-C does, its labs torn down and its counts printed.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [c for c in cases if c not in CASES]
     if unknown:
@@ -205,6 +235,9 @@ def main() -> int:
             if run([*FABLAB, "up", args.topology, "--name", lab, "--replace", "--no-mgmt-services"], log) != 0:
                 print(f"fablab up {args.topology} --name {lab} failed: {log}", file=sys.stderr)
                 return 1
+        if args.frr_debug:
+            for lab in labs:
+                frr_debugs_on(lab, log)
         if args.beside:
             thread = threading.Thread(target=beside, args=(stop, tally, keep_dir), daemon=True)
             thread.start()

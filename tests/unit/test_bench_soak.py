@@ -65,3 +65,10 @@ def test_minutes_stop_the_soak_between_whole_runs(tmp_path, monkeypatch, capsys)
     soak.soak_case("failover", args, soak.Tally(), tmp_path, deadline=60.0)
     assert ran == [["check", "soak"]] * 2  # two whole runs of `fablab check soak --only failover`, no third
     assert "2 of 5 runs done by --minutes 1" in capsys.readouterr().err
+
+
+def test_frr_debugs_go_to_the_switch_in_one_vtysh_call_after_configure_terminal():
+    argv = soak.frr_debug_argv("soak", "be-s1")
+    assert argv[argv.index("vtysh") + 1:argv.index("vtysh") + 3] == ["soak", "be-s1"]
+    commands = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
+    assert commands == ["configure terminal", *soak.FRR_DEBUGS] and "debug bgp zebra" in commands
