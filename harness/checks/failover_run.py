@@ -99,12 +99,11 @@ def run(lab: LabView, setup: Setup, timing: Timing, while_failed: Callable[[], o
         after = _read(counters)
     finally:
         _remove(counters)
-    if events.restored_ms is None:
-        return Run(sent, received, events, before, _returned(events.at_restore, setup.element, after),
-                   tuple(_dropped_elsewhere(lab, drops_before, setup.element)), _sessions_of(lab, setup.element))
+    back = events.restored_ms is not None
     return Run(sent, received, events, before, _returned(events.at_restore, setup.element, after),
                tuple(_dropped_elsewhere(lab, drops_before, setup.element)),
-               not_back=_not_back(lab, setup.element, timing.after_s))
+               element_sessions=() if back else _sessions_of(lab, setup.element),
+               not_back=_not_back(lab, setup.element, timing.after_s) if back else ())
 
 
 def _not_back(lab: LabView, el: Element, timeout: float) -> tuple[str, ...]:
