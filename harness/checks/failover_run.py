@@ -3,12 +3,12 @@ route changes timed, the QPs' packets counted where they cross (harness/checks/f
 chooses what to send and what to fail; this runs it and gives back what it saw)."""
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 
+from harness.checks import sessions_back
 from harness.checks.failover_elements import Element, Failure
 from harness.core.errors import HarnessError
 from harness.observe.carrier_watch import CarrierWatch
@@ -102,58 +102,8 @@ def run(lab: LabView, setup: Setup, timing: Timing, while_failed: Callable[[], o
     back = events.restored_ms is not None
     return Run(sent, received, events, before, _returned(events.at_restore, setup.element, after),
                tuple(_dropped_elsewhere(lab, drops_before, setup.element)),
-               element_sessions=() if back else _sessions_of(lab, setup.element),
-               not_back=_not_back(lab, setup.element, timing.after_s) if back else ())
-
-
-def _not_back(lab: LabView, el: Element, timeout: float) -> tuple[str, ...]:
-    """The element's own BGP sessions still not Established `timeout` s after its restore
-    settled, each end as its switch sees it. Its route can return while one of them does not:
-    a whole spine back with seven of its eight sessions once left the eighth Idle for good
-    (FRR 8.4's bgpd waiting for a link-local address zebra had already learned)."""
-    ports: dict[str, set[str]] = {}
-    for sw, port in el.ends:
-        ports.setdefault(sw, set()).add(port)
-    down: list[tuple[str, str]] = []
-
-    def all_back() -> bool:
-        down[:] = [(sw, p.peer) for sw, mine in ports.items() for p in lab.bgp_peers(sw)
-                   if p.peer in mine and not p.established]
-        return not down
-
-    if within(all_back, timeout, interval=0.2) is not None:
-        return ()
-    return _sessions_of(lab, el, frozenset(down))
-
-
-def _sessions_of(lab: LabView, el: Element, only: frozenset[tuple[str, str]] | None = None) -> tuple[str, ...]:
-    """Each end of the element (or those `only` names) as its switch sees the session on it:
-    BGP's state and BFD's, and for a session not Established why bgpd last reset it and the
-    neighbour address zebra learned on the port (bgpd waits for it to start an unnumbered one)."""
-    out = []
-    for sw, port in el.ends:
-        if only is not None and (sw, port) not in only:
-            continue
-        bgp = next((p.state for p in lab.bgp_peers(sw) if p.peer == port), "no session")
-        bfd = next((b.status for b in lab.bfd_peers(sw) if b.interface == port), "no session")
-        why = _why_down(lab, sw, port) if bgp not in ("Established", "no session") else ""
-        out.append(f"{sw}:{port} BGP {bgp}{why}, BFD {bfd}")
-    return tuple(out)
-
-
-def _why_down(lab: LabView, sw: str, port: str) -> str:
-    """" (last reset: ...; zebra's neighbour on the port: ...)", from FRR's own JSON; "" where
-    it says nothing (evidence for a next look, never part of a verdict)."""
-    said = []
-    try:
-        peer = next(iter(json.loads(lab.vtysh(sw, f"show bgp neighbors {port} json")).values()), {})
-        if peer.get("lastResetDueTo"):
-            said.append(f"last reset: {peer['lastResetDueTo']}")
-        ifc = json.loads(lab.vtysh(sw, f"show interface {port} json")).get(port, {})
-        said.append(f"zebra's neighbour on it: {', '.join(ifc.get('neighborIpAddresses', [])) or 'none'}")
-    except (HarnessError, ValueError, AttributeError):
-        pass
-    return f" ({'; '.join(said)})" if said else ""
+               element_sessions=() if back else sessions_back.sessions_of(lab, setup.element.ends),
+               not_back=sessions_back.not_back(lab, setup.element.ends, timing.after_s) if back else ())
 
 
 def _traffic(lab: LabView, setup: Setup, timing: Timing, counters: list[FlowCounters],

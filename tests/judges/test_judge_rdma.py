@@ -116,6 +116,16 @@ GRAY = [
     ("the transfer did not complete", lambda s: dataclasses.replace(s, transfer=_failed(s.transfer)), False,
      "the transfer did not complete"),
     ("a longer stall", lambda s: dataclasses.replace(s, stall_ms=s.stall_ms * 3), True, "recovered"),
+    # the heal watched (the recording predates it: after_s 0, not watched)
+    ("healed and back", lambda s: dataclasses.replace(s, after_s=15.0, back_ms=2140.5), True,
+     "back in the route 2140 ms after the heal"),
+    ("the cable never back in the route", lambda s: dataclasses.replace(
+        s, after_s=15.0, back_ms=None, sessions_not_back=(
+            "be-g1-r0:Ethernet8 BGP Active (last reset: BFD down received; zebra's neighbour on it: fe80::1/128), BFD up",
+            "be-s2:Ethernet0 BGP Active, BFD up")), False, "did not return to be-g1-r0's route"),
+    ("back in the route, one session not", lambda s: dataclasses.replace(
+        s, after_s=15.0, back_ms=900.0, sessions_not_back=("be-s2:Ethernet0 BGP Idle, BFD up",)), False,
+     "1 of its BGP sessions still not Established 15 s after the heal: be-s2:Ethernet0 BGP Idle"),
 ]
 
 

@@ -3,9 +3,10 @@
 rping -V runs across the spines; once its QP's packets show on an uplink of the source leaf,
 that cable fails gray (both ends drop, carriers stay up) until the transfer ends. RC must
 retransmit, every ping-pong complete with its data verified, and the leaf's route drop the
-uplink (BFD). The stall and the detection time are figures: rxe's retry timer (about 0.5 s,
-then doubling) adds to BFD's detection, so the gray objective is enforced by the failover
-check, not here.
+uplink (BFD); healed, the cable must carry the route again with both its BGP sessions back
+before the case returns (the next check finds the fabric as this one did). The stall and the
+detection time are figures: rxe's retry timer (about 0.5 s, then doubling) adds to BFD's
+detection, so the gray objective is enforced by the failover check, not here.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from harness import rdma
+from harness.checks import sessions_back
 from harness.checks.base import Observation, Outcome
 from harness.checks.ecmp import default_pair
 from harness.checks.rdma.lane import leaf_of, require_lane, uplinks_of
@@ -41,6 +43,9 @@ class RdmaGraySeen(Observation):
     stall_ms: float  # longest time the responder's leaf delivered nothing to it, from the failure on
     sample_ms: float  # median time between two samples of that counter (the stall's resolution)
     timeline: tuple[tuple[float, int], ...] = ()  # (ms from the failure, packets delivered so far)
+    after_s: float = 0.0  # how long the cable may take to carry the route again once healed (0: not watched) ...
+    back_ms: float | None = None  # ... and how long it took (None: not within after_s)
+    sessions_not_back: tuple[str, ...] = ()  # the cable's own BGP sessions still down after that
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class RdmaGrayResult(Outcome):
     sample_ms: float  # median time between two samples of that counter (the stall's resolution)
     objective_ms: float  # the declared gray-failure objective (for scale: rxe's retry timer is longer)
     timeline: tuple[tuple[float, int], ...] = ()  # (ms from the failure, packets delivered so far)
+    back_ms: float | None = None  # from the heal until the route used the cable again
 
     held = "recovered"
 
@@ -66,7 +72,8 @@ class RdmaGrayResult(Outcome):
         return (f"gray failure of {self.element}: route {moved} "
                 f"(objective {self.objective_ms:.0f} ms); RDMA stalled {self.stall_ms:.0f} ms "
                 f"(sampled every {self.sample_ms:.0f} ms); rxe retransmissions {t.retransmissions}, "
-                f"retries exhausted {t.retry_exceeded}; {done}")
+                f"retries exhausted {t.retry_exceeded}; {done}"
+                + ("" if self.back_ms is None else f"; the cable back in the route {self.back_ms:.0f} ms after the heal"))
 
 
 def _wait_uplink(counter: FlowCounters, timeout: float, packets: int = 20) -> str:
@@ -131,11 +138,14 @@ class _Sampler:
 
 
 def measure_gray(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
-                 iterations: int = 300, detect_s: float = 10.0) -> RdmaGraySeen:
+                 iterations: int = 300, detect_s: float = 10.0, after_s: float = 15.0) -> RdmaGraySeen:
     """rping -V from src to dst (default: the ECMP check's pair); the uplink its QP leaves by
     fails gray until the transfer ends, while the responder's leaf port is sampled and the
     source leaf's route to the responder watched. 300 ping-pongs take ~15 s under TCG: the
-    failure comes after the first few, BFD and rxe's retries have recovered within ~3 s."""
+    failure comes after the first few, BFD and rxe's retries have recovered within ~3 s.
+    Healed, the cable must carry the route again and both its BGP sessions be back within
+    after_s: BGP waits out its connect-retry timer after BFD comes up, and a check that returned
+    before then left the next one (a second `fablab check`) a fabric short of a session."""
     require_lane()
     if src is None or dst is None:
         src, dst = default_pair(lab.plan)
@@ -159,14 +169,19 @@ def measure_gray(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[st
                 transfer = run.result()
             finally:
                 link.heal()
+                healed_at = time.monotonic()
+    back_ms = route_change_ms(lab, leaf, prefix, port, present=True, since=healed_at, deadline=healed_at + after_s)
     return RdmaGraySeen(transfer, leaf, port, str(link), str(prefix), detect_s,
                         None if detected is None else round(detected, 1), round(sampler.longest_gap_ms(failed_at), 1),
-                        round(sampler.median_interval_ms(), 1), sampler.timeline(failed_at))
+                        round(sampler.median_interval_ms(), 1), sampler.timeline(failed_at), after_s, back_ms,
+                        sessions_back.not_back(lab, link.ends, after_s) if back_ms is not None
+                        else sessions_back.sessions_of(lab, link.ends))
 
 
 def judge_gray(plan: Plan, seen: RdmaGraySeen) -> RdmaGrayResult:
-    """RC retransmitted, every ping-pong completed with its data verified, and the leaf's route
-    dropped the uplink within the time watched."""
+    """RC retransmitted, every ping-pong completed with its data verified, the leaf's route
+    dropped the uplink within the time watched, and once healed the cable carried the route
+    again with both its BGP sessions back (where the heal was watched)."""
     transfer = seen.transfer
     problems = []
     if seen.detected_ms is None:
@@ -176,6 +191,12 @@ def judge_gray(plan: Plan, seen: RdmaGraySeen) -> RdmaGrayResult:
         problems.append(f"the transfer did not complete: {transfer.error}")
     if transfer.retransmissions == 0:
         problems.append("rxe did not retransmit: the failure did not touch the QP's path")
+    if seen.after_s and seen.back_ms is None:
+        problems.append(f"{seen.element} did not return to {seen.leaf}'s route to {seen.prefix} within "
+                        f"{seen.after_s:g} s of the heal: {', '.join(seen.sessions_not_back) or 'no session named'}")
+    elif seen.sessions_not_back:
+        problems.append(f"{seen.element} back in the route, yet {len(seen.sessions_not_back)} of its BGP sessions "
+                        f"still not Established {seen.after_s:g} s after the heal: {', '.join(seen.sessions_not_back)}")
     return RdmaGrayResult(transfer, seen.element, seen.detected_ms, seen.stall_ms, seen.sample_ms,
                           float(plan.fabric.cluster.objectives.gray_ms), seen.timeline,
-                          seconds=seen.seconds, problems=tuple(problems))
+                          back_ms=seen.back_ms, seconds=seen.seconds, problems=tuple(problems))
