@@ -13,6 +13,7 @@ from harness.faults.protocol import Applied
 from harness.faults.targets import Cable, Port, Ports
 from harness.plumbing import wait
 from harness.plumbing.labview import LabView
+from harness.render.frr import RA_INTERVAL_S
 
 TAKES_S = 30.0  # a fault that acts through the routing protocols (a session up, BFD down) takes effect within
 
@@ -127,8 +128,9 @@ def stray(lab: LabView, target: Cable, peer_group: bool = True) -> Applied[Made]
         session = [f"neighbor {end.port} interface peer-group fabric", "address-family ipv4 unicast"] if peer_group \
             else [f"neighbor {end.port} interface remote-as external", "address-family ipv4 unicast",
                   f"neighbor {end.port} activate"]
-        vtysh_config(lab, end.node, f"interface {end.port}", "ipv6 nd ra-interval 1", "no ipv6 nd suppress-ra",
-                     "exit", f"router bgp {asn}", *session, f"neighbor {end.port} soft-reconfiguration inbound")
+        vtysh_config(lab, end.node, f"interface {end.port}", f"ipv6 nd ra-interval {RA_INTERVAL_S}",
+                     "no ipv6 nd suppress-ra", "exit", f"router bgp {asn}", *session,
+                     f"neighbor {end.port} soft-reconfiguration inbound")
     lab.extra_cables.append(_row(lab, a, b))
     made = Made(Cable(a, b))
     try:

@@ -26,6 +26,12 @@ MAX_PATHS = 64
 MAX_PREFIX_HEADROOM = 2  # growth without re-rendering; a leak of a whole table still trips it
 MAX_PREFIX_WARNING = 75  # % of the limit at which FRR logs a warning before it tears down
 LEAVES = (Role.BE_LEAF, Role.FE_LEAF)
+# The router advertisements that teach an unnumbered session its neighbour's link-local
+# address: every 10 s, what bgpd itself asks zebra for (BGP_UNNUM_DEFAULT_RA_INTERVAL) and what
+# Cumulus renders. A port that comes up still gets four, one a second (zebra's fast
+# retransmits), so a restore waits for none. At 1 s, gpu4096's 24,576 fabric ports sent about
+# 25,000 a second, and zebra took 30 % of the machine sending and reading them.
+RA_INTERVAL_S = 10
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,7 @@ def frr_conf(plan: Plan, sw: SwitchPlan) -> str:
     plane_list = f"{sw.plane.value.upper()}-PLANE"
     leaf = sw.role in LEAVES
     return render_template(
-        "frr.conf.j2", lab=plan.name, sw=sw, bfd=plan.fabric.cluster.bfd, max_paths=MAX_PATHS,
+        "frr.conf.j2", lab=plan.name, sw=sw, bfd=plan.fabric.cluster.bfd, max_paths=MAX_PATHS, ra_interval=RA_INTERVAL_S,
         plane_list=plane_list, plane_rules=plane_rules(plan, sw.plane), own=plan.originated(sw), leaf=leaf,
         heard=plan.heard(sw), host_block=plan.host_block, host_limit=MAX_PREFIX_HEADROOM,
         aggregates=_aggregates(plan, sw),
