@@ -128,7 +128,8 @@ class NetnsRuntime(NamespaceAccess):
             defer_bfd = netns_daemons.defer_bfd(plan)
             with ksm.mergeable(ksm.wanted(plan)):
                 state = netns_daemons.start(plan, lab, state, parts.result(set(configs.frr) if configs else set(), progress),
-                                            frr, progress, defer_bfd, dict(configs.config_db) if configs else {})
+                                            frr, progress, defer_bfd, dict(configs.config_db) if configs else {},
+                                            netns_daemons.hold_sessions(plan, configs is not None))
             timings["daemons"] = time.monotonic() - t
             starting = mgmt_services.Background(plan, lab, progress) if mgmt else None  # while it converges
             deadline = time.monotonic() + converge_s  # as on clab: from the moment every daemon runs

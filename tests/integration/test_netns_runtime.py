@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from harness.core.model import Routing
 from harness.observe.route_watch import route_change_ms
 from harness.runtime import netns as netns_runtime
 from harness.runtime import bgpd_rings, netns_daemons
+from harness.runtime.frr import frr_node
 from topologies import BUILTINS
 
 from .conftest import leftovers_of
@@ -228,7 +230,6 @@ def _poll(condition, what: str, timeout: float = 15.0) -> None:
 
 
 def test_cli_validate_on_rail_only_reports_every_check(lab_name, tmp_path):
-    import json
     from pathlib import Path
 
     # rdma-rails, on a lab of its own, is labs/test_rdma.py's: here the lane is switched off,
@@ -248,8 +249,6 @@ def test_cli_validate_on_rail_only_reports_every_check(lab_name, tmp_path):
 
 
 def test_cli_up_json_and_down(lab_name):
-    import json
-
     run = subprocess.run(FABLAB + ["up", "rail-only", "--name", lab_name, "--json"], capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr
@@ -279,18 +278,35 @@ def test_swallowed_interrupt_still_tears_the_boot_down(lab_name):
     assert not interrupt.pending()
 
 
-def test_bfd_started_after_bgp_converges_the_same(lab_name, monkeypatch):
+def test_a_large_fabrics_boot_bfd_after_bgp_and_sessions_held_converges_the_same(lab_name, monkeypatch):
     # Large fabrics with software bfdd start it once BGP has converged and every FIB was
-    # checked; the lab must end up exactly as converged as when bfdd starts with bgpd.
+    # checked; and from HOLD_FROM sessions every fabric session is held shut until each bgpd
+    # runs. The lab must end up exactly as converged as a small one's boot, nothing held.
     monkeypatch.setattr(netns_daemons, "DEFER_BFD_FROM", 1)
-    said = []
+    monkeypatch.setattr(netns_daemons, "HOLD_FROM", 1)
+    said, before_release = [], {}
+    release = netns_daemons.release
+
+    def looked_then_released(plan, lab, held_on, progress):
+        # every bgpd runs, and the held sessions have not started: the hold is real
+        before_release.update(json.loads(frr_node(lab, "be-s1").vtysh("show bgp summary json")))
+        release(plan, lab, held_on, progress)
+
+    monkeypatch.setattr(netns_daemons, "release", looked_then_released)
     cluster = dataclasses.replace(BUILTINS["ai-cluster"](), bfd=Bfd(offload=False))
     with Lab.up(cluster, name=lab_name, timeout=90, progress=lambda p, m: said.append(p)) as lab:
+        peers = before_release["ipv4Unicast"]["peers"]
+        assert len(peers) == len(lab.plan.switch("be-s1").fabric_ports)
+        assert all(p["state"] == "Idle" and p.get("peerState") == "Admin" for p in peers.values()), peers
         assert {"bgp", "bfd"} <= set(lab.state.timings)
         assert lab.shortfalls() == []
         peers = lab.bfd_peers("be-s1")
         assert all(b.up for b in peers) and len(peers) == len(lab.plan.switch("be-s1").fabric_ports)
         assert said.index("bgp") < said.index("bfd")
+        # released: the running configuration is the rendered one, and so is bgpd's own part
+        running = lab.vtysh("be-s1", "show running-config bgpd")
+        assert "neighbor fabric peer-group" in running and "neighbor fabric shutdown" not in running
+        assert netns_daemons.HELD not in frr_node(lab.name, "be-s1").daemon_config("bgpd").read_text()
         # 10 % of the declared interval, so neighbouring session timers expire together; the
         # other daemons keep the kernel's default (the control that the value was not inherited).
         assert _timer_slack(lab, "be-s1", "bfdd") == cluster.bfd.interval_ms * 100_000
