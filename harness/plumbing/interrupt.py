@@ -51,8 +51,9 @@ def install() -> None:
 
 
 def checkpoint() -> None:
-    """Raise KeyboardInterrupt if a signal arrived, even one whose first raise was swallowed."""
-    if _pending and os.getpid() == _main_pid:
+    """Raise KeyboardInterrupt if a signal arrived, even one whose first raise was swallowed;
+    inside `deferred()`, not yet (its end raises it)."""
+    if _pending and not _deferring and os.getpid() == _main_pid:
         _pending.clear()
         raise KeyboardInterrupt
 

@@ -190,8 +190,9 @@ class ClabRuntime(NamespaceAccess):
         except BaseException:
             interrupt.handled()
             if os.getpid() == state.runner_pid:
-                progress("teardown", f"boot of {lab} failed or was interrupted: removing what was made")
-                self.down(lab)
+                with interrupt.deferred():  # a Ctrl-C waits for the teardown's end (netns.py says why)
+                    progress("teardown", f"boot of {lab} failed or was interrupted: removing what was made")
+                    self.down(lab)
             raise
         timings["total"] = sum(timings.values())
         state = state.with_(phase=LabPhase.UP, timings={k: round(v, 3) for k, v in timings.items()},

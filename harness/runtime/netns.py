@@ -154,8 +154,11 @@ class NetnsRuntime(NamespaceAccess):
             if starting is not None:
                 starting.wait()  # nothing may start after the teardown below has looked
             if os.getpid() == state.runner_pid:  # never from a forked helper process
-                progress("teardown", f"boot of {lab} failed or was interrupted: removing what was made")
-                self.down(lab)
+                # A Ctrl-C now would stop the teardown half-way and leave the lab (seen at gpu4096,
+                # 50 s of teardown after a boot that ran out of time): it waits for the end.
+                with interrupt.deferred():
+                    progress("teardown", f"boot of {lab} failed or was interrupted: removing what was made")
+                    self.down(lab)
             raise
         timings["total"] = sum(timings.values())
         timings["memory_mb"] = max(0.0, mem_before - meminfo.available_mb())

@@ -278,6 +278,21 @@ def test_swallowed_interrupt_still_tears_the_boot_down(lab_name):
     assert not interrupt.pending()
 
 
+def test_an_interrupt_during_a_failed_boots_teardown_waits_for_its_end(lab_name):
+    # gpu4096's boot ran out of time, and a Ctrl-C during its teardown left the whole lab
+    # behind. The Ctrl-C is still honoured, once nothing is left.
+    def progress(phase: str, message: str) -> None:
+        if phase == "daemons":
+            raise LabError("a boot that fails once its namespaces and links are made")
+        if phase == "teardown":
+            interrupt.handler(signal.SIGINT, None)  # Ctrl-C, as the teardown begins
+
+    with pytest.raises(KeyboardInterrupt):
+        Lab.up(BUILTINS["rail-only"](), name=lab_name, timeout=60, progress=progress)
+    assert leftovers_of(lab_name) == []
+    assert not interrupt.pending()
+
+
 def test_a_large_fabrics_boot_bfd_after_bgp_and_sessions_held_converges_the_same(lab_name, monkeypatch):
     # Large fabrics with software bfdd start it once BGP has converged and every FIB was
     # checked; and from HOLD_FROM sessions every fabric session is held shut until each bgpd
