@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 GRAY_TABLE = "fablab_gray"
+# A boot that converges for minutes says where it stands this often even when no switch moved
+# (gpu4096 printed nothing from 213 s to its timeout at 1,316 s).
+HEARTBEAT_S = 30.0
 
 
 class Progress(Protocol):
@@ -333,13 +336,14 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
     total = len(cached_expectations(plan))  # the switches, and the dual-homed hosts (they run BGP)
     noun = "switches" if total == len(plan.switches) else "BGP speakers"
     last = -1
+    said_at = now()
     pending: set[str] | None = None  # None: look at every switch
     progressing = "converging" if phase == "converged" else phase
     looked: list[Shortfall] = []
     shortfalls: list[Shortfall] = []
 
     def converged() -> bool:
-        nonlocal last, pending, looked, shortfalls
+        nonlocal last, said_at, pending, looked, shortfalls
         while True:
             looked = runtime.observe(plan, lab, only=pending, fib=fib, bfd=bfd)
             shortfalls = [s for s in looked if not s.ok]
@@ -350,7 +354,10 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
             done = total - len(shortfalls)
             if done != last:
                 progress(progressing, f"{done}/{total} {noun}: " + _rule(fib, bfd))
-                last = done
+                last, said_at = done, now()
+            elif shortfalls and now() - said_at >= HEARTBEAT_S:
+                progress(progressing, f"{done}/{total} {noun}, still: " + _short_of(shortfalls))
+                said_at = now()
             if shortfalls:
                 return False
             # every switch looked at again is converged: the confirming look at all of them, at once
@@ -376,6 +383,16 @@ def session_counts(looks: list[Shortfall]) -> dict[str, int]:
     return {"bgp_up": sum(s.sessions_up for s in looks), "bgp_expected": sum(s.sessions_expected for s in looks),
             "bfd_up": sum(s.bfd_up for s in looks), "bfd_expected": sum(s.bfd_expected for s in looks),
             "switches_converged": sum(1 for s in looks if s.ok), "switches": len(looks)}
+
+
+def _short_of(shortfalls: list[Shortfall]) -> str:
+    """Where the switches still short stand, summed (a boot of minutes shows it moving)."""
+    up, expected = sum(s.sessions_up for s in shortfalls), sum(s.sessions_expected for s in shortfalls)
+    bfd_up, bfd_expected = sum(s.bfd_up for s in shortfalls), sum(s.bfd_expected for s in shortfalls)
+    routes = sum(len(s.missing_routes) for s in shortfalls)
+    return (f"the {len(shortfalls)} short have {up}/{expected} BGP sessions up"
+            + (f", {bfd_up}/{bfd_expected} BFD" if bfd_expected else "")
+            + (f", {routes} prefixes not at their width" if routes else ""))
 
 
 def _rule(fib: bool, bfd: bool) -> str:

@@ -2,6 +2,7 @@
 a confirming look at all, and a timeout that says which sessions are stuck in which state."""
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from pathlib import Path
@@ -96,6 +97,39 @@ def test_a_timeout_names_the_stuck_sessions():
     ticks = iter(range(100))
     with pytest.raises(LabError, match=r"1 BGP Idle \(no peer address learned\)"):
         wait_converged(Stuck(plan, []), plan, "x", timeout=1, now=lambda: next(ticks))
+
+
+def test_a_long_convergence_says_where_it_stands_though_no_switch_moved():
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+
+    class Slow(_Runtime):  # be-s1 short for a while, its sessions coming up one by one
+        def observe(self, plan, lab, only=None, fib=True, bfd=True):
+            self.asked.append(only)
+            up = min(len(self.asked) - 1, 4)
+            names = [s.name for s in plan.switches if only is None or s.name in only]
+            return [Shortfall(n, up, 4, up, 4, ("10.0.1.0/31 (0/2 paths)",) if up < 4 else ()) if n == "be-s1"
+                    else Shortfall(n, 2, 2, 2, 2, ()) for n in names]
+
+    ticks = iter(range(0, 1000, 20))  # 20 s a look
+    said = []
+    wait_converged(Slow(plan, []), plan, "x", timeout=500, now=lambda: next(ticks),
+                   progress=lambda p, m: said.append(m))
+    lines = [m for m in said if "still" in m]
+    # the first look says 13/14; no switch moves until be-s1 converges: a line each 30 s or more
+    assert lines and len(lines) < len(said)
+    ups = [int(re.search(r"the 1 short have (\d)/4 BGP sessions up, \1/4 BFD, 1 prefixes not at", m).group(1))
+           for m in lines]
+    assert ups == sorted(ups) and ups[-1] < 4, lines  # moving, and said while still short
+    assert said[-1].startswith("14/14")
+
+
+def test_a_quick_convergence_says_nothing_more():  # the control: no look 30 s after the last line
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    rt = _Runtime(plan, [{"be-s1"}, {"be-s1"}, set(), set()])
+    said = []
+    ticks = iter(range(100))
+    wait_converged(rt, plan, "x", timeout=10, now=lambda: next(ticks), progress=lambda p, m: said.append(m))
+    assert not [m for m in said if "still" in m]
 
 
 def test_show_commands_go_to_their_daemon():
