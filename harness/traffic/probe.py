@@ -19,7 +19,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import select
+import selectors
 import socket
 import struct
 import time
@@ -265,12 +265,15 @@ def read_until(socks: Sequence[S], read: Callable[[S], list[R]],
     got: list[R] = []
     last = time.monotonic()
     finished = False
+    # epoll, not select(): gpu4096's isolation listens on more than select's 1,024 descriptors
+    watch = selectors.DefaultSelector()
+    for sock in socks:
+        watch.register(sock, selectors.EVENT_READ)
 
-    def settled() -> bool:  # the select is the pause between looks: it returns as soon as a socket has data
+    def settled() -> bool:  # the wait is the pause between looks: it returns as soon as a socket has data
         nonlocal last, finished
-        ready, _, _ = select.select(socks, [], [], _SELECT_S)
-        for sock in ready:
-            new = read(sock)
+        for key, _ in watch.select(_SELECT_S):
+            new = read(key.fileobj)
             if new:
                 got.extend(new)
                 last = time.monotonic()
@@ -278,7 +281,10 @@ def read_until(socks: Sequence[S], read: Callable[[S], list[R]],
         finished = finished or done(got)
         return finished and time.monotonic() - last > quiet
 
-    wait.within(settled, deadline - time.monotonic(), interval=0)
+    try:
+        wait.within(settled, deadline - time.monotonic(), interval=0)
+    finally:
+        watch.close()
     return got
 
 
