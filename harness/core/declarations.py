@@ -201,9 +201,16 @@ class Routing:
     GPU's /31 (xlarge: 1,071 routes per leaf, 1.0–1.6 s for a gray failure on this machine).
     A host link that fails stays inside its leaf's summary: traffic to it is dropped at
     the leaf, not rerouted (there is no other way to that NIC anyway).
+
+    keepalive_s and hold_s: BGP's timers on every session, FRR's datacenter 3 s and 9 s by
+    default. BFD, not the hold time, detects a failure on time; a fabric of thousands of
+    sessions on few cores declares slower ones (docs/examples/gpu4096.py: at 3 s, a bgpd
+    starved for 9 s lost its sessions as they came up, and gpu4096 never converged here).
     """
 
     summarize_hosts: bool = False  # leaves advertise the fewest prefixes covering their host links
+    keepalive_s: int = 3  # BGP keepalive, >= 1 and at most a third of hold_s
+    hold_s: int = 9  # BGP hold time, >= 3
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,8 @@ LIMITS: dict[str, Limit] = {
     "Management.ports": _PORTS,
     "Bfd.interval_ms": Limit(60_000, "{v} ms is over the {high} ms FRR accepts", "e.g. interval_ms=300"),
     "Bfd.multiplier": Limit(255, "{v} is over the {high} FRR accepts", "e.g. multiplier=3"),
+    "Routing.keepalive_s": Limit(65535, "{v} s is over the {high} s FRR accepts", "e.g. keepalive_s=10"),
+    "Routing.hold_s": Limit(65535, "{v} s is over the {high} s FRR accepts", "e.g. hold_s=30"),
     "Cluster.cables": Limit(1024, "{v} declared cables, over the {high} fablab can plan"),
     "Cluster.tenants": Limit(128, "{v} tenants, over the {high} fablab can plan"),
     "Acl.rules": Limit(256, "{v} ACL rules, over the {high} fablab can plan"),

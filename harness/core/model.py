@@ -205,6 +205,10 @@ def _check_declaration(c: Cluster, ok) -> list[Problem]:
     if ok("bfd.interval_ms", "bfd.multiplier") and (c.bfd.interval_ms < 10 or c.bfd.multiplier < 1):
         p.append(Problem("bfd", f"interval {c.bfd.interval_ms} ms × {c.bfd.multiplier}",
                          "use interval_ms >= 10 and multiplier >= 1"))
+    if ok("routing.keepalive_s", "routing.hold_s") and not (
+            c.routing.hold_s >= 3 and 1 <= c.routing.keepalive_s <= c.routing.hold_s // 3):
+        p.append(Problem("routing", f"BGP keepalive {c.routing.keepalive_s} s, hold {c.routing.hold_s} s",
+                         "use hold_s >= 3 and keepalive_s from 1 to a third of hold_s (e.g. 10 and 30)"))
     if ok("bfd.profile") and not _NAME.match(c.bfd.profile):
         p.append(Problem("bfd.profile", f"{c.bfd.profile!r} is not a usable profile name", "e.g. 'fabric'"))
     if isinstance(c.addressing, Addressing):

@@ -79,7 +79,7 @@ def frr_conf(plan: Plan, sw: SwitchPlan) -> str:
     plane_list = f"{sw.plane.value.upper()}-PLANE"
     leaf = sw.role in LEAVES
     return render_template(
-        "frr.conf.j2", lab=plan.name, sw=sw, bfd=plan.fabric.cluster.bfd, max_paths=MAX_PATHS, ra_interval=RA_INTERVAL_S,
+        "frr.conf.j2", lab=plan.name, sw=sw, routing=plan.fabric.cluster.routing, bfd=plan.fabric.cluster.bfd, max_paths=MAX_PATHS, ra_interval=RA_INTERVAL_S,
         plane_list=plane_list, plane_rules=plane_rules(plan, sw.plane), own=plan.originated(sw), leaf=leaf,
         heard=plan.heard(sw), host_block=plan.host_block, host_limit=MAX_PREFIX_HEADROOM,
         aggregates=_aggregates(plan, sw),
@@ -100,7 +100,7 @@ def host_frr_conf(plan: Plan, host: HostPlan) -> str:
     return render_template("frr-host.conf.j2", lab=plan.name, host=host, bfd=plan.fabric.cluster.bfd,
                            leaves=host.fe_nics, max_paths=len(host.fe_nics), plane_list="FE-PLANE",
                            plane_rules=plane_rules(plan, Plane.FE), max_prefix=MAX_PREFIX_HEADROOM * _plane_total(
-                               plan, Plane.FE), max_prefix_warning=MAX_PREFIX_WARNING)
+                               plan, Plane.FE), max_prefix_warning=MAX_PREFIX_WARNING, routing=plan.fabric.cluster.routing)
 
 
 def _plane_total(plan: Plan, plane: Plane) -> int:

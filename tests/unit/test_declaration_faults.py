@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from harness.core.errors import DeclarationArgumentError, Problem, TopologyError
-from harness.core.model import (Acl, AclRule, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Objectives, Tenant,
-                                build, cluster_from_dict, cluster_to_dict)
+from harness.core.model import (Acl, AclRule, Backend, Bfd, Cable, Cluster, Frontend, GpuNodes, Objectives, Routing,
+                                Tenant, build, cluster_from_dict, cluster_to_dict)
 from harness.core.plan import make_plan
 from topologies import BUILTINS
 from topologies.edge import edge
@@ -361,3 +361,12 @@ def test_cable_from_a_nic_into_another_plane():
     found = [str(p) for p in problems(c)]
     assert "cables[0]: gpu01's rail3 is a BE NIC, cabled here into the FE plane " \
            "(hint: cable a NIC to a switch of its plane)" in found
+
+
+@pytest.mark.parametrize("keepalive, hold", [(0, 9), (4, 9), (3, 2), (10, 20)])
+def test_bgp_timers_frr_would_not_keep(keepalive, hold):
+    the_one(replace(base(), routing=Routing(keepalive_s=keepalive, hold_s=hold)), "routing", "keepalive", "hold")
+
+
+def test_bgp_timers_a_third_apart_are_taken():
+    make_plan(build(replace(base(), routing=Routing(keepalive_s=10, hold_s=30))))  # the control

@@ -118,3 +118,18 @@ def test_diagram_draws_the_planes_apart(ai_plan):
     assert svg.startswith("<?xml") and "</svg>" in svg
     for label in ("Backend (BE)", "Frontend (FE)", "Management (OOB)"):
         assert label in svg
+
+
+def test_declared_bgp_timers_are_on_every_session_and_the_default_is_frrs_datacenter(ai_plan):
+    from dataclasses import replace
+
+    from harness.core.model import Routing
+    from harness.render.frr import frr_conf, host_frr_conf
+
+    assert " neighbor fabric timers 3 9" in artifacts(ai_plan)["configs/be-g1-r0/frr.conf"].splitlines()  # the control
+    plan = make_plan(build(replace(BUILTINS["dual-homed"](), routing=Routing(keepalive_s=10, hold_s=30))))
+    leaf = next(sw for sw in plan.switches if sw.host_peers)
+    host = next(h for h in plan.hosts if h.routed)
+    assert {" neighbor fabric timers 10 30", " neighbor hosts timers 10 30"} <= set(frr_conf(plan, leaf).splitlines())
+    assert " neighbor leaves timers 10 30" in host_frr_conf(plan, host).splitlines()
+    assert not any("timers 3 9" in x for x in frr_conf(plan, leaf).splitlines() + host_frr_conf(plan, host).splitlines())
