@@ -126,10 +126,11 @@ class NetnsRuntime(NamespaceAccess):
             timings["links"] = time.monotonic() - t
             t = time.monotonic()
             defer_bfd = netns_daemons.defer_bfd(plan)
+            hold = netns_daemons.hold_sessions(plan, configs is not None)
+            daemon_parts = parts.result(set(configs.frr) if configs else set(), progress)
             with ksm.mergeable(ksm.wanted(plan)):
-                state = netns_daemons.start(plan, lab, state, parts.result(set(configs.frr) if configs else set(), progress),
-                                            frr, progress, defer_bfd, dict(configs.config_db) if configs else {},
-                                            netns_daemons.hold_sessions(plan, configs is not None))
+                state = netns_daemons.start(plan, lab, state, daemon_parts, frr, progress, defer_bfd,
+                                            dict(configs.config_db) if configs else {}, hold)
             timings["daemons"] = time.monotonic() - t
             starting = mgmt_services.Background(plan, lab, progress) if mgmt else None  # while it converges
             deadline = time.monotonic() + converge_s  # as on clab: from the moment every daemon runs
@@ -144,6 +145,7 @@ class NetnsRuntime(NamespaceAccess):
             except LabError as e:
                 state = state.with_(not_converged=not_converged(e, configs, progress))
                 looks = self.observe(plan, lab)
+            netns_daemons.settle(plan, lab, netns_daemons.holding(plan, daemon_parts) if hold else {}, progress)
             if starting is not None:
                 for node, pids in starting.result().items():
                     state = netns_daemons.started(state, node, pids)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Collection
 
+from harness.core.declarations import Role
 from harness.core.plan import Plan
 from harness.observe.convergence import cached_expectations
 from harness.plumbing import interrupt, parallel
@@ -28,6 +30,19 @@ DEFER_BFD_FROM = int(os.environ.get("FABLAB_DEFER_BFD_FROM", "1000"))
 HOLD_FROM = int(os.environ.get("FABLAB_HOLD_SESSIONS_FROM", "5000"))
 GROUP = "fabric"  # the peer group of fablab's render (frr.conf.j2) that holds every fabric session
 HELD = f" neighbor {GROUP} shutdown"
+# ... and each bgpd in FRR's read-only mode (`update-delay`) from its first session up until
+# every one of its peers is (or this many seconds): no best path, no update sent, no route
+# installed while its sessions come up, then its tables once. 0: not used.
+UPDATE_DELAY_S = int(os.environ.get("FABLAB_UPDATE_DELAY_S", "300"))
+# ... and a peer not up is tried again only this often, not each second: released tier by tier
+# from the top, an upper switch's first try meets a peer still shut and it then waits for the
+# lower end to connect, so each session is one connection. Released all at once, both ends of
+# every session connected each second and collided (2,354 collisions on one super-spine in
+# 5 minutes at gpu4096), and under that load OPENs went unanswered for the 9 s hold time.
+CONNECT_HELD_S = int(os.environ.get("FABLAB_CONNECT_HELD_S", "30"))
+_CONNECT = f"neighbor {GROUP} timers connect"
+# the order the tiers are released in: the upper end of every session first
+_TIER = {Role.BE_SUPERSPINE: 0, Role.BE_SPINE: 1, Role.FE_SPINE: 1, Role.BE_LEAF: 2, Role.FE_LEAF: 2}
 
 
 def started(state: LabState, switch: str, pids: dict[str, int]) -> LabState:
@@ -49,32 +64,67 @@ def hold_sessions(plan: Plan, theirs: bool) -> bool:
 
 
 def held(bgpd_part: str) -> str | None:
-    """bgpd's part with the fabric peer group shut down, or None if it has no such group."""
-    lines = bgpd_part.split("\n")
+    """bgpd's part with the fabric peer group shut down, read-only until its peers are up and
+    slow to retry them, or None if it has no such group."""
+    lines = [x for x in bgpd_part.split("\n") if not x.strip().startswith(_CONNECT)]
     for i, line in enumerate(lines):
         if line.strip() == f"neighbor {GROUP} peer-group":
-            return "\n".join(lines[:i + 1] + [HELD] + lines[i + 1:])
+            holding = [HELD, f" {_CONNECT} {CONNECT_HELD_S}"]
+            holding += [f" update-delay {UPDATE_DELAY_S}"] if UPDATE_DELAY_S else []
+            return "\n".join(lines[:i + 1] + holding + lines[i + 1:])
     return None
 
 
-def release(plan: Plan, lab: str, held_on: dict[str, str], progress: Progress) -> None:
-    """Every held peer group opened, as an operator's `no neighbor fabric shutdown`: the
-    running configuration is the rendered one again, and so is the part a bgpd started again
-    would read (held_on: switch -> bgpd's part as rendered)."""
+def holding(plan: Plan, parts: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The switches whose sessions a held boot holds (those with the fabric group): switch ->
+    bgpd's part as rendered."""
+    return {sw.name: parts[sw.name]["bgpd"] for sw in plan.switches if held(parts[sw.name]["bgpd"]) is not None}
+
+
+def _each(plan: Plan, lab: str, switches: Collection[str], commands: Callable[[str], list[str]]) -> None:
+    """`commands(switch)` under `router bgp` on each switch's bgpd, 4 at a time over its vty
+    socket (not vtysh: each parses FRR's whole grammar)."""
     asn = {sw.name: sw.asn for sw in plan.switches}
-    progress("daemons", f"releasing the BGP sessions of {len(held_on)} switches, every bgpd running")
 
     def one(name: str) -> None:
-        node = frr_node(lab, name)
-        vty = VtyClient(node.directory / "bgpd.vty", timeout=60.0)  # not vtysh: each parses FRR's whole grammar
+        vty = VtyClient(frr_node(lab, name).directory / "bgpd.vty", timeout=60.0)
         try:
-            for command in ("configure terminal", f"router bgp {asn[name]}", f"no {HELD.strip()}"):
+            for command in ["configure terminal", f"router bgp {asn[name]}", *commands(name)]:
                 vty.command(command)
         finally:
             vty.close()
-        node.daemon_config("bgpd").write_text(held_on[name])
 
-    parallel.map_all(one, held_on, workers=4)  # an interrupt drops the rest: the teardown follows
+    parallel.map_all(one, sorted(switches), workers=4)  # an interrupt drops the rest: the teardown follows
+
+
+def release(plan: Plan, lab: str, held_on: dict[str, str], progress: Progress) -> None:
+    """Every held peer group opened, as an operator's `no neighbor fabric shutdown`, tier by
+    tier from the top; bgpd's part on disk is the rendered one again, what a bgpd started
+    again would read (held_on: switch -> bgpd's part as rendered)."""
+    tier = {sw.name: _TIER.get(sw.role, 2) for sw in plan.switches}
+    tiers = sorted({tier[name] for name in held_on})
+    progress("daemons", f"releasing the BGP sessions of {len(held_on)} switches, every bgpd running"
+                        + (f", in {len(tiers)} tiers from the top" if len(tiers) > 1 else ""))
+    for rank in tiers:
+        interrupt.checkpoint()
+        _each(plan, lab, [name for name in held_on if tier[name] == rank], lambda name: [f"no {HELD.strip()}"])
+    for name, part in held_on.items():
+        frr_node(lab, name).daemon_config("bgpd").write_text(part)
+
+
+def settle(plan: Plan, lab: str, held_on: dict[str, str], progress: Progress) -> None:
+    """Once the boot has converged (or given up), the held switches' running configuration
+    made the rendered one again: their connect timer as rendered (no session that is up is
+    touched), no read-only mode (a later `clear bgp *` behaves as on any lab)."""
+    if not held_on:
+        return
+    progress("daemons", f"the BGP timers of {len(held_on)} switches as rendered again")
+
+    def rendered(name: str) -> list[str]:
+        connect = [x.strip() for x in held_on[name].split("\n") if x.strip().startswith(_CONNECT)]
+        return (connect or [f"no {_CONNECT}"]) + (["no update-delay"] if UPDATE_DELAY_S else [])
+
+    _each(plan, lab, held_on, rendered)
 
 
 def start(plan: Plan, lab: str, state: LabState, parts: dict[str, dict[str, str]], configs: dict[str, str],
@@ -84,13 +134,11 @@ def start(plan: Plan, lab: str, state: LabState, parts: dict[str, dict[str, str]
     hold: the fabric's sessions held shut until every bgpd runs (`hold_sessions`)."""
     names = frr_names(plan)
     nodes = [frr_node(lab, name) for name in names]
-    switches = {sw.name for sw in plan.switches}
-    held_on: dict[str, str] = {}
+    held_on = holding(plan, parts) if hold else {}
     for name, node in zip(names, nodes):
         part = parts[name]
-        if hold and name in switches and (shut := held(part["bgpd"])) is not None:
-            held_on[name] = part["bgpd"]
-            part = {**part, "bgpd": shut}
+        if name in held_on:
+            part = {**part, "bgpd": held(part["bgpd"])}
         node.prepare(configs[name], part)
     running: dict[str, dict] = {}
     for sw in plan.switches:

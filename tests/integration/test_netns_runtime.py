@@ -321,6 +321,9 @@ def test_a_large_fabrics_boot_bfd_after_bgp_and_sessions_held_converges_the_same
         # released: the running configuration is the rendered one, and so is bgpd's own part
         running = lab.vtysh("be-s1", "show running-config bgpd")
         assert "neighbor fabric peer-group" in running and "neighbor fabric shutdown" not in running
+        # ... read-only while its sessions came up, then not, and retrying each second again
+        assert "Begin read-only mode" in (Path(frr_node(lab.name, "be-s1").directory) / "bgpd.log").read_text()
+        assert "update-delay" not in running and " neighbor fabric timers connect 1" in running.splitlines()
         assert netns_daemons.HELD not in frr_node(lab.name, "be-s1").daemon_config("bgpd").read_text()
         # 10 % of the declared interval, so neighbouring session timers expire together; the
         # other daemons keep the kernel's default (the control that the value was not inherited).
