@@ -13,11 +13,19 @@ kernel minutes here (each new tc block is looked for in a list of every one on t
 docs/performance.md), so the BE links are lossy at veth speed and the lossless checks say not
 measurable. Routing, ECMP at both stages, isolation and cabling are what this size shows.
 
+Three declarations make it converge on a machine of 2 cores (docs/performance.md, "4,096 GPUs"):
+- the leaves advertise summaries of their host links (about 600 prefixes, not 4,500);
+- BGP keepalive 10 s and hold 30 s: at FRR's 3 s and 9 s, 1,100 daemons on two cores left a
+  bgpd without the CPU for 9 s while its sessions came up, and they were lost as fast as made;
+- BFD at 1,000 ms × 3: 8,192 sessions at 200 ms take half of both cores in BFD's data plane
+  alone. A gray failure is then detected after 2-3 s, beyond the default gray objective
+  (1,000 ms), which the example keeps: the failover check says so.
+
     fablab up docs/examples/gpu4096.py
 """
 from __future__ import annotations
 
-from harness import Backend, Cluster, Frontend, GpuNodes, Lossless, Management
+from harness import Backend, Bfd, Cluster, Frontend, GpuNodes, Lossless, Management, Routing
 
 
 def gpu4096(name: str = "gpu4096") -> Cluster:
@@ -30,6 +38,8 @@ def gpu4096(name: str = "gpu4096") -> Cluster:
         frontend=Frontend(spines=2, leaves=12, leaf_ports=64, cpu_servers=8, storage_servers=4, gateways=2),
         mgmt=Management(ports=1024),
         lossless=Lossless(emulate=False),
+        routing=Routing(summarize_hosts=True, keepalive_s=10, hold_s=30),
+        bfd=Bfd(interval_ms=1000, multiplier=3),
     )
 
 
