@@ -15,7 +15,9 @@ R = TypeVar("R")
 
 def map_all(fn: Callable[[T], R], items: Iterable[T], workers: int = 8) -> list[R]:
     """[fn(x) for x in items], `workers` at a time. On any exception (Ctrl-C included) the calls
-    not yet started are dropped and those running are not waited for: each only reads."""
+    not yet started are dropped and those running are not waited for: use it for calls that
+    only read, or whose writes the caller's failure makes moot (a boot's configuration of its
+    daemons, which its teardown ends)."""
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
         results = list(pool.map(fn, items))
