@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.catalog import TOPOLOGY_HELP, load_fabric
-from harness.core.budgets import CONVERGE_BASE_S, CONVERGE_PER_SWITCH_S
+from harness.core.budgets import CONVERGE_BASE_S, CONVERGE_PER_SWITCH_S, CONVERGE_SCALE_SWITCHES
 from harness.cli.console import err, out, progress_printer
 from harness.core.errors import HarnessError, InputError, TopologyError
 from harness.core.kinds import LabPhase, RuntimeName
@@ -356,7 +356,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--replace", action="store_true", help="replace a running lab of the same name")
     s.add_argument("--timeout", type=float, default=None,
                    help="seconds the fabric has to converge once every node's routing daemons run, the same on "
-                        f"every runtime (default {CONVERGE_BASE_S:.0f} + {CONVERGE_PER_SWITCH_S:.0f} per switch); "
+                        f"every runtime (default {CONVERGE_BASE_S:.0f} + {CONVERGE_PER_SWITCH_S:.0f} per switch, times "
+                        f"switches/{CONVERGE_SCALE_SWITCHES} from {CONVERGE_SCALE_SWITCHES}: 1460 s at gpu4096); "
                         "the clab runtime's deploy and switch boot have budgets of their own (docs/runtimes.md)")
     s.add_argument("--configs", metavar="DIR",
                    help="boot your own switch configs (DIR/configs/<switch>/frr.conf, and config_db.json where you "

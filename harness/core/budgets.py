@@ -24,6 +24,9 @@ from harness.core.errors import InputError
 
 CONVERGE_BASE_S = 120.0  # netns ai-cluster converges in a few seconds; a loaded CI machine needs far more
 CONVERGE_PER_SWITCH_S = 1.0
+# ... times switches / this, from this many: a switch's sessions and routes grow with the fabric,
+# so the whole grows faster than its switches (gpu4096's 366 switches converged in 601 s here).
+CONVERGE_SCALE_SWITCHES = 100
 DEPLOY_BASE_S = 120.0  # containerlab's own start, the mgmt network, Docker's first container
 DEPLOY_PER_NODE_S = 6.0  # create + start one container, its sysctls, binds and post-deploy
 DEPLOY_PER_LINK_S = 0.5  # one veth pair moved into two namespaces
@@ -35,7 +38,7 @@ INIT_GRACE_S = 30.0  # after init.sh's own step timeout, so that a stuck switch 
 
 def convergence_s(switches: int) -> float:
     """The default `--timeout`: seconds to converge once every routing daemon runs."""
-    return CONVERGE_BASE_S + CONVERGE_PER_SWITCH_S * switches
+    return CONVERGE_BASE_S + CONVERGE_PER_SWITCH_S * switches * max(1.0, switches / CONVERGE_SCALE_SWITCHES)
 
 
 def resolve_timeout(timeout: float | None, switches: int) -> float:

@@ -61,6 +61,8 @@ def test_the_runtime_waits_longer_than_one_init_step(small):
 def test_convergence_default_and_an_explicit_timeout(small):
     assert resolve_timeout(None, len(small.switches)) == convergence_s(len(small.switches)) > 120
     assert resolve_timeout(30, 86) == 30
+    assert convergence_s(86) == 206  # xlarge: a second a switch
+    assert convergence_s(366) > 1.5 * 601  # gpu4096: its 601 s with room
     assert clab_budget(10, 4, 8, 2, timeout=45).converge_s == 45
 
 
