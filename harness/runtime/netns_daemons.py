@@ -78,7 +78,8 @@ def held(bgpd_part: str) -> str | None:
 def holding(plan: Plan, parts: dict[str, dict[str, str]]) -> dict[str, str]:
     """The switches whose sessions a held boot holds (those with the fabric group): switch ->
     bgpd's part as rendered."""
-    return {sw.name: parts[sw.name]["bgpd"] for sw in plan.switches if held(parts[sw.name]["bgpd"]) is not None}
+    return {sw.name: parts[sw.name]["bgpd"] for sw in plan.switches
+            if "bgpd" in parts.get(sw.name, {}) and held(parts[sw.name]["bgpd"]) is not None}
 
 
 def _each(plan: Plan, lab: str, switches: Collection[str], commands: Callable[[str], list[str]]) -> None:
