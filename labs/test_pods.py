@@ -93,15 +93,20 @@ def test_qps_between_pods_spread_at_both_stages(pods_lab, results):
 
 
 def test_a_spine_hashing_on_addresses_only_fails_the_second_stage(pods_lab, results, control):
+    """Run with the QPs shared over 3 GPUs of the other pod (a source port per QP and
+    destination), as a 4,096-GPU fabric needs: on 3 destinations an L3 hash still has 3 paths
+    at most, of the spine's 8."""
     from harness.faults.sabotage import l3_hashing
 
     src, _ = _cross_pod(pods_lab)
     spine = pods_lab.plan.switch(pods_lab.plan.host(src[0]).nic(src[1]).peer).fabric_ports[0].peer
-    before = control(case("ecmp-superspine"), pods_lab)  # the positive control, in the same test
+    before = control(case("ecmp-superspine"), pods_lab, per_destination=512)  # the positive control
     with l3_hashing(pods_lab, [spine]) as s:
         bad = run_case(case("ecmp-superspine"), pods_lab, results, name="ecmp-superspine-l3-hashing",
-                       sabotage=s.description)
+                       sabotage=s.description, per_destination=512)
     assert before.passed, before.reason
+    assert len({d.split(":")[0] for d in before.destinations}) == 3 == -(-before.qps // 512)
+    assert all(pods_lab.plan.host(d.split(":")[0]).pod != pods_lab.plan.host(src[0]).pod for d in before.destinations)
     assert bad.passed is False
     assert all(p.startswith(f"{spine}:") for p in bad.problems if "carried" in p), bad.reason
     assert bad.leaf.paths[0].within  # the first stage still spreads: only the spine is wrong

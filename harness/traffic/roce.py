@@ -60,6 +60,9 @@ def rdma_flow_label(src_qp: int, dst_qp: int) -> int:
     return v & 0xFFFFF
 
 
+ROCE_SPORTS = 1 << 14  # the UDP source ports roce_sport gives: 0xC000..0xFFFF
+
+
 def roce_sport(src_qp: int, dst_qp: int, flow_label: int = 0) -> int:
     """UDP source port of a QP, the flow entropy ECMP hashes on, as Linux rxe picks it since
     5.18 ("RDMA/rxe: Use the standard method to produce udp source port"): when the QP is

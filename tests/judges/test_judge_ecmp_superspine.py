@@ -48,6 +48,18 @@ def _lost(seen: EcmpStagesSeen) -> EcmpStagesSeen:
     return dataclasses.replace(seen, received=(0, *seen.received[1:]))
 
 
+def _one_five_tuple(seen: EcmpStagesSeen) -> EcmpStagesSeen:
+    """The second QP sent to the first one's destination from the first one's source port."""
+    second = next(i for i in range(1, len(seen.to)) if seen.to[i] == seen.to[0])
+    sports = list(seen.sports)
+    sports[second] = sports[0]
+    return dataclasses.replace(seen, sports=tuple(sports))
+
+
+def _spread_over_destinations() -> EcmpStagesSeen:
+    return tables.recorded("ecmp-superspine/pods-3-destinations").observation
+
+
 CASES = [  # (what, observation, passed, words in the reason)
     ("the recorded pass", _passing, True, ["spread at both stages:", "0 split, 0 lost"]),
     ("a spine on one super-spine link", lambda: _one_link(_passing()), False, ["QPs, more than a fair hash gives"]),
@@ -55,6 +67,12 @@ CASES = [  # (what, observation, passed, words in the reason)
     ("a QP the spine should forward, seen on none of its ports", lambda: _unseen_at_spine(_passing()), False,
      ["1 of the", "should forward seen on none of its ports"]),
     ("a QP lost", lambda: _lost(_passing()), False, ["packets lost"]),
+    ("recorded: QPs to 3 GPUs, a source port used once per destination", _spread_over_destinations, True,
+     ["spread at both stages:", "-> 3 GPUs ("]),
+    ("two QPs on one 5-tuple", lambda: _one_five_tuple(_passing()), False,
+     ["1 QPs share their destination and source port with another QP"]),
+    ("two QPs on one 5-tuple, QPs to 3 GPUs", lambda: _one_five_tuple(_spread_over_destinations()), False,
+     ["1 QPs share their destination and source port"]),
     ("recorded: a spine hashing on addresses only",
      lambda: tables.recorded("ecmp-superspine/l3-hashing").observation, False,
      ["carried", "than a fair hash gives"]),
@@ -63,7 +81,7 @@ CASES = [  # (what, observation, passed, words in the reason)
 
 @pytest.mark.parametrize("what, seen, passed, words", CASES, ids=[c[0] for c in CASES])
 def test_the_ecmp_superspine_judge(what, seen, passed, words):
-    outcome = tables.verdict(PASSING, seen())
+    outcome = tables.verdict(PASSING, seen())  # every recording here is of the pods topology
     assert outcome.passed is passed, outcome.reason
     assert all(w in outcome.reason for w in words), outcome.reason
 

@@ -9,7 +9,7 @@ import pytest
 from harness.checks.ecmp import EcmpResult, PathCount, default_pair, distinct_sport_qpns, ports_seen
 from harness.checks.ecmp_bound import FALSE_FAIL, MISS, band, bound, qps_for
 from harness.core.errors import HarnessError
-from harness.observe.flowcount import FlowCounters, paths_of
+from harness.observe.flowcount import FlowCounters, FlowPorts, paths_of
 from harness.traffic.roce import roce_sport
 
 
@@ -103,6 +103,28 @@ def test_flow_counters_refuse_bad_input(kwargs, field):
         FlowCounters(None, "leaf", **{"ports": ["Ethernet4"], **kwargs})
 
 
+def test_flow_ports_let_the_packet_path_add_flows_without_a_counter_each():
+    """Too many (port, flow) pairs to make up front (a spine of 64 links, 97,280 QPs): the set of
+    flows seen has no counter (no per-CPU allocation in the packet path), its table is sized up
+    front, packets are counted per port on elements made up front, and the ports are matched
+    with an anonymous set (a lookup in the counted set would count each packet twice)."""
+    text = FlowPorts(None, "spine", ["Ethernet64", "Ethernet72"], "10.1.0.1", ["10.2.0.9", "10.2.0.1"], 1000).ruleset()
+    seen = text[text.index("set seen"):text.index("set packets")]
+    assert "counter" not in seen and "flags dynamic" in seen and "size 2002\n" in seen
+    counted = text[text.index("set packets"):text.index("chain")]
+    assert 'counter\n    elements = { "Ethernet64", "Ethernet72" }' in counted
+    assert ('oifname { "Ethernet64", "Ethernet72" } ip saddr 10.1.0.1 ip daddr { 10.2.0.1, 10.2.0.9 } udp dport 4791 '
+            "update @seen { oifname . ip daddr . udp sport } update @packets { oifname }") in text
+    assert "@packets {" in text and "oifname @packets" not in text
+
+
+@pytest.mark.parametrize("kwargs", [{"ports": []}, {"destinations": []}, {"flows": 0}])
+def test_flow_ports_refuse_bad_input(kwargs):
+    with pytest.raises(HarnessError, match="needs ports, destinations and flows"):
+        FlowPorts(None, "spine", **{"ports": ["Ethernet64"], "source": "10.1.0.1", "destinations": ["10.2.0.1"],
+                                    "flows": 10, **kwargs})
+
+
 def _result(counts, low=156, high=224, problems=()):
     paths = tuple(PathCount(f"Ethernet{4 * (i + 1)}", n, n * 4, sum(counts) / len(counts), low, high)
                   for i, n in enumerate(counts))
@@ -130,3 +152,15 @@ def test_plot_ecmp_writes_a_png(tmp_path):
 def test_default_pair_crosses_the_spines(ai_plan):
     (src, _), (dst, _) = default_pair(ai_plan)
     assert ai_plan.host(src).group != ai_plan.host(dst).group
+
+
+def test_too_few_gpus_in_other_pods_for_the_qps_is_refused_by_name():
+    from harness.checks.ecmp_superspine import far_peers
+    from harness.core.model import build
+    from harness.core.plan import make_plan
+    from topologies.pods import pods
+
+    plan = make_plan(build(pods()))
+    assert len(far_peers(plan, "gpu01", "rail0", 8)) == 8  # the other pod's 8 nodes, the control
+    with pytest.raises(HarnessError, match="8 GPUs on rail 0 outside pod 1: the QPs need 9 destinations"):
+        far_peers(plan, "gpu01", "rail0", 9)

@@ -45,3 +45,16 @@ def test_every_spine_reaches_every_superspine_twice(plan):
     for sw in (s for s in plan.switches if s.role is Role.BE_SPINE):
         above = Counter(p.peer for p in sw.fabric_ports if plan.switch(p.peer).role is Role.BE_SUPERSPINE)
         assert len(above) == 32 and set(above.values()) == {2}, sw.name
+
+
+def test_the_superspine_check_finds_its_destinations_in_each_other_pod_in_turn(plan):
+    """97,280 QPs at 16,384 source ports: 6 GPUs on the rail, none in the source's pod."""
+    from harness.checks.ecmp import first_gpu_nic
+    from harness.checks.ecmp_superspine import far_peers
+
+    src = first_gpu_nic(plan)
+    six = far_peers(plan, src[0], src[1], 6)
+    pods = [plan.host(h).pod for h, _ in six]
+    assert pods == [p for p in sorted(set(pods))] * 2 and plan.host(src[0]).pod not in pods
+    rail = plan.host(src[0]).nic(src[1]).rail
+    assert len(set(six)) == 6 and all(plan.host(h).nic(n).rail == rail for h, n in six)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 
 from harness.checks.ecmp.observation import EcmpSeen, ports_seen
 from harness.checks.ecmp_bound import FALSE_FAIL, SKEW_WEIGHT, qps_for
@@ -15,7 +16,8 @@ from harness.observe.flowcount import FlowCounters
 from harness.plumbing.labview import LabView
 from harness.traffic.flows import ReceiveSpec, RoceFlow, SendSpec
 from harness.traffic.roce import roce_sport
-from harness.traffic.runner import start_receiver, start_sender
+from harness.traffic.results import ReceiveResult
+from harness.traffic.runner import start_receivers, start_sender
 
 PACKETS_PER_QP = 3  # >= 2 so the receiver can see reordering; the sender's probe adds one more
 
@@ -66,17 +68,26 @@ def measure_ecmp(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[st
 
 
 def send_qps(lab: LabView, src: tuple[str, str], dst_node: str, qps: list[RoceFlow], packets: int):
-    """Every QP's packets from src, received at dst_node; the receiver's result.
+    """Every QP's packets from src, received at dst_node; the receiver's result (send_qps_to)."""
+    return send_qps_to(lab, src, [(dst_node, qps)], packets)[0]
+
+
+def send_qps_to(lab: LabView, src: tuple[str, str], batches: Sequence[tuple[str, Sequence[RoceFlow]]],
+                packets: int) -> list[ReceiveResult]:
+    """Every QP's packets from src in one sender, each batch received at its node; a result per batch.
 
     No deadline of its own: on a machine the lab keeps busy the sender may take a minute to
-    start and prime 1,300 QPs. It ends when every packet is in, 1 s after the last one, or
-    (none came) once the sender is done and nothing more arrives."""
-    receiver = start_receiver(lab.namespace(dst_node), ReceiveSpec(expect_packets=len(qps) * packets,
-                                                                 quiet_s=1.0, duration_s=600.0))
-    with receiver:
-        start_sender(lab.namespace(src[0]), SendSpec(flows=tuple(qps), packets=packets, device=src[1])).result(300)
-        receiver.stop()
-        return receiver.result(60)
+    start and prime 1,300 QPs. A receiver ends when every packet is in, 1 s after the last one,
+    or (none came) once the sender is done and nothing more arrives."""
+    flows = tuple(q for _, batch in batches for q in batch)
+    specs = [(lab.namespace(node), ReceiveSpec(expect_packets=len(batch) * packets, quiet_s=1.0, duration_s=600.0))
+             for node, batch in batches]
+    with start_receivers(specs) as receivers:
+        # Priming probes every QP's 5-tuple; a sender of 97,280 QPs needs minutes, not seconds.
+        start_sender(lab.namespace(src[0]), SendSpec(flows=flows, packets=packets, device=src[1])).result(
+            300 + len(flows) / 100)
+        receivers.stop()
+        return list(receivers.result(60).results)
 
 
 def distinct_sport_qpns(count: int, first_qp: int = 0x100) -> list[int]:
