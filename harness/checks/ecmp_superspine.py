@@ -23,6 +23,7 @@ from harness.checks.base import Case, Check, Observation, Outcome, needs_supersp
 from harness.checks.ecmp import PACKETS_PER_QP, PathCount, PortsSeen, distinct_sport_qpns, first_gpu_nic
 from harness.checks.ecmp.measure import send_qps_to
 from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
+from harness.core.cabling.apply import natural
 from harness.core.errors import HarnessError
 from harness.core.model import Role
 from harness.core.plan import Plan
@@ -114,7 +115,7 @@ def measure_ecmp_stages(lab: LabView, src: tuple[str, str] | None = None, false_
     src_nic = plan.host(src[0]).nic(src[1])
     leaf = plan.switch(src_nic.peer)
     uplinks = [p.name for p in leaf.fabric_ports]
-    spines = sorted({p.peer for p in leaf.fabric_ports})
+    spines = sorted({p.peer for p in leaf.fabric_ports}, key=natural)
     up_of = {s: _superspine_links(plan, s) for s in spines}
     if len(uplinks) < 2 or any(len(ports) < 2 for ports in up_of.values()):
         raise HarnessError(f"{leaf.name} or a spine above it has fewer than 2 uplinks: nothing to spread over")
@@ -206,13 +207,20 @@ def plot_ecmp_stages(result: EcmpStagesResult, path: Path, sabotage: str | None 
     control's fault, named in the title."""
     plt = pyplot()
     stages = (result.leaf, *result.spines)
-    fig, axes = plt.subplots(1, len(stages), figsize=(3.2 * len(stages), 3.4), squeeze=False)
-    for ax, s in zip(axes[0], stages):
+    cols = min(len(stages), 6)  # 17 switches at 4,096 GPUs: rows of 6, not one row 5,000 pixels wide
+    rows = -(-len(stages) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(stages):]:
+        ax.set_visible(False)
+    for ax, s in zip(axes.flat, stages):
         counts = [p.qps for p in s.paths]
         ax.bar([p.uplink for p in s.paths], counts, color=["#1f77b4" if p.within else "#d62728" for p in s.paths])
         ax.axhspan(s.paths[0].low, s.paths[0].high, color="green", alpha=0.12)
         ax.set_title(f"{s.switch}: {s.qps} QPs", fontsize=9)
-        ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+        if len(s.paths) <= 16:
+            ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+        else:  # 64 names under 64 bars are a smudge: the first and last say the range
+            ax.set_xticks([0, len(s.paths) - 1], [s.paths[0].uplink, s.paths[-1].uplink], fontsize=7)
     to = result.destinations[0] if len(result.destinations) == 1 else f"{len(result.destinations)} GPUs"
     title = f"ECMP at both stages, {result.source} -> {to}" + ("" if result.passed else " — FAIL")
     if sabotage:

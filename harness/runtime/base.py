@@ -387,11 +387,10 @@ def session_counts(looks: list[Shortfall]) -> dict[str, int]:
 
 def _short_of(shortfalls: list[Shortfall]) -> str:
     """Where the switches still short stand, summed (a boot of minutes shows it moving)."""
-    up, expected = sum(s.sessions_up for s in shortfalls), sum(s.sessions_expected for s in shortfalls)
-    bfd_up, bfd_expected = sum(s.bfd_up for s in shortfalls), sum(s.bfd_expected for s in shortfalls)
+    n = session_counts(shortfalls)
     routes = sum(len(s.missing_routes) for s in shortfalls)
-    return (f"the {len(shortfalls)} short have {up}/{expected} BGP sessions up"
-            + (f", {bfd_up}/{bfd_expected} BFD" if bfd_expected else "")
+    return (f"the {len(shortfalls)} short have {n['bgp_up']}/{n['bgp_expected']} BGP sessions up"
+            + (f", {n['bfd_up']}/{n['bfd_expected']} BFD" if n["bfd_expected"] else "")
             + (f", {routes} prefixes not at their width" if routes else ""))
 
 

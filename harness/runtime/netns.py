@@ -132,11 +132,12 @@ class NetnsRuntime(NamespaceAccess):
             timings["links"] = time.monotonic() - t
             t = time.monotonic()
             defer_bfd = netns_daemons.defer_bfd(plan)
-            hold = netns_daemons.hold_sessions(plan, configs is not None)
             daemon_parts = parts.result(set(configs.frr) if configs else set(), progress)
+            held_on = netns_daemons.holding(plan, daemon_parts) \
+                if netns_daemons.hold_sessions(plan, configs is not None) else {}
             with ksm.mergeable(ksm.wanted(plan)):
                 state = netns_daemons.start(plan, lab, state, daemon_parts, frr, progress, defer_bfd,
-                                            dict(configs.config_db) if configs else {}, hold)
+                                            dict(configs.config_db) if configs else {}, held_on)
             timings["daemons"] = time.monotonic() - t
             turn.close()  # the machine's timed turn, held since the namespaces
             starting = mgmt_services.Background(plan, lab, progress) if mgmt else None  # while it converges
@@ -152,7 +153,7 @@ class NetnsRuntime(NamespaceAccess):
             except LabError as e:
                 state = state.with_(not_converged=not_converged(e, configs, progress))
                 looks = self.observe(plan, lab)
-            netns_daemons.settle(plan, lab, netns_daemons.holding(plan, daemon_parts) if hold else {}, progress)
+            netns_daemons.settle(plan, lab, held_on, progress)
             if starting is not None:
                 for node, pids in starting.result().items():
                     state = netns_daemons.started(state, node, pids)

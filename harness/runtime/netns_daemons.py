@@ -130,12 +130,12 @@ def settle(plan: Plan, lab: str, held_on: dict[str, str], progress: Progress) ->
 
 def start(plan: Plan, lab: str, state: LabState, parts: dict[str, dict[str, str]], configs: dict[str, str],
           progress: Progress, defer: bool = False, config_dbs: dict[str, str] | None = None,
-          hold: bool = False) -> LabState:
+          held_on: dict[str, str] | None = None) -> LabState:
     """parts: node -> daemon -> the config it reads at start; configs: node -> its whole frr.conf.
-    hold: the fabric's sessions held shut until every bgpd runs (`hold_sessions`)."""
+    held_on: the switches whose fabric sessions are held shut until every bgpd runs (`holding`)."""
     names = frr_names(plan)
     nodes = [frr_node(lab, name) for name in names]
-    held_on = holding(plan, parts) if hold else {}
+    held_on = held_on or {}
     for name, node in zip(names, nodes):
         part = parts[name]
         if name in held_on:

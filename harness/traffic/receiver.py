@@ -326,7 +326,7 @@ def _summarise(key: int, arr: _Arrivals, spec: ReceiveSpec, origin_ns: int, buck
     before, after = first[breaks], first[breaks + 1]
     gaps = tuple(Gap(int(unique[b]), int(unique[b + 1]), int(tx[i]), int(tx[j]), int(rx[i]), int(rx[j]))
                  for b, i, j in zip(breaks, before, after))
-    buckets = np.bincount(np.maximum(rx - origin_ns, 0) // bucket_ns)
+    buckets = np.bincount(np.maximum(rx - origin_ns, 0) // bucket_ns) if spec.buckets else ()
     latency = rx - tx
     roce = spec.protocol == "roce"
     gap_events, psn_missing = psn_gaps(arr.psn) if roce else (0, 0)

@@ -139,7 +139,7 @@ class FlowReceived:
     latency_max_ns: int
     seq_runs: tuple[tuple[int, int], ...]  # received sequence numbers as inclusive runs
     gaps: tuple[Gap, ...]
-    buckets: tuple[int, ...]  # packets per bucket_ns from the result's origin_ns
+    buckets: tuple[int, ...]  # packets per bucket_ns from the result's origin_ns (empty: not asked, ReceiveSpec.buckets)
     detail_seq: str = ""  # base64 of int64 sequence numbers, in arrival order
     detail_rx_ns: str = ""  # base64 of int64 receive times, in arrival order
 

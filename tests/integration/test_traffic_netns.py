@@ -213,6 +213,22 @@ def test_receiver_stops_on_request_and_reports_quiet(testbed):
     assert got.stop_reason == "quiet" and got.packets == 10
 
 
+def test_a_result_with_grace_lets_a_receiver_end_on_its_own_and_stops_one_that_would_not(testbed):
+    """grace_s: one that ends within it is not stopped (its own reason, every packet, no per-flow
+    buckets when none are asked for); one that would run on is stopped after it, result intact."""
+    _, dst = testbed
+    with start_receiver(NS_B, ReceiveSpec(duration_s=60, expect_packets=20, buckets=False)) as receiver:
+        run_sender(NS_A, SendSpec(flows=roce_flows(dst, 2), packets=10))
+        got = receiver.result(10, grace_s=10)
+    assert got.stop_reason == "expected" and got.packets == 20 and all(f.buckets == () for f in got.flows)
+    t = time.monotonic()
+    with start_receiver(NS_B, ReceiveSpec(duration_s=60)) as receiver:
+        run_sender(NS_A, SendSpec(flows=roce_flows(dst, 1), packets=10))
+        got = receiver.result(10, grace_s=0.5)
+    assert got.stop_reason == "stopped" and got.packets == 10 and sum(got.flows[0].buckets) == 10
+    assert time.monotonic() - t < 10  # stopped after the grace, not run to its 60 s
+
+
 def test_priming_probes_do_not_start_the_quiet_timer(testbed):
     """Senders prime (probe every 5-tuple) long before a synchronised start: a receiver that
     counted the probes as data would go quiet and miss every packet (seen in CI at fan-in 4)."""

@@ -164,3 +164,15 @@ def test_too_few_gpus_in_other_pods_for_the_qps_is_refused_by_name():
     assert len(far_peers(plan, "gpu01", "rail0", 8)) == 8  # the other pod's 8 nodes, the control
     with pytest.raises(HarnessError, match="8 GPUs on rail 0 outside pod 1: the QPs need 9 destinations"):
         far_peers(plan, "gpu01", "rail0", 9)
+
+
+def test_qps_to_several_receivers_are_sent_in_turn():
+    """Each receiver gets a packet every few sends, not all its QPs at once and then a wait
+    longer than its quiet_s while the sender serves the others."""
+    from harness.checks.ecmp.measure import interleaved
+    from harness.traffic.flows import RoceFlow
+
+    batches = [[RoceFlow(flow_id=10 * d + i, dst=f"10.0.0.{d}", dst_qp=0x100 + i, src_qp=0x100 + i) for i in range(n)]
+               for d, n in ((1, 3), (2, 3), (3, 2))]
+    assert [q.flow_id for q in interleaved(batches)] == [10, 20, 30, 11, 21, 31, 12, 22]
+    assert interleaved([batches[0]]) == tuple(batches[0])

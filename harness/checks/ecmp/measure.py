@@ -5,6 +5,7 @@ from the uplink count (ecmp_bound.qps_for); the judge (judge.py) holds the count
 """
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Sequence
@@ -77,17 +78,26 @@ def send_qps_to(lab: LabView, src: tuple[str, str], batches: Sequence[tuple[str,
     """Every QP's packets from src in one sender, each batch received at its node; a result per batch.
 
     No deadline of its own: on a machine the lab keeps busy the sender may take a minute to
-    start and prime 1,300 QPs. A receiver ends when every packet is in, 1 s after the last one,
-    or (none came) once the sender is done and nothing more arrives."""
-    flows = tuple(q for _, batch in batches for q in batch)
-    specs = [(lab.namespace(node), ReceiveSpec(expect_packets=len(batch) * packets, quiet_s=1.0, duration_s=600.0))
+    start and prime 1,300 QPs. A receiver ends when every packet is in or 1 s after the last
+    one; one that got none is stopped once the sender is done and the grace has passed."""
+    flows = interleaved([batch for _, batch in batches])
+    specs = [(lab.namespace(node), ReceiveSpec(expect_packets=len(batch) * packets, quiet_s=1.0, duration_s=600.0,
+                                                   buckets=False))
              for node, batch in batches]
     with start_receivers(specs) as receivers:
         # Priming probes every QP's 5-tuple; a sender of 97,280 QPs needs minutes, not seconds.
         start_sender(lab.namespace(src[0]), SendSpec(flows=flows, packets=packets, device=src[1])).result(
             300 + len(flows) / 100)
-        receivers.stop()
-        return list(receivers.result(60).results)
+        # they end on their own once every packet is in (or 1 s after the last): with 291,840
+        # packets one receiver process may still be taking them in when the sender is done
+        return list(receivers.result(60, grace_s=30 + len(flows) * packets / 5000).results)
+
+
+def interleaved(batches: Sequence[Sequence[RoceFlow]]) -> tuple[RoceFlow, ...]:
+    """The batches' QPs taken from each in turn, so each receiver gets a packet every few sends.
+    Sent batch after batch, a receiver of 16,214 QPs waited 2 s for its next round while the
+    sender served the others, and its quiet_s ended it after the first."""
+    return tuple(q for turn in itertools.zip_longest(*batches) for q in turn if q is not None)
 
 
 def distinct_sport_qpns(count: int, first_qp: int = 0x100) -> list[int]:
