@@ -27,7 +27,11 @@ DEFER_BFD_FROM = int(os.environ.get("FABLAB_DEFER_BFD_FROM", "1000"))
 # the daemons start and released once every bgpd runs. A bgpd started early otherwise tries
 # each peer whose bgpd is not up yet once a second (`timers connect 1`): at gpu4096 the start
 # took 12 minutes under a load of 500, the connects' link-local route lookups first in `perf`.
-HOLD_FROM = int(os.environ.get("FABLAB_HOLD_SESSIONS_FROM", "5000"))
+# On xlarge (4,128) both ends of every session dialling each second collided: about 2,000
+# Cease/Connection-Collision and 450 Hold-Timer-Expired notifications in one boot; held and
+# released from the top, 51-55 s to converged against 60-71 s the same evening, and 85-92 s of
+# CPU against 105-127 s (bench_boot.py xlarge). `large` (1,056) is below, unchanged.
+HOLD_FROM = int(os.environ.get("FABLAB_HOLD_SESSIONS_FROM", "2000"))
 GROUP = "fabric"  # the peer group of fablab's render (frr.conf.j2) that holds every fabric session
 HELD = f" neighbor {GROUP} shutdown"
 # ... and each bgpd in FRR's read-only mode (`update-delay`) from its first session up until
