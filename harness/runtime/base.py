@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -345,7 +347,11 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
     def converged() -> bool:
         nonlocal last, said_at, pending, looked, shortfalls
         while True:
-            looked = runtime.observe(plan, lab, only=pending, fib=fib, bfd=bfd)
+            asked = total if pending is None else len(pending)
+            with _still_looking(lambda waited: progress(
+                    progressing, f"a look at {asked} {noun} still running after {waited:.0f} s: their daemons "
+                                 "answer slowly while they converge")):
+                looked = runtime.observe(plan, lab, only=pending, fib=fib, bfd=bfd)
             shortfalls = [s for s in looked if not s.ok]
             if not shortfalls and pending is None:
                 progress(phase, f"{total}/{total} {noun}: " + _rule(fib, bfd))
@@ -366,6 +372,26 @@ def wait_converged(runtime: Runtime, plan: Plan, lab: str, timeout: float, progr
                error=lambda: LabError(f"not converged after {timeout:.0f} s ({len(shortfalls)} {noun} short): "
                                       + stuck_detail(shortfalls)))
     return looked
+
+
+@contextmanager
+def _still_looking(say: Callable[[float], None]) -> Iterator[None]:
+    """A line every HEARTBEAT_S while the body runs: at gpu4096 one look at 352 switches, their
+    daemons busy converging, took over 7 minutes, and the boot said nothing meanwhile."""
+    done = threading.Event()
+    t0 = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(HEARTBEAT_S):
+            say(time.monotonic() - t0)
+
+    beater = threading.Thread(target=beat, name="still-looking", daemon=True)
+    beater.start()
+    try:
+        yield
+    finally:
+        done.set()
+        beater.join()
 
 
 def not_converged(e: LabError, configs: SwitchConfigs | None, progress: Progress) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import LabError
+from harness.plumbing import wait
 from harness.core.model import build
 from harness.observe.convergence import Shortfall, cached_expectations, shortfall, stuck_detail
 from harness.observe.routing import BfdPeer, BgpPeer, route_widths
@@ -130,6 +131,33 @@ def test_a_quick_convergence_says_nothing_more():  # the control: no look 30 s a
     ticks = iter(range(100))
     wait_converged(rt, plan, "x", timeout=10, now=lambda: next(ticks), progress=lambda p, m: said.append(m))
     assert not [m for m in said if "still" in m]
+
+
+def test_a_look_that_takes_long_says_so_while_it_runs(monkeypatch):
+    """One look whose daemons answer slowly (gpu4096: minutes) is heard from while it runs; the
+    quick looks of the same poll are not (the control)."""
+    import harness.runtime.base as base
+
+    monkeypatch.setattr(base, "HEARTBEAT_S", 0.05)
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+    said: list[str] = []
+    beaten = threading.Event()
+
+    class SlowFirst(_Runtime):
+        def observe(self, plan, lab, only=None, fib=True, bfd=True):
+            if not self.asked:  # the first look lasts until a heartbeat has been heard
+                assert wait.until(lambda: any("still running" in m for m in said), 10, "a heartbeat")
+                beaten.set()
+                # the later looks are quick, but not quicker than 50 ms on a loaded machine
+                monkeypatch.setattr(base, "HEARTBEAT_S", 60.0)
+            return super().observe(plan, lab, only, fib, bfd)
+
+    rt = SlowFirst(plan, [{"be-s1"}, set(), set()])
+    wait_converged(rt, plan, "x", timeout=10, progress=lambda p, m: said.append(m))
+    assert beaten.is_set()
+    heard = [m for m in said if "still running" in m]
+    assert heard and all(m.startswith("a look at 14 switches still running after ") for m in heard)
+    assert said[-1].startswith("14/14")  # and the quick looks at be-s1, then at all, said no such line
 
 
 def test_show_commands_go_to_their_daemon():
