@@ -89,8 +89,9 @@ def send_qps_to(lab: LabView, src: tuple[str, str], batches: Sequence[tuple[str,
         start_sender(lab.namespace(src[0]), SendSpec(flows=flows, packets=packets, device=src[1])).result(
             300 + len(flows) / 100)
         # they end on their own once every packet is in (or 1 s after the last): with 291,840
-        # packets one receiver process may still be taking them in when the sender is done
-        return list(receivers.result(60, grace_s=30 + len(flows) * packets / 5000).results)
+        # packets one receiver process was still taking them in 1 s after the sender was done.
+        # One that got nothing (a black hole) is stopped after the grace, a few seconds.
+        return list(receivers.result(60, grace_s=5 + len(flows) * packets / 20000).results)
 
 
 def interleaved(batches: Sequence[Sequence[RoceFlow]]) -> tuple[RoceFlow, ...]:
