@@ -27,7 +27,43 @@ _ids = itertools.count(1)
 _MAX_ELEMENTS = 1 << 20
 
 
-class FlowCounters:
+class _Table:
+    """One nftables table of a lab node's counters: installed, read set by set, removed. Use as
+    a context manager."""
+
+    def __init__(self, lab: LabView, node: str, prefix: str) -> None:
+        self.lab, self.node, self.table = lab, node, f"{prefix}_{next(_ids)}"
+
+    def ruleset(self) -> str:
+        raise NotImplementedError
+
+    def _nft(self, argv: list[str], stdin: str | None = None) -> str:
+        # The host's nft in the switch's namespace: SONiC-VS images have no nft.
+        run = self.lab.ns_exec(self.node, ["nft", *argv], input=stdin)
+        if run.returncode != 0:
+            raise LabError(f"nft on {self.node}: {run.stderr.strip()}")
+        return run.stdout
+
+    def _elements(self, name: str) -> list:
+        """The elements of set `name` as nft's JSON has them."""
+        doc = json.loads(self._nft(["-j", "list", "set", "inet", self.table, name]))
+        return [e for item in doc.get("nftables", []) for e in (item.get("set") or {}).get("elem", [])]
+
+    def install(self):
+        self._nft(["-f", "-"], self.ruleset())
+        return self
+
+    def remove(self) -> None:
+        self._nft(["delete", "table", "inet", self.table])
+
+    def __enter__(self):
+        return self.install()
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+class FlowCounters(_Table):
     """Use as a context manager. `sports` None counts every source port; a list counts only
     those (other traffic to `dport` is not recorded). On a switch the traffic it forwards is
     counted; on a host (`sent=True`), the traffic it sends itself."""
@@ -41,17 +77,10 @@ class FlowCounters:
             raise HarnessError(f"FlowCounters on {node}: not UDP ports: {bad or dport}")
         if protocol not in ("udp", "tcp"):
             raise HarnessError(f"FlowCounters on {node}: protocol {protocol!r}: use udp or tcp")
-        self.lab, self.node, self.ports, self.dport, self.protocol = lab, node, list(ports), dport, protocol
+        super().__init__(lab, node, "fablab_count")
+        self.ports, self.dport, self.protocol = list(ports), dport, protocol
         self.sports = sorted(set(sports)) if sports is not None else None
-        self.table = f"fablab_count_{next(_ids)}"
         self.hook = "output" if sent else "forward"
-
-    def _nft(self, argv: list[str], stdin: str | None = None) -> str:
-        # The host's nft in the switch's namespace: SONiC-VS images have no nft.
-        run = self.lab.ns_exec(self.node, ["nft", *argv], input=stdin)
-        if run.returncode != 0:
-            raise LabError(f"nft on {self.node}: {run.stderr.strip()}")
-        return run.stdout
 
     def ruleset(self) -> str:
         ports = ", ".join(f'"{p}"' for p in self.ports)
@@ -73,22 +102,16 @@ class FlowCounters:
                 f"update @flows {{ oifname . {self.protocol} sport }}\n"
                 f"  }}\n}}\n")
 
-    def install(self) -> FlowCounters:
-        self._nft(["-f", "-"], self.ruleset())
-        return self
-
     def read_flows(self) -> dict[tuple[str, int], int]:
         """(port, source port) -> packets so far, for every pair seen (an element made up front
         that no packet reached is not a pair seen)."""
-        doc = json.loads(self._nft(["-j", "list", "set", "inet", self.table, "flows"]))
         out: dict[tuple[str, int], int] = {}
-        for item in doc.get("nftables", []):
-            for elem in (item.get("set") or {}).get("elem", []):
-                body = elem.get("elem", elem)
-                port, sport = body["val"]["concat"]
-                packets = int((body.get("counter") or {}).get("packets", 0))
-                if packets:
-                    out[(port, int(sport))] = packets
+        for elem in self._elements("flows"):
+            body = elem.get("elem", elem)
+            port, sport = body["val"]["concat"]
+            packets = int((body.get("counter") or {}).get("packets", 0))
+            if packets:
+                out[(port, int(sport))] = packets
         return out
 
     def read(self) -> dict[str, int]:
@@ -101,16 +124,6 @@ class FlowCounters:
             out[f"{port}/{sport}"] = packets
         return dict(out)
 
-    def remove(self) -> None:
-        self._nft(["delete", "table", "inet", self.table])
-
-    def __enter__(self) -> FlowCounters:
-        return self.install()
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
-
-
 def paths_of(flows: dict[tuple[str, int], int]) -> dict[int, tuple[str, ...]]:
     """Source port -> the ports it was seen on (sorted); more than one means the flow was split."""
     seen: dict[int, set[str]] = defaultdict(set)
@@ -120,7 +133,7 @@ def paths_of(flows: dict[tuple[str, int], int]) -> dict[int, tuple[str, ...]]:
     return {s: tuple(sorted(p)) for s, p in seen.items()}
 
 
-class FlowPorts:
+class FlowPorts(_Table):
     """Which egress port each flow left a switch by, where there are too many flows to make a
     counter for every (port, flow) pair up front: a spine of 64 super-spine links forwarding its
     share of 97,280 QPs would need 6.2 million. A flow is (destination address, UDP source
@@ -138,18 +151,12 @@ class FlowPorts:
         if not ports or not destinations or flows < 1:
             raise HarnessError(f"FlowPorts on {node}: needs ports, destinations and flows >= 1 "
                                f"(got {len(ports)}, {len(destinations)}, {flows})")
-        self.lab, self.node, self.ports, self.dport = lab, node, list(ports), dport
+        super().__init__(lab, node, "fablab_ports")
+        self.ports, self.dport = list(ports), dport
         self.source, self.destinations = source, sorted(set(destinations))
         # Room for every flow on two ports (a split is seen, not dropped), and the hash table
         # sized for it up front: nft sizes its buckets from `size`, so no resize under load.
         self.size = 2 * flows + len(self.ports)
-        self.table = f"fablab_ports_{next(_ids)}"
-
-    def _nft(self, argv: list[str], stdin: str | None = None) -> str:
-        run = self.lab.ns_exec(self.node, ["nft", *argv], input=stdin)
-        if run.returncode != 0:
-            raise LabError(f"nft on {self.node}: {run.stderr.strip()}")
-        return run.stdout
 
     def ruleset(self) -> str:
         ports = ", ".join(f'"{p}"' for p in self.ports)
@@ -164,39 +171,22 @@ class FlowPorts:
                 f"udp dport {self.dport} update @seen {{ oifname . ip daddr . udp sport }} update @packets {{ oifname }}\n"
                 f"  }}\n}}\n")
 
-    def install(self) -> FlowPorts:
-        self._nft(["-f", "-"], self.ruleset())
-        return self
-
     def read_paths(self) -> dict[tuple[str, int], tuple[str, ...]]:
         """(destination, source port) -> the ports the flow left by (sorted), for every flow seen."""
-        doc = json.loads(self._nft(["-j", "list", "set", "inet", self.table, "seen"]))
         seen: dict[tuple[str, int], set[str]] = defaultdict(set)
-        count = 0
-        for item in doc.get("nftables", []):
-            for elem in (item.get("set") or {}).get("elem", []):
-                port, dst, sport = elem["concat"]  # an element without a counter is its key
-                seen[(dst, int(sport))].add(port)
-                count += 1
-        if count >= self.size:
+        elements = self._elements("seen")
+        for elem in elements:
+            port, dst, sport = elem["concat"]  # an element without a counter is its key
+            seen[(dst, int(sport))].add(port)
+        if (count := len(elements)) >= self.size:
             raise LabError(f"nft on {self.node}: the set of flows seen is full ({count}); some went uncounted")
         return {f: tuple(sorted(p)) for f, p in seen.items()}
 
     def read_packets(self) -> dict[str, int]:
         """Port -> packets of the flows counted so far."""
-        doc = json.loads(self._nft(["-j", "list", "set", "inet", self.table, "packets"]))
         out = dict.fromkeys(self.ports, 0)
-        for item in doc.get("nftables", []):
-            for elem in (item.get("set") or {}).get("elem", []):
-                body = elem.get("elem", elem)
-                out[body["val"]] = int((body.get("counter") or {}).get("packets", 0))
+        for elem in self._elements("packets"):
+            body = elem.get("elem", elem)
+            out[body["val"]] = int((body.get("counter") or {}).get("packets", 0))
         return out
 
-    def remove(self) -> None:
-        self._nft(["delete", "table", "inet", self.table])
-
-    def __enter__(self) -> FlowPorts:
-        return self.install()
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
