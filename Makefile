@@ -8,6 +8,7 @@ DATAPLANE := harness/dataplane/build/fablab-bfd-dp
 LOSSLESS_DP := harness/dataplane/build/fablab-lossless-dp
 LOSSLESS_BPF := harness/dataplane/build/lossless.bpf.o
 BGPD_RINGBUF := harness/dataplane/build/libfablab-bgpd-ringbuf.so
+FRR_TRIM := harness/dataplane/build/libfablab-frr-trim.so
 
 .PHONY: deps venv dataplane rdma-deps validate test unit labs render bench clean distclean
 
@@ -16,9 +17,13 @@ deps:
 	@./scripts/install-deps.sh
 	@$(MAKE) --no-print-directory venv dataplane
 
-# The lab's BFD and lossless data planes, in C (and a tc program), and what bgpd preloads
-# (harness/runtime/bgpd_rings.py): the runtime also builds them on first use.
-dataplane: $(DATAPLANE) $(LOSSLESS_DP) $(LOSSLESS_BPF) $(BGPD_RINGBUF)
+# The lab's BFD and lossless data planes, in C (and a tc program), and what FRR's daemons
+# preload (harness/runtime/bgpd_rings.py, heap_trim.py): the runtime also builds them on first use.
+dataplane: $(DATAPLANE) $(LOSSLESS_DP) $(LOSSLESS_BPF) $(BGPD_RINGBUF) $(FRR_TRIM)
+
+$(FRR_TRIM): harness/dataplane/frr_trim.c
+	@mkdir -p $(@D)
+	cc -O2 -Wall -shared -fPIC -pthread -o $@ $<
 
 $(BGPD_RINGBUF): harness/dataplane/bgpd_ringbuf.c
 	@mkdir -p $(@D)

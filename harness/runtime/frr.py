@@ -22,7 +22,7 @@ from harness.core.errors import PrerequisiteError, LabError
 from harness.plumbing.namespaces import exec_argv
 from harness.plumbing.priority import CONTROL_PLANE_NICE
 from harness.core.plan import Plan
-from harness.runtime import bgpd_rings
+from harness.runtime import bgpd_rings, heap_trim
 from harness.runtime.state import namespace, run_dir
 
 FRR_BIN = Path("/usr/lib/frr")
@@ -64,6 +64,19 @@ def check_installed() -> None:
     except KeyError:
         raise PrerequisiteError("user 'frr' does not exist: reinstall the Debian package 'frr'") from None
     bgpd_rings.environment()  # built now: a missing compiler is said before anything is made
+    heap_trim.build()
+
+
+def preloads(daemon: str) -> dict[str, str]:
+    """What one daemon's environment gains from fablab's preloaded libraries (harness/runtime/
+    bgpd_rings.py, heap_trim.py), their LD_PRELOAD joined."""
+    env: dict[str, str] = {}
+    for more in (bgpd_rings.environment() if daemon == "bgpd" else {}, heap_trim.environment(daemon)):
+        libraries = " ".join(x for x in (env.get("LD_PRELOAD"), more.get("LD_PRELOAD")) if x)
+        env.update(more)
+        if libraries:
+            env["LD_PRELOAD"] = libraries
+    return env
 
 
 @dataclass(frozen=True)
@@ -125,7 +138,7 @@ class FrrNode:
                 # nsenter with only --net execs the daemon in place, so this pid is the daemon's.
                 proc = subprocess.Popen(self.argv(daemon, dplane), stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT, start_new_session=True,
-                                        env={**env, **bgpd_rings.environment()} if daemon == "bgpd" else env)
+                                        env={**env, **preloads(daemon)})
                 pids[daemon] = proc.pid
                 if daemon == "bfdd" and bfd_interval_ms is not None:
                     set_timer_slack(proc.pid, bfd_timer_slack_ns(bfd_interval_ms))
