@@ -8,14 +8,11 @@ import zlib
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harness.core.errors import LabError
-from harness.core.plan import HostPlan, Plan, SwitchPlan
+from harness.core.plan import CableRow, HostPlan, Plan, SwitchPlan
 from harness.plumbing import namespaces
 
-if TYPE_CHECKING:
-    from pyroute2 import IPRoute
 
 MGMT_TABLE = "fablab_mgmt"
 OOB_BRIDGE = "br0"
@@ -130,41 +127,29 @@ def _permanent_neighbour(nic: str, address: str, mac: str) -> None:
         s.neigh("replace", dst=address, lladdr=mac, ifindex=s.link_lookup(ifname=nic)[0], state=NUD_PERMANENT)
 
 
-def address_node(plan: Plan, peer_ends: list[str], sw: SwitchPlan | None, host: HostPlan | None, oob: bool) -> None:
-    """In the node's namespace: its veth peers and lo up, the OOB bridge, addresses, routes."""
-    from pyroute2 import IPRoute  # here: a fablab command that only looks needs none
-
-    with IPRoute() as s:
-        for port in peer_ends:
-            s.link("set", ifname=port, state="up")
-        s.link("set", ifname="lo", state="up")
-        if oob:
-            _oob_bridge(plan, s)
-        if sw is not None:
-            s.addr("add", index=_index(s, "lo"), address=str(sw.loopback.ip), prefixlen=32)
-            s.addr("add", index=_index(s, "eth0"), address=str(sw.mgmt.ip), prefixlen=sw.mgmt.network.prefixlen)
-            for p in sw.host_ports:
-                s.addr("add", index=_index(s, p.name), address=str(p.address.ip), prefixlen=p.address.network.prefixlen)
-        if host is not None:
-            if host.routed:  # its FE address, which its bgpd announces to both leaves
-                s.addr("add", index=_index(s, "lo"), address=str(host.loopback.ip), prefixlen=32)
-            for nic in host.nics:
-                idx = _index(s, nic.name)
-                s.addr("add", index=idx, address=str(nic.address.ip), prefixlen=nic.address.network.prefixlen)
-                for route in nic.routes:
-                    s.route("add", dst=str(route), gateway=str(nic.gateway), oif=idx)
+def address_lines(plan: Plan, peer_ends: list[str], sw: SwitchPlan | None, host: HostPlan | None,
+                  oob: bool) -> list[str]:
+    """`ip -batch` for a node's namespace: its veth peers and lo up, the OOB bridge, addresses,
+    routes."""
+    lines = [f"link set {port} up" for port in peer_ends] + ["link set lo up"]
+    if oob:
+        lines += [f"link add {OOB_BRIDGE} type bridge"]
+        lines += [f"link set {port.name} master {OOB_BRIDGE}" for port in plan.oob]
+        lines += [f"link set {OOB_BRIDGE} up"]
+    if sw is not None:
+        lines += [f"addr add {sw.loopback.ip}/32 dev lo", f"addr add {sw.mgmt} dev eth0"]
+        lines += [f"addr add {p.address} dev {p.name}" for p in sw.host_ports]
+    if host is not None:
+        if host.routed:  # its FE address, which its bgpd announces to both leaves
+            lines += [f"addr add {host.loopback.ip}/32 dev lo"]
+        for nic in host.nics:
+            lines += [f"addr add {nic.address} dev {nic.name}"]
+            lines += [f"route add {route} via {nic.gateway} dev {nic.name}" for route in nic.routes]
+    return lines
 
 
-def _oob_bridge(plan: Plan, s: IPRoute) -> None:
-    s.link("add", ifname=OOB_BRIDGE, kind="bridge")
-    bridge = _index(s, OOB_BRIDGE)
-    for port in plan.oob:
-        s.link("set", index=_index(s, port.name), master=bridge)
-    s.link("set", index=bridge, state="up")
-
-
-def _index(s: IPRoute, ifname: str) -> int:
-    found = s.link_lookup(ifname=ifname)
-    if not found:
-        raise LabError(f"no interface {ifname}")
-    return found[0]
+def veth_lines(cables: list[CableRow], mtu: Callable[[CableRow], int], peer_ns: Callable[[str], str]) -> list[str]:
+    """`ip -batch` for the namespace of each cable's a-end: the veth pair, both MTUs, this end
+    up (the kernel does not bring a peer up on creation: its own node's batch does)."""
+    return [f"link add {c.a_port} mtu {mtu(c)} up type veth peer name {c.b_port} mtu {mtu(c)} "
+            f"netns {peer_ns(c.b_node)}" for c in cables]

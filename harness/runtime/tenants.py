@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.plumbing import namespaces
 from harness.core.acl import TABLE, AclEntry
-from harness.core.errors import PrerequisiteError, LabError
+from harness.core.errors import PrerequisiteError
 from harness.core.plan import HostPlan, Plan, SwitchPlan
 from harness.core.tenancy import NFT_TABLE, VXLAN_PORT, bridge_device, vxlan_device
 
@@ -112,7 +111,7 @@ def apply(plan: Plan, namespace_of: Callable[[str], str]) -> None:
     for sw in plan.switches:
         if sw.vnis:
             ns = namespace_of(sw.name)
-            _batch(ns, leaf_commands(plan, sw))
+            namespaces.ip_batch(ns, leaf_commands(plan, sw))
             # No SVI snoops ARP here: a tenant bridge takes IP bindings from its members'
             # gratuitous ARPs instead, and zebra sends them as type-2 MAC/IP routes; and a
             # frame a member sends to the leaf's own MAC is never routed into the underlay
@@ -129,14 +128,7 @@ def apply(plan: Plan, namespace_of: Callable[[str], str]) -> None:
     for h in plan.hosts:
         lines = host_commands(h)
         if lines:
-            _batch(namespace_of(h.name), lines)
-
-
-def _batch(ns: str, lines: list[str]) -> None:
-    run = subprocess.run(["ip", "-n", ns, "-batch", "-"], input="\n".join(lines) + "\n", capture_output=True,
-                         text=True)
-    if run.returncode != 0:
-        raise LabError(f"ip -batch in {ns}: {run.stderr.strip()}")
+            namespaces.ip_batch(namespace_of(h.name), lines)
 
 
 def nft_counters(nft_json: str) -> dict[str, int]:

@@ -62,3 +62,15 @@ def test_create_refuses_a_name_in_use_and_a_bad_name(made):
     with pytest.raises(NamespaceError, match="does not exist"):
         with entered(f"{made}_absent"):
             pass
+
+
+def test_ip_batch_runs_every_line_and_a_refused_one_is_quoted(made):
+    from harness.plumbing.namespaces import ip_batch
+
+    ip_batch(made, ["link set lo up", "addr add 10.255.0.1/32 dev lo", "route add 10.254.0.0/16 dev lo"])
+    routes = subprocess.run(["ip", "-n", made, "route"], capture_output=True, text=True, check=True).stdout
+    assert "10.254.0.0/16 dev lo" in routes  # the control: each line ran
+    with pytest.raises(LabError, match=r"at `route add 10.254.0.0/16 dev lo`: .*File exists"):
+        ip_batch(made, ["addr add 10.255.0.2/32 dev lo", "route add 10.254.0.0/16 dev lo", "link set lo down"])
+    state = subprocess.run(["ip", "-n", made, "-o", "link", "show", "lo"], capture_output=True, text=True).stdout
+    assert "UP" in state.split(">")[0]  # it stopped at the refused line: the one after did not run
