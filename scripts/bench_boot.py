@@ -92,8 +92,22 @@ class _PeakMemory:
         self._thread.join()
 
 
+def quiet_machine(most_s: float = 30.0, busy_pct: float = 10.0) -> float:
+    """Seconds waited until the machine is idle (under busy_pct over half a second): the kernel
+    goes on freeing a torn-down lab's namespaces after `down` returns (about 2 s of a core at
+    xlarge), and a run started at once shares the machine with it."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < most_s:
+        before, t = _cpu_seconds(), time.monotonic()
+        time.sleep(0.5)
+        if 100 * (_cpu_seconds() - before) / ((time.monotonic() - t) * (os.cpu_count() or 1)) < busy_pct:
+            break
+    return time.monotonic() - t0
+
+
 def one(topology: str, run: int, steady_s: float) -> dict:
     cluster = load_cluster(topology)  # a built-in, or a topology file (e.g. a variant of one)
+    quiet_machine()
     name = f"bench-{cluster.name}-{run}"[:24]
     cpu0 = _cpu_seconds()
     t0 = time.monotonic()

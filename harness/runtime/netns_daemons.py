@@ -46,12 +46,14 @@ UPDATE_DELAY_S = int(os.environ.get("FABLAB_UPDATE_DELAY_S", "300"))
 # 5 minutes at gpu4096), and under that load OPENs went unanswered for the 9 s hold time.
 CONNECT_HELD_S = int(os.environ.get("FABLAB_CONNECT_HELD_S", "30"))
 _CONNECT = f"neighbor {GROUP} timers connect"
-# ... and each zebra may queue this many route updates for the kernel, not FRR's 200. With 200,
-# zebra stops taking routes off its queue while the kernel's side is behind and looks again each
-# millisecond; at xlarge about 60 leaves' zebras did so for 15 s at once (1.4 cores, the kernel
-# work they waited for starved): converged in 28-32 s with 200, 23-26 s with 1,000, 19-20 s
-# with 10,000 (`fablab up xlarge`). 0: FRR's own.
-DPLANE_LIMIT = int(os.environ.get("FABLAB_DPLANE_LIMIT", "10000"))
+# ... and each zebra may queue this many route updates for the kernel, not FRR's 200. Once its
+# queue is full zebra stops taking routes off its own and looks again each millisecond: at
+# xlarge about 60 leaves' zebras did so for 15 s at once (1.4 cores, starving the kernel work
+# they waited for), converged in 28-32 s. With 2,000 they still did (zebra 40 % of the machine
+# while it converged, `perf record -a`); a leaf's queue reached 3,900-4,500 when allowed 10,000.
+# Each queued update holds about 3.5 KB (bench_boot.py xlarge: peak 2.5-2.7 GB with 2,000,
+# 2.6-3.5 GB with 10,000). 0: FRR's own.
+DPLANE_LIMIT = int(os.environ.get("FABLAB_DPLANE_LIMIT", "4000"))
 _DPLANE = "zebra dplane limit"
 # the order the tiers are released in: the upper end of every session first
 _TIER = {Role.BE_SUPERSPINE: 0, Role.BE_SPINE: 1, Role.FE_SPINE: 1, Role.BE_LEAF: 2, Role.FE_LEAF: 2}
