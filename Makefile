@@ -9,6 +9,7 @@ LOSSLESS_DP := harness/dataplane/build/fablab-lossless-dp
 LOSSLESS_BPF := harness/dataplane/build/lossless.bpf.o
 BGPD_RINGBUF := harness/dataplane/build/libfablab-bgpd-ringbuf.so
 FRR_TRIM := harness/dataplane/build/libfablab-frr-trim.so
+ZEBRA_RIBQ := harness/dataplane/build/libfablab-zebra-ribq.so
 
 .PHONY: deps venv dataplane rdma-deps validate test unit labs render bench clean distclean
 
@@ -18,8 +19,13 @@ deps:
 	@$(MAKE) --no-print-directory venv dataplane
 
 # The lab's BFD and lossless data planes, in C (and a tc program), and what FRR's daemons
-# preload (harness/runtime/bgpd_rings.py, heap_trim.py): the runtime also builds them on first use.
-dataplane: $(DATAPLANE) $(LOSSLESS_DP) $(LOSSLESS_BPF) $(BGPD_RINGBUF) $(FRR_TRIM)
+# preload (harness/runtime/bgpd_rings.py, zebra_ribq.py, heap_trim.py): the runtime also builds
+# them on first use.
+dataplane: $(DATAPLANE) $(LOSSLESS_DP) $(LOSSLESS_BPF) $(BGPD_RINGBUF) $(FRR_TRIM) $(ZEBRA_RIBQ)
+
+$(ZEBRA_RIBQ): harness/dataplane/zebra_ribq.c
+	@mkdir -p $(@D)
+	cc -O2 -Wall -shared -fPIC -pthread -o $@ $<
 
 $(FRR_TRIM): harness/dataplane/frr_trim.c
 	@mkdir -p $(@D)

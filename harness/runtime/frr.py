@@ -22,7 +22,7 @@ from harness.core.errors import PrerequisiteError, LabError
 from harness.plumbing.namespaces import exec_argv
 from harness.plumbing.priority import CONTROL_PLANE_NICE
 from harness.core.plan import Plan
-from harness.runtime import bgpd_rings, heap_trim
+from harness.runtime import bgpd_rings, heap_trim, zebra_ribq
 from harness.runtime.state import namespace, run_dir
 
 FRR_BIN = Path("/usr/lib/frr")
@@ -65,13 +65,15 @@ def check_installed() -> None:
         raise PrerequisiteError("user 'frr' does not exist: reinstall the Debian package 'frr'") from None
     bgpd_rings.environment()  # built now: a missing compiler is said before anything is made
     heap_trim.build()
+    zebra_ribq.environment()
 
 
 def preloads(daemon: str) -> dict[str, str]:
     """What one daemon's environment gains from fablab's preloaded libraries (harness/runtime/
-    bgpd_rings.py, heap_trim.py), their LD_PRELOAD joined."""
+    bgpd_rings.py, zebra_ribq.py, heap_trim.py), their LD_PRELOAD joined."""
     env: dict[str, str] = {}
-    for more in (bgpd_rings.environment() if daemon == "bgpd" else {}, heap_trim.environment(daemon)):
+    own = {"bgpd": bgpd_rings.environment, "zebra": zebra_ribq.environment}.get(daemon, dict)
+    for more in (own(), heap_trim.environment(daemon)):
         libraries = " ".join(x for x in (env.get("LD_PRELOAD"), more.get("LD_PRELOAD")) if x)
         env.update(more)
         if libraries:

@@ -46,15 +46,6 @@ UPDATE_DELAY_S = int(os.environ.get("FABLAB_UPDATE_DELAY_S", "300"))
 # 5 minutes at gpu4096), and under that load OPENs went unanswered for the 9 s hold time.
 CONNECT_HELD_S = int(os.environ.get("FABLAB_CONNECT_HELD_S", "30"))
 _CONNECT = f"neighbor {GROUP} timers connect"
-# ... and each zebra may queue this many route updates for the kernel, not FRR's 200. Once its
-# queue is full zebra stops taking routes off its own and looks again each millisecond: at
-# xlarge about 60 leaves' zebras did so for 15 s at once (1.4 cores, starving the kernel work
-# they waited for), converged in 28-32 s. With 2,000 they still did (zebra 40 % of the machine
-# while it converged, `perf record -a`); a leaf's queue reached 3,900-4,500 when allowed 10,000.
-# Each queued update holds about 3.5 KB (bench_boot.py xlarge: peak 2.5-2.7 GB with 2,000,
-# 2.6-3.5 GB with 10,000). 0: FRR's own.
-DPLANE_LIMIT = int(os.environ.get("FABLAB_DPLANE_LIMIT", "4000"))
-_DPLANE = "zebra dplane limit"
 # the order the tiers are released in: the upper end of every session first
 _TIER = {Role.BE_SUPERSPINE: 0, Role.BE_SPINE: 1, Role.FE_SPINE: 1, Role.BE_LEAF: 2, Role.FE_LEAF: 2}
 
@@ -89,11 +80,6 @@ def held(bgpd_part: str) -> str | None:
     return None
 
 
-def zebra_held(zebra_part: str) -> str:
-    """zebra's part with a deeper queue to the kernel while the routes of a held boot come in."""
-    return f"{_DPLANE} {DPLANE_LIMIT}\n{zebra_part}" if DPLANE_LIMIT else zebra_part
-
-
 def holding(plan: Plan, parts: dict[str, dict[str, str]]) -> dict[str, str]:
     """The switches whose sessions a held boot holds (those with the fabric group): switch ->
     bgpd's part as rendered."""
@@ -101,10 +87,9 @@ def holding(plan: Plan, parts: dict[str, dict[str, str]]) -> dict[str, str]:
             if "bgpd" in parts.get(sw.name, {}) and held(parts[sw.name]["bgpd"]) is not None}
 
 
-def _each(plan: Plan, lab: str, switches: Collection[str], commands: Callable[[str], list[str]],
-          zebra: list[str] | None = None) -> None:
-    """`commands(switch)` under `router bgp` on each switch's bgpd (and `zebra` on its zebra),
-    4 switches at a time over their vty sockets (not vtysh: each parses FRR's whole grammar)."""
+def _each(plan: Plan, lab: str, switches: Collection[str], commands: Callable[[str], list[str]]) -> None:
+    """`commands(switch)` under `router bgp` on each switch's bgpd, 4 switches at a time over
+    its vty socket (not vtysh: each parses FRR's whole grammar)."""
     asn = {sw.name: sw.asn for sw in plan.switches}
 
     def configure(path: Path, commands: list[str]) -> None:
@@ -117,8 +102,6 @@ def _each(plan: Plan, lab: str, switches: Collection[str], commands: Callable[[s
 
     def one(name: str) -> None:
         configure(frr_node(lab, name).directory / "bgpd.vty", [f"router bgp {asn[name]}", *commands(name)])
-        if zebra:
-            configure(frr_node(lab, name).directory / "zebra.vty", zebra)
 
     parallel.map_all(one, sorted(switches), workers=4)  # an interrupt drops the rest: the teardown follows
 
@@ -141,8 +124,7 @@ def release(plan: Plan, lab: str, held_on: dict[str, str], progress: Progress) -
 def settle(plan: Plan, lab: str, held_on: dict[str, str], progress: Progress) -> None:
     """Once the boot has converged (or given up), the held switches' running configuration
     made the rendered one again: their connect timer as rendered (no session that is up is
-    touched), no read-only mode (a later `clear bgp *` behaves as on any lab), zebra's queue
-    to the kernel FRR's own."""
+    touched), no read-only mode (a later `clear bgp *` behaves as on any lab)."""
     if not held_on:
         return
     progress("daemons", f"the BGP timers of {len(held_on)} switches as rendered again")
@@ -151,7 +133,7 @@ def settle(plan: Plan, lab: str, held_on: dict[str, str], progress: Progress) ->
         connect = [x.strip() for x in held_on[name].split("\n") if x.strip().startswith(_CONNECT)]
         return (connect or [f"no {_CONNECT}"]) + (["no update-delay"] if UPDATE_DELAY_S else [])
 
-    _each(plan, lab, held_on, rendered, [f"no {_DPLANE}"] if DPLANE_LIMIT else None)
+    _each(plan, lab, held_on, rendered)
 
 
 def start(plan: Plan, lab: str, state: LabState, parts: dict[str, dict[str, str]], configs: dict[str, str],
@@ -165,7 +147,7 @@ def start(plan: Plan, lab: str, state: LabState, parts: dict[str, dict[str, str]
     for name, node in zip(names, nodes):
         part = parts[name]
         if name in held_on:
-            part = {**part, "bgpd": held(part["bgpd"]), "zebra": zebra_held(part["zebra"])}
+            part = {**part, "bgpd": held(part["bgpd"])}
         node.prepare(configs[name], part)
     running: dict[str, dict] = {}
     for sw in plan.switches:
@@ -201,8 +183,6 @@ def start(plan: Plan, lab: str, state: LabState, parts: dict[str, dict[str, str]
         interrupt.checkpoint()
         node.wait_for([f"{daemon}.vty" for daemon in ("zebra",) + now])
     if held_on:
-        for name in held_on:  # read at its start: on disk, what a zebra started again would read
-            frr_node(lab, name).daemon_config("zebra").write_text(parts[name]["zebra"])
         release(plan, lab, held_on, progress)
     return state
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runtime import heap_trim
+from harness.runtime import heap_trim, zebra_ribq
 from harness.runtime.frr import preloads
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
@@ -74,8 +74,11 @@ def test_a_named_program_gives_its_freed_heap_back_and_an_unnamed_one_keeps_it()
     assert after > held - 8 * 1024, (held, after)
 
 
-def test_zebra_and_bgpd_get_the_library_bfdd_does_not_and_bgpd_keeps_its_ring_preload():
-    assert preloads("zebra") == {"LD_PRELOAD": str(heap_trim.LIBRARY), "FABLAB_TRIM": "zebra"}
+def test_zebra_and_bgpd_get_the_library_bfdd_does_not_and_each_keeps_its_own_preload():
+    zebra = preloads("zebra")
+    assert zebra["FABLAB_TRIM"] == "zebra"
+    assert zebra["LD_PRELOAD"].split() == ([str(zebra_ribq.LIBRARY)] if zebra_ribq.applies() else []) + [
+        str(heap_trim.LIBRARY)]
     assert preloads("bfdd") == {}
     bgpd = preloads("bgpd")
     assert bgpd["FABLAB_TRIM"] == "bgpd"

@@ -73,10 +73,3 @@ class _Sink:
 def test_a_config_without_the_fabric_group_is_not_held(text):
     assert netns_daemons.held(text) is None
 
-
-def test_zebra_queues_more_for_the_kernel_while_held_unless_turned_off(monkeypatch):
-    part = "frr defaults datacenter\nno zebra nexthop kernel enable\n"
-    assert netns_daemons.zebra_held(part).splitlines() == [
-        f"zebra dplane limit {netns_daemons.DPLANE_LIMIT}", *part.splitlines()]
-    monkeypatch.setattr(netns_daemons, "DPLANE_LIMIT", 0)
-    assert netns_daemons.zebra_held(part) == part
