@@ -7,7 +7,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Collection
-from pathlib import Path
 
 from harness.core.declarations import Role
 from harness.core.plan import Plan
@@ -88,20 +87,17 @@ def holding(plan: Plan, parts: dict[str, dict[str, str]]) -> dict[str, str]:
 
 
 def _each(plan: Plan, lab: str, switches: Collection[str], commands: Callable[[str], list[str]]) -> None:
-    """`commands(switch)` under `router bgp` on each switch's bgpd, 4 switches at a time over
-    its vty socket (not vtysh: each parses FRR's whole grammar)."""
+    """`commands(switch)` under `router bgp` on each switch's bgpd, 4 at a time over its vty
+    socket (not vtysh: each parses FRR's whole grammar)."""
     asn = {sw.name: sw.asn for sw in plan.switches}
 
-    def configure(path: Path, commands: list[str]) -> None:
-        vty = VtyClient(path, timeout=60.0)
+    def one(name: str) -> None:
+        vty = VtyClient(frr_node(lab, name).directory / "bgpd.vty", timeout=60.0)
         try:
-            for command in ["configure terminal", *commands]:
+            for command in ["configure terminal", f"router bgp {asn[name]}", *commands(name)]:
                 vty.command(command)
         finally:
             vty.close()
-
-    def one(name: str) -> None:
-        configure(frr_node(lab, name).directory / "bgpd.vty", [f"router bgp {asn[name]}", *commands(name)])
 
     parallel.map_all(one, sorted(switches), workers=4)  # an interrupt drops the rest: the teardown follows
 
