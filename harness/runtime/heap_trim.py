@@ -4,9 +4,10 @@ glibc returns freed memory to the kernel only from the top of a heap. zebra allo
 and per dataplane update while a burst of routes comes in and frees most of it once they are in
 the kernel, below chunks still in use: on xlarge a converged leaf's zebra held 24 MB resident,
 18 MB of it free heap, and one malloc_trim(0) (called with gdb) gave 14 MB back. Each of these
-daemons is started with harness/dataplane/frr_trim.c preloaded: a thread of its own that calls
-malloc_trim(0) once the heap in use has fallen by 2 MB since the last call (looked at each
-second). FRR itself is unchanged; the thread blocks every signal and touches nothing of FRR's."""
+daemons is started with harness/dataplane/frr_trim.c preloaded: a thread of its own that, each
+second, calls malloc_trim(0) if the heap holds 2 MB free and its free heap or the process's
+resident memory grew by 2 MB since the last call. FRR itself is unchanged; the thread blocks
+every signal and touches nothing of FRR's."""
 from __future__ import annotations
 
 from pathlib import Path
