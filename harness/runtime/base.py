@@ -41,6 +41,7 @@ GRAY_TABLE = "fablab_gray"
 # A boot that converges for minutes says where it stands this often even when no switch moved
 # (gpu4096 printed nothing from 213 s to its timeout at 1,316 s).
 HEARTBEAT_S = 30.0
+FEW_STUCK = 8  # sessions not up that a heartbeat names one by one
 
 
 class Progress(Protocol):
@@ -415,9 +416,12 @@ def _short_of(shortfalls: list[Shortfall]) -> str:
     """Where the switches still short stand, summed (a boot of minutes shows it moving)."""
     n = session_counts(shortfalls)
     routes = sum(len(s.missing_routes) for s in shortfalls)
+    stuck = [f"{s.switch} {item}" for s in shortfalls for item in s.stuck]
     return (f"the {len(shortfalls)} short have {n['bgp_up']}/{n['bgp_expected']} BGP sessions up"
             + (f", {n['bfd_up']}/{n['bfd_expected']} BFD" if n["bfd_expected"] else "")
-            + (f", {routes} prefixes not at their width" if routes else ""))
+            + (f", {routes} prefixes not at their width" if routes else "")
+            # a few sessions holding up a whole boot are worth naming while it waits for them
+            + (f"; not up: {', '.join(stuck)}" if 0 < len(stuck) <= FEW_STUCK else ""))
 
 
 def _rule(fib: bool, bfd: bool) -> str:

@@ -124,6 +124,32 @@ def test_a_long_convergence_says_where_it_stands_though_no_switch_moved():
     assert said[-1].startswith("14/14")
 
 
+@pytest.mark.parametrize("stuck, named", [
+    (1, True),   # gpu4096: 364/366 for minutes, one cable's two ends short: which one is worth a line
+    (8, True),
+    (9, False),  # many: the counts say enough (the timeout's error names the first switches)
+])
+def test_a_heartbeat_names_the_few_sessions_holding_a_boot(stuck, named):
+    plan = make_plan(build(BUILTINS["ai-cluster"]()))
+
+    class Few(_Runtime):
+        def observe(self, plan, lab, only=None, fib=True, bfd=True):
+            items = tuple(f"Ethernet{4 * i}: BGP Active (no TCP connection to the peer)" for i in range(stuck))
+            names = [s.name for s in plan.switches if only is None or s.name in only]
+            return [Shortfall(n, 4 - stuck, 4, 4, 4, (), items) if n == "be-s1" else Shortfall(n, 2, 2, 2, 2, ())
+                    for n in names]
+
+    ticks = iter(range(0, 1000, 20))
+    said = []
+    with pytest.raises(LabError):
+        wait_converged(Few(plan, []), plan, "x", timeout=200, now=lambda: next(ticks),
+                       progress=lambda p, m: said.append(m))
+    lines = [m for m in said if "still" in m]
+    assert lines
+    assert all(("; not up: be-s1 Ethernet0: BGP Active" in m) == named for m in lines), lines
+    assert all(m.count("be-s1 Ethernet") == (stuck if named else 0) for m in lines)
+
+
 def test_a_quick_convergence_says_nothing_more():  # the control: no look 30 s after the last line
     plan = make_plan(build(BUILTINS["ai-cluster"]()))
     rt = _Runtime(plan, [{"be-s1"}, {"be-s1"}, set(), set()])
