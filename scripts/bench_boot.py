@@ -35,6 +35,7 @@ from harness.plumbing import meminfo  # noqa: E402
 from harness.catalog import load_cluster  # noqa: E402
 from harness.core.errors import HarnessError  # noqa: E402
 from harness.runtime.base import quiet  # noqa: E402
+from harness.plumbing import interrupt  # noqa: E402
 
 # by the cluster's name, so a topology file (docs/examples/gpu4096.py) meets its own
 TARGETS = {"ai-cluster": 4.0, "large": 10.0, "xlarge": 45.0, "gpu4096": 900.0}
@@ -122,8 +123,12 @@ def one(topology: str, run: int, steady_s: float, show: bool = False) -> dict:
     up_s = time.monotonic() - t0
     cpu_up = _cpu_seconds() - cpu0
     timings = dict(lab.state.timings)
-    steady = steady_cpu(lab, steady_s) if steady_s > 0 else {}
-    short = [s.switch for s in lab.shortfalls()] if steady else []  # the window counts if the fabric stayed whole
+    try:
+        steady = steady_cpu(lab, steady_s) if steady_s > 0 else {}
+        short = [s.switch for s in lab.shortfalls()] if steady else []  # the window counts if the fabric stayed whole
+    except BaseException:
+        lab.down()  # interrupted at rest: nothing of the run is left
+        raise
     cpu1 = _cpu_seconds()
     t1 = time.monotonic()
     lab.down()
@@ -145,6 +150,7 @@ def main() -> int:
     p.add_argument("--progress", action="store_true",
                    help="the boot's progress lines on stderr, as `fablab up` prints them (a long boot, e.g. gpu4096)")
     args = p.parse_args()
+    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     for t in args.topologies:
         try:
             load_cluster(t)

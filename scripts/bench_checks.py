@@ -33,6 +33,7 @@ from harness.checks.ecmp_bound import qps_for  # noqa: E402
 from harness.faults.sabotage import hash_seed, l3_hashing, weighted_uplink  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.core.model import Backend, Cluster, Frontend, GpuNodes  # noqa: E402
+from harness.plumbing import interrupt  # noqa: E402
 
 
 def bench_cluster(uplinks: int) -> Cluster:
@@ -108,6 +109,7 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=None, help="seed of the seeds (default: random)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
+    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     rng = random.Random(args.seed)
     results = [bench(k, args.fair, args.l3, args.skew, args.weight, rng) for k in args.uplinks]
     if args.json:

@@ -33,6 +33,7 @@ from harness.lab import Lab  # noqa: E402
 from harness.core.model import Plane  # noqa: E402
 from harness.observe.route_watch import route_change_ms  # noqa: E402
 from harness.plumbing import priority, wait  # noqa: E402
+from harness.plumbing import interrupt  # noqa: E402
 from bench_boot import steady_cpu  # noqa: E402  (scripts/ is this script's own path)
 
 TABLE = "fablab_bench_gray"
@@ -124,6 +125,7 @@ def main() -> int:
     p.add_argument("--rest", type=float, default=30.0)
     p.add_argument("--bfd", default="", help="timer sets to compare, e.g. 300x3,200x3 (default: the topology's)")
     args = p.parse_args()
+    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     cluster = load_cluster(args.topology)
     sets = timers(args.bfd) if args.bfd else [(cluster.bfd.interval_ms, cluster.bfd.multiplier)]
     rows = []

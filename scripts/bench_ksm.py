@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.catalog import load_fabric  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.plumbing import wait  # noqa: E402
+from harness.plumbing import interrupt  # noqa: E402
 
 PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 KSM = Path("/sys/kernel/mm/ksm")  # what harness/runtime/ksm.py sets while a lab holds it
@@ -50,6 +51,7 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=8.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     before = {k: int((KSM / k).read_text()) for k in KEYS}
     rows = [{"at_s": "before", "used_mb": used_mb()}]
     t0 = time.monotonic()

@@ -27,6 +27,7 @@ from harness.catalog import load_cluster  # noqa: E402
 from harness.checks.pfc import judge_pfc, measure_pfc  # noqa: E402
 from harness.core.model import Lossless  # noqa: E402
 from harness.lab import Lab  # noqa: E402
+from harness.plumbing import interrupt  # noqa: E402
 
 
 def run(scale: int, runs: int) -> list[dict]:
@@ -57,6 +58,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     rows = [row for scale in args.scales for row in run(scale, args.runs)]
     if args.json:
         print(json.dumps(rows, indent=1))

@@ -28,6 +28,7 @@ from harness.checks.registry import case, run_case  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.plumbing import meminfo  # noqa: E402
 from harness.remote.view import RemoteView  # noqa: E402
+from harness.plumbing import interrupt  # noqa: E402
 
 CASES = ("cabling", "routing", "isolation", "lossless-audit")
 
@@ -100,6 +101,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     cluster = load_cluster(args.topology)
     rows, checks = [], None
     for i in range(args.runs):

@@ -12,11 +12,9 @@ the kernel instead of writing them. bgpd calls libfrr's `ringbuf_wipe` through i
 symbol table, so the preloaded definition is the one it runs; FRR itself is unchanged."""
 from __future__ import annotations
 
-import subprocess
-from functools import lru_cache
 from pathlib import Path
 
-from harness.runtime.dataplane_process import built_with_cc
+from harness.runtime.dataplane_process import built_with_cc, takes_from_shared_library
 
 SOURCE = Path(__file__).resolve().parents[1] / "dataplane" / "bgpd_ringbuf.c"
 LIBRARY = SOURCE.parent / "build" / "libfablab-bgpd-ringbuf.so"
@@ -29,22 +27,11 @@ def build() -> Path:
                          "libfablab-bgpd-ringbuf.so: apt-get install gcc (or `make deps`)")
 
 
-def applies() -> bool:
-    """bgpd here would run the preloaded ringbuf_wipe (if not, harness/runtime/ksm.py merges
+def applies(bgpd: Path = BGPD) -> bool:
+    """bgpd here would run the preloaded ringbuf_wipe, taking it from a shared libfrr (if not, a
+    bgpd built otherwise keeps its own, nothing is preloaded, and harness/runtime/ksm.py merges
     the zeroed rings instead)."""
-    return _bgpd_wipes_through_libfrr()
-
-
-@lru_cache(maxsize=1)
-def _bgpd_wipes_through_libfrr(bgpd: Path = BGPD) -> bool:
-    """bgpd takes ringbuf_wipe from a shared libfrr (so a preloaded one replaces it): true of
-    Debian's FRR 8.4; a bgpd built otherwise keeps its own, and nothing is preloaded."""
-    try:
-        run = subprocess.run(["nm", "-D", "--undefined-only", str(bgpd)], capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return run.returncode == 0 and any(line.split()[-1:] == ["ringbuf_wipe"] for line in run.stdout.splitlines())
+    return takes_from_shared_library(bgpd, "ringbuf_wipe")
 
 
 def environment() -> dict[str, str]:

@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from harness.core.errors import LabError, PrerequisiteError
@@ -47,6 +48,19 @@ def built_with_cc(target: Path, source: Path, flags: list[str], no_compiler: str
         raise PrerequisiteError(no_compiler)
     compile_to(target, [cc, "-O2", "-Wall", *flags, str(source), "-o"])
     return target
+
+
+@lru_cache(maxsize=8)
+def takes_from_shared_library(binary: Path, symbol: str) -> bool:
+    """`binary` calls `symbol` through its dynamic symbols (so a preloaded library's `symbol` is
+    the one it runs): what a preload into an FRR daemon needs, true of Debian's FRR 8.4, whose
+    daemons take libfrr's functions from libfrr.so; false where it is missing or unreadable."""
+    try:
+        run = subprocess.run(["nm", "-D", "--undefined-only", str(binary)], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return run.returncode == 0 and any(line.split()[-1:] == [symbol] for line in run.stdout.splitlines())
 
 
 @dataclass(frozen=True)

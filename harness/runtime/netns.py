@@ -32,8 +32,8 @@ from harness.runtime.base import (CablingScope, NamespaceAccess, Progress, Teard
                                   session_counts, wait_converged)
 from harness.runtime.frr import (DAEMONS, FRR_CONFIG, FRR_STATE, check_installed, frr_names, frr_node, json_documents,
                                  pathspace_dirs, remove_path)
-from harness.runtime.netns_setup import (HOST_SYSCTLS, address_lines, gateways_permanent, routed_host_sysctls, switch_rules,
-                                         switch_sysctls, veth_lines)
+from harness.runtime.netns_setup import (HOST_SYSCTLS, address_lines, gateways_permanent, restore_link_local,
+                                         routed_host_sysctls, switch_rules, switch_sysctls, veth_lines)
 from harness.runtime.processes import start_time
 from harness.runtime.state import (NS_PREFIX, LabState, check_lab_name, lab_of_namespace, labs, load, namespace,
                                    run_dir, runtime_of, save, stale)
@@ -222,6 +222,12 @@ class NetnsRuntime(NamespaceAccess):
         for sw in plan.switches:
             namespaces.nft(namespace(lab, sw.name), switch_rules(sw))
         gateways_permanent(plan, ns)
+        added = [f"{sw.name} {port}" for sw, ports in zip(plan.switches, parallel.map_all(
+            lambda sw: restore_link_local(ns(sw.name), [p.name for p in (*sw.fabric_ports, *sw.host_ports)]),
+            plan.switches, workers=LINK_WORKERS)) for port in ports]
+        if added:
+            progress("links", f"the kernel left {len(added)} port(s) without their fe80::/64 route, added: "
+                              + ", ".join(added[:8]) + (" ..." if len(added) > 8 else ""))
 
     def _bgp_then_bfd(self, plan: Plan, lab: str, state: LabState, deadline: float, progress: Progress,
                       timings: dict[str, float]) -> tuple[LabState, list[Shortfall] | None]:

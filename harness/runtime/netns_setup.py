@@ -4,8 +4,9 @@ management port, and between the rails of a rail-only leaf that carries several)
 dual-homed host's leaves as permanent neighbours; its addresses and static routes."""
 from __future__ import annotations
 
+import subprocess
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import partial
 from pathlib import Path
 
@@ -146,6 +147,34 @@ def address_lines(plan: Plan, peer_ends: list[str], sw: SwitchPlan | None, host:
             lines += [f"addr add {nic.address} dev {nic.name}"]
             lines += [f"route add {route} via {nic.gateway} dev {nic.name}" for route in nic.routes]
     return lines
+
+
+def without_link_local(routes: str, ports: Collection[str]) -> list[str]:
+    """The ports that `ip -6 route show table main` (routes) shows no fe80::/64 route on."""
+    have = {words[2] for words in map(str.split, routes.splitlines()) if words[:2] == ["fe80::/64", "dev"]}
+    return [p for p in ports if p not in have]
+
+
+def restore_link_local(ns: str, ports: Collection[str]) -> list[str]:
+    """Each port's fe80::/64 route where the kernel left none; the ports it was added on.
+
+    The kernel adds a port's route itself once the port has carrier, from an allocation that
+    may not wait for memory: with thousands of ports coming up at once one was missing in 4 of
+    8 gpu4096 cablings (its link-local address there, the route not: 1 port in 27,000), and BGP
+    unnumbered over it neither connects out nor answers a SYN, so the boot never converged.
+    Added here, from a process that may wait; the kernel's own, if it comes after all, finds it."""
+    shown = subprocess.run(["ip", "-n", ns, "-6", "route", "show", "table", "main"], capture_output=True, text=True)
+    if shown.returncode != 0:
+        raise LabError(f"ip in {ns}: reading its IPv6 routes: {shown.stderr.strip()}")
+    added = []
+    for port in without_link_local(shown.stdout, ports):
+        run = subprocess.run(["ip", "-n", ns, "-6", "route", "append", "fe80::/64", "dev", port, "proto", "kernel",
+                              "metric", "256"], capture_output=True, text=True)
+        if run.returncode == 0:
+            added.append(port)
+        elif "File exists" not in run.stderr:  # the kernel's came meanwhile
+            raise LabError(f"ip in {ns}: adding the fe80::/64 route of {port}: {run.stderr.strip()}")
+    return added
 
 
 def veth_lines(cables: list[CableRow], mtu: Callable[[CableRow], int], peer_ns: Callable[[str], str]) -> list[str]:

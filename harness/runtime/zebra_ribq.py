@@ -10,11 +10,9 @@ unchanged: zebra's own work_queue_new runs, and the retry is set only where the 
 FRR 8.4's as expected; the library says on zebra's stderr (daemons.out) what it did."""
 from __future__ import annotations
 
-import subprocess
-from functools import lru_cache
 from pathlib import Path
 
-from harness.runtime.dataplane_process import built_with_cc
+from harness.runtime.dataplane_process import built_with_cc, takes_from_shared_library
 
 SOURCE = Path(__file__).resolve().parents[1] / "dataplane" / "zebra_ribq.c"
 LIBRARY = SOURCE.parent / "build" / "libfablab-zebra-ribq.so"
@@ -29,16 +27,10 @@ def build() -> Path:
                          "apt-get install gcc (or `make deps`)")
 
 
-@lru_cache(maxsize=1)
 def applies(zebra: Path = ZEBRA) -> bool:
     """zebra takes work_queue_new from a shared libfrr (so a preloaded one sees its queues):
     true of Debian's FRR 8.4."""
-    try:
-        run = subprocess.run(["nm", "-D", "--undefined-only", str(zebra)], capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return run.returncode == 0 and any(line.split()[-1:] == ["work_queue_new"] for line in run.stdout.splitlines())
+    return takes_from_shared_library(zebra, "work_queue_new")
 
 
 def environment() -> dict[str, str]:

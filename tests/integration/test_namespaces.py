@@ -74,3 +74,38 @@ def test_ip_batch_runs_every_line_and_a_refused_one_is_quoted(made):
         ip_batch(made, ["addr add 10.255.0.2/32 dev lo", "route add 10.254.0.0/16 dev lo", "link set lo down"])
     state = subprocess.run(["ip", "-n", made, "-o", "link", "show", "lo"], capture_output=True, text=True).stdout
     assert "UP" in state.split(">")[0]  # it stopped at the refused line: the one after did not run
+
+
+def _link_local_routes(ns: str, port: str) -> list[str]:
+    out = subprocess.run(["ip", "-n", ns, "-6", "route", "show", "table", "main", "dev", port],
+                         capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if line.startswith("fe80::/64")]
+
+
+def test_a_port_the_kernel_left_without_its_link_local_route_gets_it_back(made):
+    """The kernel's own fe80::/64 route of a port went missing at gpu4096 (netns_setup.restore_link_local):
+    put back on that port only, once, beside the other ports' routes of the same prefix."""
+    from harness.plumbing.namespaces import ip_batch
+    from harness.runtime.netns_setup import restore_link_local
+
+    other = f"fl_nse{os.getpid()}_y"
+    create(other)
+    try:
+        ip_batch(made, [f"link add E0 up type veth peer name E1 netns {other}",
+                        f"link add E2 up type veth peer name E3 netns {other}"])
+        ip_batch(other, ["link set E1 up", "link set E3 up"])
+        assert wait_for(lambda: [len(_link_local_routes(made, p)) for p in ("E0", "E2")] == [1, 1])
+        assert restore_link_local(made, ["E0", "E2"]) == []  # the control: the kernel's own are there
+        subprocess.run(["ip", "-n", made, "route", "del", "fe80::/64", "dev", "E0"], check=True)
+        assert _link_local_routes(made, "E0") == []  # as the kernel left one port in 27,000
+        assert restore_link_local(made, ["E0", "E2"]) == ["E0"]
+        assert [len(_link_local_routes(made, p)) for p in ("E0", "E2")] == [1, 1]
+        assert "linkdown" not in " ".join(_link_local_routes(made, "E0"))
+    finally:
+        remove(other)
+
+
+def wait_for(condition, seconds: float = 5.0) -> bool:
+    from harness.plumbing import wait
+
+    return wait.within(condition, seconds, interval=0.05) is not None

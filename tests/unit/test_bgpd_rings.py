@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runtime import bgpd_rings
+from harness.runtime import bgpd_rings, zebra_ribq
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 PAGE = mmap.PAGESIZE
@@ -81,10 +81,14 @@ def _elf(tmp_path: Path, name: str, body: str) -> Path:
 
 def test_preloaded_only_into_a_bgpd_that_takes_ringbuf_wipe_from_a_shared_library(tmp_path):
     lib = tmp_path / "fakefrr.c"
-    lib.write_text("void ringbuf_wipe(void *b) {}\nvoid ringbuf_reset(void *b) {}\n")
+    lib.write_text("void ringbuf_wipe(void *b) {}\nvoid ringbuf_reset(void *b) {}\nvoid work_queue_new(void) {}\n")
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libfakefrr.so"), str(lib)], check=True)
     uses = _elf(tmp_path, "uses", "void ringbuf_wipe(void *);\nint main(void) { ringbuf_wipe(0); return 0; }\n")
     other = _elf(tmp_path, "other", "void ringbuf_reset(void *);\nint main(void) { ringbuf_reset(0); return 0; }\n")
-    assert bgpd_rings._bgpd_wipes_through_libfrr.__wrapped__(uses) is True
-    assert bgpd_rings._bgpd_wipes_through_libfrr.__wrapped__(other) is False
-    assert bgpd_rings._bgpd_wipes_through_libfrr.__wrapped__(tmp_path / "missing") is False
+    assert bgpd_rings.applies(uses) is True
+    assert bgpd_rings.applies(other) is False
+    assert bgpd_rings.applies(tmp_path / "missing") is False
+    # zebra's preload asks the same of its own symbol
+    assert zebra_ribq.applies(other) is False
+    assert zebra_ribq.applies(_elf(tmp_path, "queues", "void work_queue_new(void);\n"
+                                                        "int main(void) { work_queue_new(); return 0; }\n")) is True

@@ -6,7 +6,7 @@ import pytest
 
 from harness.core.model import Role, build
 from harness.core.plan import make_plan
-from harness.runtime.netns_setup import OOB_BRIDGE, address_lines, veth_lines
+from harness.runtime.netns_setup import OOB_BRIDGE, address_lines, veth_lines, without_link_local
 from topologies import BUILTINS
 
 PLAN = make_plan(build(BUILTINS["ai-cluster"]()))
@@ -45,3 +45,26 @@ def test_a_veth_pair_is_made_with_both_mtus_this_end_up_its_peer_in_the_other_na
     [line] = veth_lines([cable], lambda c: mtu, lambda node: f"fl_t_{node}")
     assert line == (f"link add {cable.a_port} mtu {mtu} up type veth peer name {cable.b_port} mtu {mtu} "
                     f"netns fl_t_{cable.b_node}")
+
+
+# `ip -6 route show table main` in a spine, recorded at gpu4096 (be-ss10: Ethernet200 had its
+# link-local address and no route)
+_SPINE_ROUTES = (
+    "fe80::/64 dev Ethernet196 proto kernel metric 256 pref medium\n"
+    "fe80::/64 dev Ethernet204 proto kernel metric 256 pref medium\n"
+    "fe80::/64 dev eth0 proto kernel metric 256 pref medium\n"
+)
+
+
+@pytest.mark.parametrize("routes, ports, missing", [
+    (_SPINE_ROUTES, ["Ethernet196", "Ethernet200", "Ethernet204"], ["Ethernet200"]),
+    (_SPINE_ROUTES, ["Ethernet196", "Ethernet204"], []),  # the control: every port has its route
+    ("", ["Ethernet0"], ["Ethernet0"]),
+    # a route of the prefix through a gateway, or another prefix on the port, is not the port's own
+    ("fe80::/64 via fe80::1 dev Ethernet0 proto static metric 1024 pref medium\n"
+     "fe80::/10 dev Ethernet4 proto kernel metric 256 pref medium\n", ["Ethernet0", "Ethernet4"],
+     ["Ethernet0", "Ethernet4"]),
+    ("fe80::/64 dev Ethernet0 proto kernel metric 256 linkdown pref medium\n", ["Ethernet0"], []),
+])
+def test_the_ports_left_without_their_link_local_route(routes, ports, missing):
+    assert without_link_local(routes, ports) == missing
