@@ -2,7 +2,7 @@
 """Gray failures made from outside fablab, on a converged lab: how long until the leaf's
 routes leave the failed link, against the gray objective.
 
-    sudo .venv/bin/python scripts/bench_gray.py [xlarge] [--trials 5] [--rest 30] [--bfd 300x3,200x3]
+    sudo .venv/bin/python scripts/bench_gray.py [xlarge] [--trials 5] [--rest 30] [--bfd 300x3,200x3] [--progress]
 
 Boots the topology (netns runtime), once per BFD timer set of `--bfd` (interval ms x
 multiplier; default: the topology's own), lets it rest `rest` seconds, measuring what BFD
@@ -34,6 +34,7 @@ from harness.core.model import Plane  # noqa: E402
 from harness.observe.route_watch import route_change_ms  # noqa: E402
 from harness.plumbing import priority, wait  # noqa: E402
 from harness.plumbing import interrupt  # noqa: E402
+from harness.runtime.base import quiet  # noqa: E402
 from bench_boot import steady_cpu  # noqa: E402  (scripts/ is this script's own path)
 
 TABLE = "fablab_bench_gray"
@@ -95,8 +96,14 @@ def timers(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def measure(cluster, trials: int, rest: float) -> str:
-    with Lab.up(cluster, name=f"gray-{cluster.name}"[:24], timeout=600) as lab:
+def measure(cluster, trials: int, rest: float, show: bool = False) -> str:
+    t0 = time.monotonic()
+
+    def progress(phase: str, message: str) -> None:
+        print(f"[{time.monotonic() - t0:7.2f}s] {phase}: {message}", file=sys.stderr, flush=True)
+
+    # the default budget: gpu4096 converges in minutes
+    with Lab.up(cluster, name=f"gray-{cluster.name}"[:24], progress=progress if show else quiet) as lab:
         cost = steady_cpu(lab, rest)  # the converged lab at rest before the first failure
         leaves = [sw for sw in lab.plan.switches if sw.fabric_ports and sw.host_ports and sw.plane is Plane.BE]
         times, alls = [], []
@@ -124,6 +131,7 @@ def main() -> int:
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--rest", type=float, default=30.0)
     p.add_argument("--bfd", default="", help="timer sets to compare, e.g. 300x3,200x3 (default: the topology's)")
+    p.add_argument("--progress", action="store_true", help="each boot's progress lines on stderr")
     args = p.parse_args()
     interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     cluster = load_cluster(args.topology)
@@ -131,7 +139,7 @@ def main() -> int:
     rows = []
     for ms, mult in sets:
         variant = dataclasses.replace(cluster, bfd=dataclasses.replace(cluster.bfd, interval_ms=ms, multiplier=mult))
-        rows.append(measure(variant, args.trials, args.rest))
+        rows.append(measure(variant, args.trials, args.rest, args.progress))
         print(f"# {rows[-1]}", file=sys.stderr, flush=True)
     print("\n".join(rows))
     return 0

@@ -17,9 +17,10 @@ Three declarations make it converge on a machine of 2 cores (docs/performance.md
 - the leaves advertise summaries of their host links (about 600 prefixes, not 4,500);
 - BGP keepalive 10 s and hold 30 s: at FRR's 3 s and 9 s, 1,100 daemons on two cores left a
   bgpd without the CPU for 9 s while its sessions came up, and they were lost as fast as made;
-- BFD at 1,000 ms × 3: 8,192 sessions at 200 ms take half of both cores in BFD's data plane
-  alone. A gray failure is then detected after 2-3 s, beyond the default gray objective
-  (1,000 ms), which the example keeps: the failover check says so.
+- BFD at 1,000 ms × 3: 8,192 sessions at 200 ms would take about three quarters of both cores
+  in BFD's data plane alone; at 1,000 ms they take 15-17 %, BFD's whole budget. A gray failure
+  is then rerouted after 2.5-3.1 s (scripts/bench_gray.py), beyond the default gray objective
+  (1,000 ms, what a RoCE job bears), which the example keeps: the failover check says so.
 
     fablab up docs/examples/gpu4096.py
 """
