@@ -131,4 +131,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the lab it had booted is already torn down
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
