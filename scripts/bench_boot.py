@@ -26,6 +26,7 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -96,6 +97,13 @@ class _PeakMemory:
         self._thread.join()
 
 
+def progress_lines(t0: float) -> Callable[[str, str], None]:
+    """A boot's progress on stderr as `fablab up` prints it, in seconds from t0 (time.monotonic())."""
+    def say(phase: str, message: str) -> None:
+        print(f"[{time.monotonic() - t0:7.2f}s] {phase}: {message}", file=sys.stderr, flush=True)
+    return say
+
+
 def quiet_machine(most_s: float = 30.0, busy_pct: float = 10.0) -> float:
     """Seconds waited until the machine is idle (under busy_pct over half a second): the kernel
     goes on freeing a torn-down lab's namespaces after `down` returns (about 2 s of a core at
@@ -115,11 +123,8 @@ def one(topology: str, run: int, steady_s: float, show: bool = False) -> dict:
     name = f"bench-{cluster.name}-{run}"[:24]
     cpu0 = _cpu_seconds()
     t0 = time.monotonic()
-    def progress(phase: str, message: str) -> None:
-        print(f"[{time.monotonic() - t0:7.2f}s] {phase}: {message}", file=sys.stderr, flush=True)
-
     with _PeakMemory() as mem:  # the default budget, as `fablab up` gives it
-        lab = Lab.up(cluster, name=name, progress=progress if show else quiet)
+        lab = Lab.up(cluster, name=name, progress=progress_lines(t0) if show else quiet)
     up_s = time.monotonic() - t0
     cpu_up = _cpu_seconds() - cpu0
     timings = dict(lab.state.timings)
@@ -150,7 +155,6 @@ def main() -> int:
     p.add_argument("--progress", action="store_true",
                    help="the boot's progress lines on stderr, as `fablab up` prints them (a long boot, e.g. gpu4096)")
     args = p.parse_args()
-    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     for t in args.topologies:
         try:
             load_cluster(t)
@@ -194,8 +198,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # the lab it had booted is already torn down
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    sys.exit(interrupt.run_main(main))

@@ -109,7 +109,6 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=None, help="seed of the seeds (default: random)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     rng = random.Random(args.seed)
     results = [bench(k, args.fair, args.l3, args.skew, args.weight, rng) for k in args.uplinks]
     if args.json:
@@ -131,8 +130,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # the lab it had booted is already torn down
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    sys.exit(interrupt.run_main(main))

@@ -35,7 +35,7 @@ from harness.observe.route_watch import route_change_ms  # noqa: E402
 from harness.plumbing import priority, wait  # noqa: E402
 from harness.plumbing import interrupt  # noqa: E402
 from harness.runtime.base import quiet  # noqa: E402
-from bench_boot import steady_cpu  # noqa: E402  (scripts/ is this script's own path)
+from bench_boot import progress_lines, steady_cpu  # noqa: E402  (scripts/ is this script's own path)
 
 TABLE = "fablab_bench_gray"
 
@@ -97,13 +97,9 @@ def timers(text: str) -> list[tuple[int, int]]:
 
 
 def measure(cluster, trials: int, rest: float, show: bool = False) -> str:
-    t0 = time.monotonic()
-
-    def progress(phase: str, message: str) -> None:
-        print(f"[{time.monotonic() - t0:7.2f}s] {phase}: {message}", file=sys.stderr, flush=True)
-
     # the default budget: gpu4096 converges in minutes
-    with Lab.up(cluster, name=f"gray-{cluster.name}"[:24], progress=progress if show else quiet) as lab:
+    with Lab.up(cluster, name=f"gray-{cluster.name}"[:24],
+                progress=progress_lines(time.monotonic()) if show else quiet) as lab:
         cost = steady_cpu(lab, rest)  # the converged lab at rest before the first failure
         leaves = [sw for sw in lab.plan.switches if sw.fabric_ports and sw.host_ports and sw.plane is Plane.BE]
         times, alls = [], []
@@ -133,7 +129,6 @@ def main() -> int:
     p.add_argument("--bfd", default="", help="timer sets to compare, e.g. 300x3,200x3 (default: the topology's)")
     p.add_argument("--progress", action="store_true", help="each boot's progress lines on stderr")
     args = p.parse_args()
-    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     cluster = load_cluster(args.topology)
     sets = timers(args.bfd) if args.bfd else [(cluster.bfd.interval_ms, cluster.bfd.multiplier)]
     rows = []
@@ -146,8 +141,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # the lab it had booted is already torn down
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    sys.exit(interrupt.run_main(main))

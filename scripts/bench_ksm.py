@@ -51,7 +51,6 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=8.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     before = {k: int((KSM / k).read_text()) for k in KEYS}
     rows = [{"at_s": "before", "used_mb": used_mb()}]
     t0 = time.monotonic()
@@ -78,8 +77,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # the lab it had booted is already torn down
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    sys.exit(interrupt.run_main(main))

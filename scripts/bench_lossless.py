@@ -58,7 +58,6 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     rows = [row for scale in args.scales for row in run(scale, args.runs)]
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -73,8 +72,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # the lab it had booted is already torn down
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    sys.exit(interrupt.run_main(main))

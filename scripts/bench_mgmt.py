@@ -101,7 +101,6 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    interrupt.install()  # Ctrl-C or SIGTERM: the lab booting or up is torn down, as `fablab up` does
     cluster = load_cluster(args.topology)
     rows, checks = [], None
     for i in range(args.runs):
@@ -131,8 +130,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # the lab it had booted is already torn down
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    sys.exit(interrupt.run_main(main))

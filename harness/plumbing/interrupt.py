@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 
 _pending: list[int] = []
 _main_pid = os.getpid()
@@ -48,6 +49,19 @@ def install() -> None:
     _main_pid = os.getpid()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, handler)
+
+
+def run_main(main: Callable[[], int]) -> int:
+    """A script's main with Ctrl-C and SIGTERM routed as the CLI routes them: a lab it was
+    booting or had up is torn down on the way out (Lab.up, `with Lab`), then "interrupted" and
+    exit code 130, no traceback. A script started in the background by a shell has SIGINT
+    ignored; installing the handler undoes that, as `fablab` does."""
+    install()
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 def checkpoint() -> None:

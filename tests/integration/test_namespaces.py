@@ -85,6 +85,7 @@ def _link_local_routes(ns: str, port: str) -> list[str]:
 def test_a_port_the_kernel_left_without_its_link_local_route_gets_it_back(made):
     """The kernel's own fe80::/64 route of a port went missing at gpu4096 (netns_setup.restore_link_local):
     put back on that port only, once, beside the other ports' routes of the same prefix."""
+    from harness.plumbing import wait
     from harness.plumbing.namespaces import ip_batch
     from harness.runtime.netns_setup import restore_link_local
 
@@ -94,7 +95,8 @@ def test_a_port_the_kernel_left_without_its_link_local_route_gets_it_back(made):
         ip_batch(made, [f"link add E0 up type veth peer name E1 netns {other}",
                         f"link add E2 up type veth peer name E3 netns {other}"])
         ip_batch(other, ["link set E1 up", "link set E3 up"])
-        assert wait_for(lambda: [len(_link_local_routes(made, p)) for p in ("E0", "E2")] == [1, 1])
+        assert wait.within(lambda: [len(_link_local_routes(made, p)) for p in ("E0", "E2")] == [1, 1], 5.0,
+                           interval=0.05) is not None
         assert restore_link_local(made, ["E0", "E2"]) == []  # the control: the kernel's own are there
         subprocess.run(["ip", "-n", made, "route", "del", "fe80::/64", "dev", "E0"], check=True)
         assert _link_local_routes(made, "E0") == []  # as the kernel left one port in 27,000
@@ -104,8 +106,3 @@ def test_a_port_the_kernel_left_without_its_link_local_route_gets_it_back(made):
     finally:
         remove(other)
 
-
-def wait_for(condition, seconds: float = 5.0) -> bool:
-    from harness.plumbing import wait
-
-    return wait.within(condition, seconds, interval=0.05) is not None
