@@ -12,6 +12,7 @@ are written the same way, from a short-lived thread that has joined the namespac
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -164,7 +165,8 @@ def _create(ns: str) -> None:
             interrupted = exc
     if failure:
         _libc().umount2(path.encode(), _MNT_DETACH)
-        os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):  # removed meanwhile by another hand: say why the bind failed
+            os.unlink(path)
         raise NamespaceError(failure[0])
     if interrupted is not None:
         raise interrupted

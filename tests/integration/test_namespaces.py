@@ -12,7 +12,9 @@ from harness.plumbing.namespaces import NETNS_DIR, create, entered, list_namespa
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: creates network namespaces")
 
-NAME = f"fl_nse{os.getpid()}_x"
+# Not fablab's fl_<lab>_<node>: a namespace of that form with no lab state is a lab left behind,
+# and `fablab clean` in another worker (test_sigkilled_runner_is_cleaned) removed one mid-test.
+NAME = f"flnse{os.getpid()}_x"
 _SO_NETNS_COOKIE = 71  # Linux >= 5.14; Python does not export it
 
 
@@ -89,7 +91,7 @@ def test_a_port_the_kernel_left_without_its_link_local_route_gets_it_back(made):
     from harness.plumbing.namespaces import ip_batch
     from harness.runtime.netns_setup import restore_link_local
 
-    other = f"fl_nse{os.getpid()}_y"
+    other = f"flnse{os.getpid()}_y"
     create(other)
     try:
         ip_batch(made, [f"link add E0 up type veth peer name E1 netns {other}",
