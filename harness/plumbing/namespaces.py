@@ -184,7 +184,10 @@ def remove(name: str) -> bool:
         return False
     from pyroute2 import netns  # here: traffic processes import this module and need no pyroute2
 
-    netns.remove(name)
+    try:
+        netns.remove(name)
+    except FileNotFoundError:  # another teardown or `fablab clean` removed it first
+        return False
     return True
 
 
