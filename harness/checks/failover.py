@@ -47,7 +47,7 @@ from harness.checks.converged import wait_routed
 from harness.checks.ecmp import _far_peer, first_gpu_nic
 from harness.checks.failover_elements import SUPERSPINE_CASES, Failure, element_of, observation_points, pick
 from harness.checks.failover_result import FailoverCase, FailoverSeen, judge_failover, plot_failover
-from harness.checks.failover_run import Run, Setup, Timing, run
+from harness.checks.failover_run import Run, Setup, Timing, run, windows
 from harness.checks.failover_windows import seen as qps_seen
 from harness.core.errors import HarnessError
 from harness.core.model import Objectives
@@ -71,8 +71,9 @@ _PROBE_PACKETS = 3  # per candidate QP when learning paths (plus the sender's pr
 
 def measure_failover(lab: LabView, case: Failure | str, *, src: tuple[str, str] | None = None,
                      element: tuple[str, str] | None = None, k: int = 4, controls: int | None = None,
-                     rate_pps: float = 1000.0, before_s: float = 1.5, failed_s: float = 2.5, after_s: float = 15.0,
-                     settle_s: float = 1.0, detect_s: float = 10.0, first_qp: int = 0x300,
+                     rate_pps: float = 1000.0, before_s: float = 1.5, failed_s: float = 2.5,
+                     after_s: float | None = None, settle_s: float = 1.0, detect_s: float | None = None,
+                     first_qp: int = 0x300,
                      max_candidates: int = 1024, converge_s: float = 90.0,
                      while_failed: Callable[[], object] | None = None) -> FailoverSeen:
     """One failure and its restore. element: (switch, port) to fail instead of the busiest one
@@ -83,9 +84,10 @@ def measure_failover(lab: LabView, case: Failure | str, *, src: tuple[str, str] 
     revives a dead next hop with its carrier, before zebra has removed it and re-learned its
     neighbour (xlarge: zebra took over 2.5 s to rewrite 1,100 routes, the QPs moved back lost
     1 s each). after_s: how long the element may take to carry traffic again after the
-    restore; traffic then runs settle_s more. while_failed runs right after the failure,
-    before the restore: what else goes wrong while the element is down (a negative control
-    of the restore). The objectives are the judge's, from the plan: none is measured here."""
+    restore; traffic then runs settle_s more. detect_s and after_s None: by the fabric's size
+    (failover_run.windows). while_failed runs right after the failure, before the restore:
+    what else goes wrong while the element is down (a negative control of the restore). The
+    objectives are the judge's, from the plan: none is measured here."""
     case = Failure.named(case)
     if rate_pps < 1000:
         raise HarnessError(f"rate_pps {rate_pps:g}: use >= 1000 per QP, or one packet slot hides more than 1 ms")
@@ -93,6 +95,8 @@ def measure_failover(lab: LabView, case: Failure | str, *, src: tuple[str, str] 
         raise HarnessError(f"k {k}: at least one QP must cross the failed element")
     t0 = time.monotonic()
     setup = _setup(lab, case, src, element, k, controls, rate_pps, first_qp, max_candidates, converge_s)
+    by_size = windows(len(lab.plan.switches))
+    detect_s, after_s = (by_size[0] if detect_s is None else detect_s), (by_size[1] if after_s is None else after_s)
     timing = Timing(before_s, failed_s, max(failed_s, detect_s), after_s, settle_s)
     done = run(lab, setup, timing, while_failed)
     return _observed(setup, done, timing, k, round(time.monotonic() - t0, 2))

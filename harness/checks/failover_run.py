@@ -48,6 +48,23 @@ class Setup:
     candidates: int  # QPs probed to find these
 
 
+# How long a case waits for the route to drop the element, and for it to return after the
+# restore. Only bounds: a case moves on once the route changed. On one machine every switch's
+# daemons share its cores, so the control plane's pace falls with the fabric's size: at
+# gpu4096 (366 switches, 2026-12-06) a super-spine's withdrawal reached a spine's routes in
+# 18.0 s and a spine was back in the leaf's route 30.9 s after its restore, with no loss; fixed
+# 10 s / 15 s bounds stopped both cases early (FAIL), and the restore then met a control plane
+# that had not yet seen the failure (a 3.8 s black hole: a flap, not a restore).
+DETECT_S, AFTER_S = 10.0, 15.0
+DETECT_S_PER_SWITCH, AFTER_S_PER_SWITCH = 0.1, 0.2  # twice what gpu4096 took, per switch
+
+
+def windows(switches: int) -> tuple[float, float]:
+    """(detect_s, after_s) for a fabric of this many switches."""
+    return (round(max(DETECT_S, DETECT_S_PER_SWITCH * switches), 1),
+            round(max(AFTER_S, AFTER_S_PER_SWITCH * switches), 1))
+
+
 @dataclass(frozen=True)
 class Timing:
     before_s: float  # traffic before the failure

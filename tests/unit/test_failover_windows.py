@@ -182,3 +182,15 @@ def test_when_several_links_of_one_group_fail_a_rehashed_qp_is_held_to_the_objec
     assert judge([short], 50.0, 10.0, rehashed=True) == ([], [])
     problems, _ = judge([long], 50.0, 10.0, rehashed=True)
     assert problems == ["QP 0x302 (sport 50003) on leaf:E20: loss window 80.0 ms > objective 50 ms"]
+
+
+@pytest.mark.parametrize("switches, expected", [
+    (3, (10.0, 15.0)),  # a small fabric: the floors
+    (86, (10.0, 17.2)),  # xlarge
+    (100, (10.0, 20.0)),
+    (366, (36.6, 73.2)),  # gpu4096: twice the 18.0 s and 30.9 s it took
+])
+def test_a_case_waits_for_the_control_plane_by_the_fabric_s_size(switches, expected):
+    from harness.checks.failover_run import windows
+
+    assert windows(switches) == expected
