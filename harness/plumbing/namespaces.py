@@ -180,13 +180,16 @@ def list_namespaces() -> list[str]:
 
 
 def remove(name: str) -> bool:
-    if name not in list_namespaces():
-        return False
-    from pyroute2 import netns  # here: traffic processes import this module and need no pyroute2
-
+    """Unbind and remove namespace `name` as `ip netns del` does; False if it was not there
+    (never there, or removed first by another teardown or `fablab clean`). No listing of
+    /run/netns first: a teardown removes every namespace of its lab, and at gpu4096's 893 one
+    listing each took 0.27 s."""
+    _check_name(name)
+    path = f"{NETNS_DIR}/{name}"
+    _libc().umount2(path.encode(), _MNT_DETACH)  # fails harmlessly where nothing is bound
     try:
-        netns.remove(name)
-    except FileNotFoundError:  # another teardown or `fablab clean` removed it first
+        os.unlink(path)
+    except FileNotFoundError:
         return False
     return True
 

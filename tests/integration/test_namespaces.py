@@ -56,6 +56,16 @@ def test_a_socket_opened_inside_stays_in_that_namespace(made):
             assert _cookie(again) == _cookie(inside)  # the control: same namespace, same cookie
 
 
+def test_remove_says_whether_it_removed_and_refuses_a_bad_name():
+    other = f"flnse{os.getpid()}_r"
+    create(other)
+    assert remove(other) is True  # the control: there, so removed
+    assert other not in list_namespaces()
+    assert remove(other) is False  # gone already (another teardown or `fablab clean` first)
+    with pytest.raises(NamespaceError, match="invalid namespace name"):
+        remove("../etc")
+
+
 def test_create_refuses_a_name_in_use_and_a_bad_name(made):
     with pytest.raises(LabError, match="exists already"):
         create(made)
