@@ -13,6 +13,7 @@ The protocol with the runtime is the file STATUS_FILE inside the container, one 
 from __future__ import annotations
 
 from harness.core.budgets import init_step_s
+from harness.core.emulation import ZEBRA_LINES
 from harness.core.plan import Plan, SwitchPlan
 from harness.render.templates import render_template
 
@@ -63,7 +64,8 @@ def init_sh(plan: Plan, sw: SwitchPlan, step_timeout_s: float | None = None) -> 
     return render_template(
         "sonic-init.sh.j2", plan=plan, sw=sw, ports=[p.name for p in sw.ports], data_ports=[p.clab for p in sw.ports],
         sysctls=switch_sysctls(sw), container_dir=CONTAINER_DIR, status_file=STATUS_FILE,
-        step_timeout_s=round(step), poll_s=POLL_S, route_maps=BGPCFGD_ROUTE_MAPS, mgmt_port=MGMT_PORT)
+        step_timeout_s=round(step), poll_s=POLL_S, route_maps=BGPCFGD_ROUTE_MAPS, mgmt_port=MGMT_PORT,
+        emulation_lines=ZEBRA_LINES)
 
 
 def start_command() -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.plumbing import wait
+from harness.core.emulation import ZEBRA_LINES
 from harness.core.errors import PrerequisiteError, LabError
 from harness.plumbing.namespaces import exec_argv
 from harness.plumbing.priority import CONTROL_PLANE_NICE
@@ -29,6 +30,14 @@ FRR_BIN = Path("/usr/lib/frr")
 DAEMONS = ("zebra", "bfdd", "bgpd")
 FRR_STATE = Path("/var/run/frr")
 FRR_CONFIG = Path("/etc/frr")
+
+
+def with_emulation(daemon: str, part: str) -> str:
+    """A daemon's startup part with the lines only the emulation needs (harness.core.emulation),
+    last, so that they hold whatever the engineer's config says of the same settings."""
+    if daemon != "zebra":
+        return part
+    return part + ("" if part.endswith("\n") or not part else "\n") + "".join(f"{line}\n" for line in ZEBRA_LINES)
 
 
 # bgpd allocates a 640 KiB receive ring and a 128 KiB send buffer per peer (room for RFC 8654
@@ -105,7 +114,7 @@ class FrrNode:
         paths = [self.directory, self.config, self.directory / "vtysh.conf"]
         for daemon in DAEMONS:
             path = self.daemon_config(daemon)
-            path.write_text(parts[daemon])
+            path.write_text(with_emulation(daemon, parts[daemon]))
             paths.append(path)
         for path in paths:
             os.chown(path, frr.pw_uid, frr.pw_gid)

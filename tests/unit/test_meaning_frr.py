@@ -120,14 +120,27 @@ def _explicit_defaults_in_profile(t: str) -> str:
 
 def _v6only_and_forwarding(t: str) -> str:
     return re.sub(r"neighbor (\S+) interface peer-group", r"neighbor \1 interface v6only peer-group", t).replace(
-        "no zebra nexthop kernel enable\n", "no zebra nexthop kernel enable\nip forwarding\n")
+        "service integrated-vtysh-config\n", "service integrated-vtysh-config\nip forwarding\n")
+
+
+def _emulation_lines_written(t: str) -> str:
+    """What only the emulation needs, written by an engineer who copied a lab's running config:
+    the runtime adds it at boot, and it is nobody's difference (harness.core.emulation)."""
+    assert "nexthop kernel" not in t
+    return t.replace("service integrated-vtysh-config\n", "service integrated-vtysh-config\n"
+                                                         "no zebra nexthop kernel enable\n")
+
+
+def _kernel_nexthop_groups_said_on(t: str) -> str:
+    return t.replace("service integrated-vtysh-config\n", "service integrated-vtysh-config\n"
+                                                         "zebra nexthop kernel enable\n")
 
 
 def _multipath_relax_no_as_set(t: str) -> str:
     return t.replace("bgp bestpath as-path multipath-relax", "bgp bestpath as-path multipath-relax no-as-set")
 
 
-SAME = [_v6only_and_forwarding, _multipath_relax_no_as_set, _no_exits, _flat, _no_seq, _renamed, _route_maps, _defaults_written, _bfd_profile_alone, _per_neighbour,
+SAME = [_emulation_lines_written, _kernel_nexthop_groups_said_on, _v6only_and_forwarding, _multipath_relax_no_as_set, _no_exits, _flat, _no_seq, _renamed, _route_maps, _defaults_written, _bfd_profile_alone, _per_neighbour,
         _address_family_ipv4, _ge_only, _evpn_first, _vrf_default, _legacy_bfd, _max_prefix_threshold,
         _explicit_defaults_in_profile, lambda t: _no_exits(_renamed(_route_maps(_address_family_ipv4(t))))]
 
@@ -180,8 +193,8 @@ FAULTS = [  # (name, switch, edit, behaviour named)
         "route-map RM_ORIGINATED_out permit 10\n match ip address prefix-list ORIGINATED\n"
         " set as-path prepend 64601 64601\n"),
      "advertises: attributes"),
-    ("IP forwarding off", LEAF, lambda t: t.replace("no zebra nexthop kernel enable\n",
-                                                    "no zebra nexthop kernel enable\nno ip forwarding\n"),
+    ("IP forwarding off", LEAF, lambda t: t.replace("service integrated-vtysh-config\n",
+                                                    "service integrated-vtysh-config\nno ip forwarding\n"),
      "other settings"),
     ("a filter naming a list that does not exist", LEAF, lambda t: t.replace("neighbor fabric prefix-list BE-PLANE in",
                                                                            "neighbor fabric prefix-list BE_PLANE in"),

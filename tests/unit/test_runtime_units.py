@@ -11,6 +11,7 @@ from harness.core.model import build
 from harness.observe.convergence import expectations
 from harness.core.plan import make_plan
 from harness.runtime import get_runtime
+from harness.runtime.frr import with_emulation
 from harness.runtime.frr_parts import config_lines, daemon_parts
 from harness.render.frr import frr_conf
 from harness.runtime.state import check_lab_name, lab_of_namespace, namespace
@@ -71,7 +72,12 @@ def test_each_daemon_gets_its_part_as_vtysh_hands_it_out():
     assert "profile fabric" in parts["bfdd"] and "router bgp" not in parts["bfdd"]
     assert "router bgp 64600" in parts["bgpd"] and "detect-multiplier" not in parts["bgpd"]
     assert " neighbor fabric bfd profile fabric" in parts["bgpd"].splitlines()
-    assert "no zebra nexthop kernel enable" in parts["zebra"] and "router bgp" not in parts["zebra"]
+    assert "interface Ethernet0" in parts["zebra"] and "router bgp" not in parts["zebra"]
+    # what only the emulation needs is the runtime's, never in the render (harness.core.emulation)
+    assert "nexthop kernel" not in frr_conf(plan, plan.switch("be-s1"))
+    zebra = with_emulation("zebra", parts["zebra"])
+    assert zebra.startswith(parts["zebra"]) and zebra.endswith("no zebra nexthop kernel enable\n")
+    assert with_emulation("bgpd", parts["bgpd"]) == parts["bgpd"]
 
 
 def test_a_part_is_what_vtysh_sent_between_its_markers():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from harness.core.emulation import emulation_only
 from harness.core.meaning.bgp import Behaviour, Decision, Session
 from harness.core.meaning.difference import Difference
 from harness.core.meaning.frr import COSMETIC, BgpInstance, parse
@@ -303,7 +304,7 @@ class _Judge:
         def statements(side: Behaviour) -> dict[str, int]:
             out = {}
             for st in side.cfg.top:
-                if st.text.startswith(COSMETIC):
+                if st.text.startswith(COSMETIC) or emulation_only(st.text):  # never the engineer's to write
                     continue
                 w = st.words
                 if "route-map" in w[:-1]:  # the map by what it does, never by its name

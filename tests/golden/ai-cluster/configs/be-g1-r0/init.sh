@@ -202,6 +202,13 @@ mgmtd_ready() {
     ! vtysh -c 'show mgmt datastore all' 2>/dev/null | grep -Eq 'Locked:.*True'
 }
 
+# What only the emulation needs (harness/core/emulation.py), before the frr.conf: never the
+# engineer's to write. Refused while mgmtd holds its lock, like the frr.conf: asked again.
+EMULATE_OUT=
+emulate() {
+  EMULATE_OUT=$(vtysh -c 'configure terminal' -c 'no zebra nexthop kernel enable' 2>&1)
+}
+
 FRR_OUT=
 apply_frr_conf() {
   local rc=0
@@ -309,6 +316,7 @@ begin frr.conf
 if [ "$FLAVOUR" = bgpcfgd ]; then
   wait_for remove_bgpcfgd_config || fail "bgpcfgd's route-maps stay in FRR's config"
 fi
+wait_for emulate || fail "FRR refused the emulation's own lines: $EMULATE_OUT"
 wait_for apply_frr_conf || fail "mgmtd's datastore stayed locked for $STEP_TIMEOUT s: $FRR_OUT"
 
 trap - EXIT
