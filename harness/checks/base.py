@@ -232,9 +232,19 @@ def needs_two_groups_in_a_pod(plan: Plan) -> str | None:
 
 
 def needs_spine_tier(plan: Plan) -> str | None:
-    if has_spine_tier(plan):
+    """The spine tier, and same-rail traffic that crosses it: a GPU NIC whose rail has a leaf in
+    another group (cross-rail traffic stays in the node, over NVLink: DESIGN, "Rails")."""
+    if not has_spine_tier(plan):
+        return "the BE leaves have no spine tier (rail-only): nothing to spread or fail over"
+    groups: dict[int, set] = {}
+    for h in plan.hosts:
+        for n in h.nics:
+            if n.rail is not None:
+                groups.setdefault(n.rail, set()).add((h.pod, h.group))
+    if any(len(g) > 1 for g in groups.values()):
         return None
-    return "the BE leaves have no spine tier (rail-only): nothing to spread or fail over"
+    return ("every rail's GPU NICs are in one group: no same-rail traffic crosses the spines (cross-rail traffic "
+            "stays in the node); declare a second group (Backend(groups=2)) to exercise spine ECMP and failover")
 
 
 # --------------------------------------------------------------------------- plots

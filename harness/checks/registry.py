@@ -24,7 +24,7 @@ from harness.core.model import cluster_to_dict
 from harness.plumbing.labview import LabView
 from harness.plumbing.naming import named_in
 
-__all__ = ["MODULES", "NAMES", "Case", "Check", "UnknownCheck", "Verdict", "case", "has_spine_tier", "load",
+__all__ = ["MODULES", "NAMES", "Case", "Check", "UnknownCheck", "Verdict", "case", "has_spine_tier", "load", "not_applicable",
            "run_case", "run_checks", "select"]
 
 MODULES: tuple[tuple[str, str], ...] = (  # (check name, module exporting its CHECK), in the order they run
@@ -87,6 +87,19 @@ def select(only: str | None) -> tuple[Check, ...]:
         raise UnknownCheck(f"--only {only!r}: unknown check(s) {', '.join(unknown) or '(none given)'}; "
                            f"valid checks: {', '.join(NAMES)}")
     return tuple(_loaded(name, module) for name, module in MODULES if name in asked)
+
+
+def not_applicable(plan, checks: tuple[Check, ...] | None = None) -> dict[str, str]:
+    """case -> why it cannot apply to this design, from the plan alone (`fablab show` says it
+    before anything boots; what a runtime's data plane lacks is the lab's to say, at check time)."""
+    out: dict[str, str] = {}
+    for check in select(None) if checks is None else checks:
+        why_check_not = check.applies(plan)
+        for c in check.cases:
+            why = why_check_not or (c.applies(plan) if c.applies is not None else None)
+            if why:
+                out[c.name] = why
+    return out
 
 
 def case(name: str) -> Case:

@@ -68,8 +68,15 @@ def cmd_hwskus(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from harness.checks.registry import not_applicable
+    from harness.core.lossless_declaration import dcqcn_assumed
+
     plan = make_plan(load_fabric(args.topology))
     s = summary(plan)
+    # what the checks cannot exercise on this design, and what a verdict would rest on unsaid
+    s["not_applicable"] = not_applicable(plan)
+    s["assumed"] = [a for a in (dcqcn_assumed(plan.fabric.cluster.lossless) if any(sw.lossless for sw in plan.switches)
+                                else "",) if a]
     if args.json:
         print(json.dumps(s, indent=2))
         return 0
@@ -118,7 +125,19 @@ def cmd_show(args: argparse.Namespace) -> int:
         hosts = list(s["routed_hosts"].values())
         out.print(f"dual-homed FE hosts: {len(hosts)}, each its own /32 ({hosts[0]['loopback']} ...) and ASN "
                   f"({hosts[0]['asn']}-{hosts[-1]['asn']}), BGP to both leaves of its pair")
+    for why, cases in _grouped(s["not_applicable"]).items():
+        out.print(f"note: {', '.join(cases)} cannot apply to this design: {escape(why)}", soft_wrap=True)
+    for assumed in s["assumed"]:
+        out.print(f"note: assumed {escape(assumed)}", soft_wrap=True)
     return 0
+
+
+def _grouped(reasons: dict[str, str]) -> dict[str, list[str]]:
+    """why -> the cases it keeps out, in check order."""
+    out: dict[str, list[str]] = {}
+    for case_name, why in reasons.items():
+        out.setdefault(why, []).append(case_name)
+    return out
 
 
 def cmd_render(args: argparse.Namespace) -> int:

@@ -70,4 +70,13 @@ class Lossless:
         return 20 + 8 + 12 + 16 + self.roce_mtu + 4
 
 
+def dcqcn_assumed(lossless: Lossless) -> str:
+    """What a verdict on DCQCN rests on when the declaration tuned nothing ("" when it did): the
+    NICs' defaults, and where to declare a tuning instead."""
+    if not lossless.dcqcn.enabled or lossless.dcqcn != Dcqcn():
+        return ""
+    return ("DCQCN at the NICs' defaults (ConnectX's; the declaration tunes none): declare Dcqcn(...) tuned for "
+            "the incast, e.g. `lossless=topologies.roce.roce_tuned()` (Zhu et al.'s tuning), or see lesson 10")
+
+
 ROCE_MTUS = (256, 512, 1024, 2048, 4096)  # the InfiniBand path MTUs a RoCE NIC negotiates

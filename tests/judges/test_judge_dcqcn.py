@@ -44,6 +44,9 @@ def test_connectx_defaults_leave_the_steady_state_to_pfc_and_unfair():
     assert r.marks > 0 and r.cnps > 0 and r.cnps_at_senders > 0 and not r.drops
     assert r.pfc_frames_steady > 0 and "PFC, not DCQCN, held the incast" in r.reason
     assert r.jain < FAIR and "did not converge to a fair share" in r.reason and "ms of NIC time" in r.reason
+    # what the verdict rests on, and the field that would change it (the built-ins' tuning: none)
+    assert "the declaration tunes none" in r.assumed and "declare Dcqcn(...)" in r.reason and "lesson 10" in r.reason
+    assert tables.verdict("dcqcn/ai-cluster").assumed == ""
 
 
 @pytest.mark.parametrize("steady_from", [None, "late"])

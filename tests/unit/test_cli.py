@@ -31,6 +31,29 @@ def test_show_json_counts(capsys):
     assert s["bom"]["optics"]["800G"] == 32  # 16 leaf-spine links, a transceiver at each end
 
 
+def test_show_names_the_checks_a_one_group_design_cannot_exercise(capsys, tmp_path):
+    topo = tmp_path / "onegroup.py"
+    topo.write_text(textwrap.dedent("""
+        from harness import Backend, Cluster, Frontend, GpuNodes
+        cluster = Cluster(name="onegroup", gpu=GpuNodes(count=4, gpus_per_node=2),
+                          backend=Backend(rails=2, groups=1, spines=2, uplinks_per_spine=1),
+                          frontend=Frontend(spines=1, leaves=1, storage_servers=0))
+    """))
+    code, out, _ = run(capsys, "show", str(topo), "--json")
+    na = json.loads(out)["not_applicable"]
+    assert code == 0
+    for case in ("ecmp", "failover-local", "failover-gray", "failover-spine", "rdma-path"):
+        assert "one group" in na[case] and "Backend(groups=2)" in na[case], case
+    assert "Dcqcn(" in json.loads(out)["assumed"][0]  # no tuning declared: the NICs' defaults
+    code, out, _ = run(capsys, "show", str(topo))
+    assert "note: ecmp, failover-local" in out and "cannot apply to this design" in out
+    # the control: two groups, and a declared tuning (ai-cluster's)
+    code, out, _ = run(capsys, "show", "ai-cluster", "--json")
+    s = json.loads(out)
+    assert code == 0 and "ecmp" not in s["not_applicable"] and "failover-gray" not in s["not_applicable"]
+    assert s["assumed"] == [] and "super-spine" in s["not_applicable"]["ecmp-superspine"]
+
+
 def test_show_table(capsys):
     code, out, _ = run(capsys, "show", "rail-only")
     assert code == 0 and "bill of materials" in out and "no uplinks" in out

@@ -17,6 +17,7 @@ from harness.checks.base import Outcome
 from harness.checks.dcqcn.measure import STEADY_MIN_S, DcqcnSeen, Depth, declared
 from harness.checks.lossless_drops import late_pause_drops, why_dropped
 from harness.checks.pfc.judge import flow_mbit
+from harness.core.lossless_declaration import dcqcn_assumed
 from harness.core.plan import Plan
 from harness.traffic.dcqcn import jain
 
@@ -56,6 +57,7 @@ class DcqcnResult(Outcome):
     victim_alone_mbit: float
     victim_mbit: float
     drops: tuple[str, ...]
+    assumed: str = ""  # what the verdict rests on that nobody declared (the NICs' default DCQCN)
     not_measurable: str = ""
 
     held = "ECN and DCQCN hold the incast"
@@ -66,6 +68,10 @@ class DcqcnResult(Outcome):
 
     def why_undecided(self) -> str:
         return self.not_measurable
+
+    def named(self) -> tuple[str, ...]:
+        # a failure at the NICs' defaults says which field would change it, after what failed
+        return self.problems + ((self.assumed,) if self.assumed else ())
 
     def sentence(self) -> str:
         when = (f"steady state from {self.steady_from_s:g} s for {self.steady_s:g} s of a {self.run_s:g} s run"
@@ -81,7 +87,8 @@ class DcqcnResult(Outcome):
                 f"{self.fair_mbit:.1f}; arrived: Jain {self.jain_arrived:.3f}, "
                 f"{sum(self.arrived_mbit):.0f} Mbit/s in all); PFC {self.pfc_frames} frames from the leaf, "
                 f"{self.pfc_frames_steady} in the "
-                f"steady state; victim {self.victim_mbit:.1f} Mbit/s beside it, {self.victim_alone_mbit:.1f} alone")
+                f"steady state; victim {self.victim_mbit:.1f} Mbit/s beside it, {self.victim_alone_mbit:.1f} alone"
+                + ("; DCQCN at the NICs' defaults (none declared)" if self.assumed else ""))
 
 
 def _nic_time(seconds: float, time_scale: int) -> str:
@@ -217,4 +224,5 @@ def judge_dcqcn(plan: Plan, seen: DcqcnSeen) -> DcqcnResult:
         fair_mbit=round(fair, 2), jain_arrived=round(jain(arrived), 4) if arrived else 0.0,
         arrived_mbit=tuple(round(r, 2) for r in arrived), victim_alone_mbit=round(alone, 2),
         victim_mbit=round(beside, 2), drops=tuple(f"{c.port} queue {c.index}: {c.value}" for c in seen.drops),
+        assumed=dcqcn_assumed(plan.fabric.cluster.lossless),
         not_measurable=undecided, seconds=seen.seconds, problems=tuple(problems))
