@@ -1,6 +1,7 @@
 """Find a cluster declaration by built-in name, by the path of a Python file, or of a cabling plan."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -9,7 +10,8 @@ from harness.core import declguard
 from harness.core.cabling.declare import cluster_of, name_of
 from harness.core.cabling.load import is_plan, read_plan
 from harness.core.errors import HarnessError, InputError, Problem, TopologyError
-from harness.core.model import Cluster, Fabric, build
+from harness.core.hwsku import HwSku, anchored, find as find_hwsku, known as known_hwsku
+from harness.core.model import Cabling, Cluster, Fabric, Hardware, build
 
 
 TOPOLOGY_HELP = ("built-in name, a .py file, or a cabling plan (sonic-mgmt's *_links.csv, a cable list .csv, "
@@ -78,7 +80,36 @@ def _from_file(path: Path) -> Cluster:
         raise TopologyError([Problem("cluster", f"{path} gives a {type(obj).__name__}, not a Cluster",
                                      "set `cluster = Cluster(name=..., ...)` or return one from `build()`")],
                             source=str(path))
-    return obj
+    return _hwskus_from(obj, path.parent)
+
+
+def _hwskus_from(cluster: Cluster, folder: Path) -> Cluster:
+    """A HwSKU the declaration names by a relative path is the folder's from the declaration's
+    own folder, as a plan's is from the plan's. One of `Hardware` fablab does not ship is read
+    now (a folder it cannot read is left to build to name), so that the declaration loaded is
+    the one built, kept in a lab's state and hashed (`fablab check --against`)."""
+    changes: dict = {}
+    hw, cab = cluster.hardware, cluster.cabling
+    if isinstance(hw, Hardware):
+        read = {}
+        for f in dataclasses.fields(hw):
+            value = getattr(hw, f.name)
+            if isinstance(value, str) and not known_hwsku(value):
+                ref = anchored(value, folder)
+                try:
+                    found = find_hwsku(ref)
+                except TopologyError:
+                    found = None
+                read[f.name] = found if isinstance(found, HwSku) else ref
+        if read:
+            changes["hardware"] = dataclasses.replace(hw, **read)
+    pairs = cab.hwskus if isinstance(cab, Cabling) else None
+    if isinstance(pairs, tuple) and all(isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                        for p in pairs):
+        moved = tuple((switch, anchored(ref, folder)) for switch, ref in pairs)
+        if moved != pairs:
+            changes["cabling"] = dataclasses.replace(cab, hwskus=moved)
+    return dataclasses.replace(cluster, **changes) if changes else cluster
 
 
 def _refuse(path: Path, obj: object, calls: list) -> None:

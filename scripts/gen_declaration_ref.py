@@ -85,7 +85,8 @@ def limits_of(cls: type, f: dataclasses.Field) -> str:
     if key in declcheck.CHOICES:
         values = declcheck.CHOICES[key][0]
         shown = ", ".join(f"`{v}`" for v in values)
-        hwskus = " (`fablab hwskus`)" if cls.__name__ == "Hardware" else ""
+        hwskus = (" (`fablab hwskus`), a SONiC HwSKU folder's path, or its name under `--sonic-devices` / "
+                  "`FABLAB_SONIC_DEVICES`" if cls.__name__ == "Hardware" else "")
         said.append(f"one of {shown}" if len(values) <= _SHOWN
                     else f"a name of the {len(values)} fablab carries, e.g. `{values[0]}`{hwskus}")
     if cls.__name__ == "Backend" and f.name in defaults.FOLLOWING:

@@ -112,9 +112,9 @@ class IsolationResult(Outcome):
 # --------------------------------------------------------------------------- routes and sessions
 
 
-def _ranges(plan: Plan) -> dict[Plane, IPv4Network]:
-    a = plan.fabric.cluster.addressing
-    return {Plane.BE: IPv4Network(a.be), Plane.FE: IPv4Network(a.fe), Plane.MGMT: plan.mgmt_network}
+def _ranges(plan: Plan) -> dict[Plane, tuple[IPv4Network, ...]]:
+    """Each plane's address space as the plan numbered it (fablab's ranges or the engineer's own)."""
+    return {Plane.BE: plan.plane_nets[Plane.BE], Plane.FE: plan.plane_nets[Plane.FE], Plane.MGMT: (plan.mgmt_network,)}
 
 
 def route_leaks(plan: Plan, fibs: dict[str, dict[str, tuple[str, ...]]]) -> list[str]:
@@ -145,7 +145,7 @@ def route_leaks(plan: Plan, fibs: dict[str, dict[str, tuple[str, ...]]]) -> list
     return found
 
 
-def _forbidden(plan: Plan, switches: dict[str, SwitchPlan], ranges: dict[Plane, IPv4Network], rail_only: bool,
+def _forbidden(plan: Plan, switches: dict[str, SwitchPlan], ranges: dict[Plane, tuple[IPv4Network, ...]], rail_only: bool,
                node: str, dev: str) -> list[tuple[str, IPv4Network]]:
     """The ranges a route out of `dev` on `node` must not touch."""
     if node in switches:
@@ -157,12 +157,12 @@ def _forbidden(plan: Plan, switches: dict[str, SwitchPlan], ranges: dict[Plane, 
         plane, rail, tenant = (nic.plane, nic.rail, nic.tenant) if nic else (None, None, None)
     # tenants are L2 segments: only a member's own tenant NIC routes to its subnet, and that
     # NIC routes nowhere else (not even into the FE underlay it rides on)
-    out = [(p.value.upper(), net) for p, net in ranges.items() if p is not plane or tenant is not None]
+    out = [(p.value.upper(), net) for p, nets in ranges.items() if p is not plane or tenant is not None for net in nets]
     out += [(f"tenant {t.name}", t.subnet) for t in plan.tenants if t.name != tenant]
     if plane is None:
         return [(f"{n} (via {dev}, a port the plan does not have)", net) for n, net in out]
     if plane is Plane.BE and rail_only and rail is not None:
-        out += [(f"rail {s}", blk) for s, blk in enumerate(plan.be_rail_blocks) if s != rail]
+        out += [(f"rail {s}", blk) for s, nets in enumerate(plan.rail_nets) if s != rail for blk in nets]
     return out
 
 

@@ -33,6 +33,14 @@ def differences(topology: str, directory: Path) -> tuple[list[Difference], int]:
         raise InputError(f"{directory} is not a directory: give one laid out as `fablab render` writes it "
                          "(configs/<switch>/frr.conf and config_db.json), or a running lab's name")
     plan = make_plan(load_fabric(topology))
+    if (directory / "configs").is_dir():  # judged in the configs' own numbering, audited first
+        from harness.render.configs import load_configs, numbered_by
+        try:
+            configs = load_configs(plan, directory)
+        except InputError:
+            configs = None  # a switch without its frr.conf: named below, as a difference
+        if configs is not None:
+            plan = numbered_by(plan, configs)  # a numbering fault: exit 2, naming device and port
     ours = artifacts(plan)
     found: list[Difference] = _strays(plan, topology, directory)
     for sw in plan.switches:

@@ -18,7 +18,7 @@ from harness.core.kinds import LabPhase, RuntimeName
 from harness.lab import Lab
 from harness.core.model import check_lab_name
 from harness.core.plan import make_plan
-from harness.render.configs import load_configs
+from harness.render.configs import load_configs, numbered_by
 from harness.runtime import RUNTIMES
 
 
@@ -28,6 +28,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     down: list[str] = []
     if configs is not None:
         _frr_accepts(configs, args)
+        plan = _their_numbering(plan, configs, args)
         down = _sessions_down(plan, configs, args)
     lab = Lab.up(plan, name=args.name, runtime=args.runtime, replace=args.replace,
                  progress=progress_printer(not args.json), timeout=args.timeout, topology=args.topology,
@@ -61,6 +62,15 @@ def cmd_up(args: argparse.Namespace) -> int:
                   f"against the declaration", soft_wrap=True)
     out.print(f"next: fablab status {lab.name} · fablab exec {lab.name} NODE -- CMD · fablab down {lab.name}")
     return found
+
+
+def _their_numbering(plan, configs, args: argparse.Namespace):
+    """The plan in the configs' own numbering (ASNs, loopbacks, port addresses), said when it is not fablab's."""
+    theirs = numbered_by(plan, configs)
+    if theirs is not plan and not args.json:
+        out.print(f"numbering: the ASNs, loopbacks and port addresses of {args.configs}'s configs (not fablab's "
+                  "allocation): the lab runs them and the checks judge in them", soft_wrap=True)
+    return theirs
 
 
 def _frr_accepts(configs, args: argparse.Namespace) -> None:

@@ -19,7 +19,7 @@ from harness.plumbing import interrupt
 from harness.catalog import TOPOLOGY_HELP, builtins, load_fabric
 from harness.cli.console import err, out
 from harness.core.errors import HarnessError, InputError, TopologyError
-from harness.core.hwsku import AUTOMATIC, catalog
+from harness.core.hwsku import AUTOMATIC, SONIC_DEVICES, catalog
 from harness.core.images import HOST_IMAGE, SONIC_IMAGE
 from harness.core.model import build
 from harness.core.plan import make_plan, summary
@@ -266,7 +266,29 @@ def _parser() -> argparse.ArgumentParser:
     cli_counters.register(sub)
     cli_view.register(sub)
     cli_staged.register(sub)
+    for name in PLAN_READERS:
+        sub.choices[name].add_argument(
+            "--sonic-devices", action="append", metavar="DIR",
+            help=f"a tree of SONiC HwSKU folders (sonic-buildimage's device/, or a folder of a few) where a HwSKU "
+                 f"the plan or declaration names and fablab does not ship is looked for by name; repeatable, searched "
+                 f"before {SONIC_DEVICES}'s")
     return p
+
+
+# The commands that read a declaration or a cabling plan, and so may meet a HwSKU fablab does not ship.
+PLAN_READERS = ("show", "render", "import", "validate", "up", "check", "audit", "diff")
+
+
+def _sonic_devices(args: argparse.Namespace) -> None:
+    """--sonic-devices DIR: put before FABLAB_SONIC_DEVICES's trees, for this process and every
+    one it starts (a lab's runner reads the declaration again)."""
+    dirs = [Path(d).expanduser().absolute() for d in getattr(args, "sonic_devices", None) or ()]
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        raise InputError(f"--sonic-devices {', '.join(missing)}: no such folder; give a tree of SONiC HwSKU folders "
+                         "(device/<vendor>/<platform>/<HwSKU>/)")
+    if dirs:
+        os.environ[SONIC_DEVICES] = os.pathsep.join([*map(str, dirs), *filter(None, [os.environ.get(SONIC_DEVICES)])])
 
 
 class _Version(argparse.Action):
@@ -300,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     interrupt.install()
     _where_on_usr1()
     try:
+        _sonic_devices(args)
         code = args.func(args)
         sys.stdout.flush()  # here, not at exit: a reader gone before a buffered output is written ends quietly too
         return code

@@ -181,7 +181,11 @@ class Management:
 
 @dataclass(frozen=True)
 class Addressing:
-    """Disjoint ranges per plane, and the ASN of each spine tier (leaves count up from it)."""
+    """Disjoint ranges per plane, and the ASN of each spine tier (leaves count up from it):
+    fablab's allocation. Or the engineer's own numbering, item by item (harness/core/numbering.py):
+    `asns` and `loopbacks` for every routed switch, `ports` for every addressed host link (either
+    end: the other is the rest of its /31 or /30), `mgmt_ips` for any node. Given, they are the
+    plan, whatever ranges they come from; the ranges then only allocate what they leave out."""
 
     be: str = "10.0.0.0/16"  # BE range (IPv4 network), disjoint from the others
     fe: str = "10.16.0.0/16"  # FE range
@@ -189,6 +193,10 @@ class Addressing:
     tenants: str = "10.32.0.0/16"  # FE tenant subnets (one /24 each unless declared)
     be_asn: int = 64600  # the BE spines' ASN (1..4294967294); leaves count up from it
     fe_asn: int = 65100  # the FE spines' ASN; leaves count up from it
+    asns: tuple[tuple[str, int], ...] = ()  # (switch, ASN) for every routed switch, or none
+    loopbacks: tuple[tuple[str, str], ...] = ()  # (switch, "10.255.0.1/32") for every routed switch, or none
+    ports: tuple[tuple[str, str, str], ...] = ()  # (device, port or NIC, "10.1.7.4/31"): host links' ends
+    mgmt_ips: tuple[tuple[str, str], ...] = ()  # (device, "172.31.0.10/20"): the rest from `mgmt`
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from the dataclass annotations in one walk, before any value is used or any coun
 `check()` reports each field that fails ONE problem, and remembers it: the later checks
 (model.build's, tenancy's) skip what reads a failed field, so a mistyped count, an unknown
 kind or a count over what fablab can plan yields its own problem and no follow-on errors, and
-the expansion runs only over sections that passed whole. Pure: no I/O.
+the expansion runs only over sections that passed whole. Pure: no I/O but reading the SONiC
+HwSKU folder a Hardware field names by path or by a name fablab does not ship (harness.core.hwsku.find).
 
 Bounds. Counts that multiply into nodes and links have an upper limit, and so have the
 totals estimated from them before anything is expanded: planning is quadratic in places
@@ -24,7 +25,7 @@ from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
 
 from harness.core.declguard import CallProblems
 from harness.core.errors import Problem, TopologyError
-from harness.core.hwsku import catalogue_hint, names as hwsku_names
+from harness.core.hwsku import HwSku, catalogue_hint, find as find_hwsku, known as known_hwsku, names as hwsku_names
 from harness.core.defaults import MAX_UPLINKS
 from harness.core.declarations import BACKEND_KINDS, DECLARATIONS, ECMP_HASHES, SPEEDS_GBPS, Cluster
 
@@ -83,9 +84,11 @@ LIMITS: dict[str, Limit] = {
 _SPEED = (SPEEDS_GBPS, "{v}G is not a port speed", f"use one of {', '.join(f'{s}G' for s in SPEEDS_GBPS)}")
 _HASH = (tuple(ECMP_HASHES), "unknown ECMP hash {v!r}", f"valid: {', '.join(ECMP_HASHES)}")
 # Enum-like fields: (values, message, hint). A value outside is one problem; nothing derived follows.
-# A HwSku object (HwSku.from_sonic) is checked as the dataclass it is; a name must be the catalogue's.
+# A HwSku object (HwSku.from_sonic) is checked as the dataclass it is; a name the catalogue's, or
+# a SONiC HwSKU folder's path or name (_folder_hwsku).
 _HWSKU = (hwsku_names(), "unknown HwSKU {v!r}", catalogue_hint())
 _ROLES = ("be_leaf", "be_spine", "superspine", "fe_leaf", "fe_spine")
+_HARDWARE = frozenset(f"Hardware.{role}" for role in _ROLES)
 CHOICES: dict[str, tuple[tuple, str, str]] = {
     "Backend.kind": (BACKEND_KINDS, "unknown backend kind {v!r}", f"valid kinds: {', '.join(BACKEND_KINDS)}"),
     "Backend.ecmp_hash": _HASH,
@@ -214,6 +217,8 @@ def _value(value, t, where: str, key: str, out: list[tuple[str, Problem]]):
     if not _is(value, t):
         out.append((where, _type_problem(value, t, where, key, optional)))
         return value
+    if key in _HARDWARE and isinstance(value, str) and not known_hwsku(value) and len(value) <= MAX_TEXT:
+        return _folder_hwsku(value, where, out)
     if is_dataclass(t):
         return _walk(value, t, where, out)
     if typing.get_origin(t) is tuple:
@@ -221,12 +226,35 @@ def _value(value, t, where: str, key: str, out: list[tuple[str, Problem]]):
         if limit is not None and len(value) > limit.high:
             out.append((where, _limit_problem(len(value), limit, where)))
             return value
-        item = typing.get_args(t)[0]
-        items = tuple(_value(v, item, f"{where}[{i}]", f"{key}[]", out) for i, v in enumerate(value))
+        args = typing.get_args(t)
+        if len(args) > 1 and args[-1] is not Ellipsis:  # a fixed shape, (switch, ASN): each place its type
+            if len(value) != len(args):
+                out.append((where, Problem(where, f"{show(value)} is not {len(args)} values",
+                                           f"write {len(args)}: {', '.join(describe(a) for a in args)}")))
+                return value
+            items = tuple(_value(v, a, f"{where}[{i}]", f"{key}[{i}]", out) for i, (v, a) in enumerate(zip(value, args)))
+        else:
+            items = tuple(_value(v, args[0], f"{where}[{i}]", f"{key}[]", out) for i, v in enumerate(value))
         return items if (type(value) is not tuple or any(a is not b for a, b in zip(items, value))) else value
     problem = _bounds(value, where, key)
     if problem is not None:
         out.append((where, problem))
+    return value
+
+
+def _folder_hwsku(value: str, where: str, out: list[tuple[str, Problem]]) -> str | HwSku:
+    """A Hardware field naming a HwSKU fablab does not ship: the HwSku its SONiC folder holds (by
+    path, or by name under FABLAB_SONIC_DEVICES), so that the plan, a lab's state and its hash
+    carry the ports themselves and not a path another working directory reads otherwise."""
+    try:
+        found = find_hwsku(value, field=where)
+    except TopologyError as e:  # a folder that is no HwSKU's: its file and line
+        out += [(where, p) for p in e.problems]
+        return value
+    if isinstance(found, HwSku):
+        return found
+    out.append((where, Problem(where, f"unknown HwSKU {value!r}: {found}",
+                               f"{did_you_mean(value, hwsku_names())}{catalogue_hint()}")))
     return value
 
 

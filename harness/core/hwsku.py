@@ -9,27 +9,33 @@ and a switch has no more ports than its HwSKU has rows.
 
 fablab ships a catalogue of HwSKUs as data (harness/core/hwskus/, one file per platform, read
 by harness.core.hwskudata; tests/unit/test_hwsku.py compares each row with SONiC's files):
-`hwsku(name)` finds any of them, and that is what a name in `Hardware(...)` or a plan's HwSku
-column may select. The plan's own choice (`choose`, for a role that names none) picks from
-HWSKUS only, the five it always picked from, so automatic plans stay as they were. Any other
-HwSKU of SONiC's device tree is read from its folder: `HwSku.from_sonic(DIR)`.
+`hwsku(name)` finds any of them. The plan's own choice (`choose`, for a role that names none)
+picks from HWSKUS only, the five it always picked from, so automatic plans stay as they were.
+Any other HwSKU of SONiC's device tree is read from its folder: `HwSku.from_sonic(DIR)`.
+
+What a name in `Hardware(...)` or a plan's HwSku column may select (`lookup`): a name of the
+catalogue; a HwSKU folder by its path (it holds a '/': absolute, or relative to the plan's
+folder); or a name of a folder under the trees FABLAB_SONIC_DEVICES (and `--sonic-devices`)
+name. The catalogue's name comes first, so a plan that names one means what it always meant.
 """
 from __future__ import annotations
 
 import difflib
 import functools
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core.breakout import Cage, Layout, Mode, PortRow, child_ports
 from harness.core.errors import Problem, TopologyError
 from harness.core import hwskudata
 
-__all__ = ["AUTOMATIC", "CATALOG", "DEFAULT_HWSKU", "HWSKUS", "Assignment", "Cage", "HwSku", "Mode", "PortRow",
-           "assign", "catalogue_hint", "choose", "hwsku", "known", "names", "resolve", "speed_matched",
-           "unknown_hint"]
+__all__ = ["AUTOMATIC", "CATALOG", "DEFAULT_HWSKU", "HWSKUS", "SONIC_DEVICES", "Assignment", "Cage", "HwSku", "Mode",
+           "PortRow", "anchored", "assign", "catalogue_hint", "choose", "find", "hwsku", "is_path", "known", "lookup",
+           "names", "resolve", "shipped", "speed_matched", "unknown_hint"]
 
 DEFAULT_HWSKU = "Force10-S6000"  # the HWSKU docker-sonic-vs runs unless told otherwise
+SONIC_DEVICES = "FABLAB_SONIC_DEVICES"  # trees of SONiC HwSKU folders a name is looked for in (os.pathsep between)
 # What the plan chooses from for a role that names no HwSKU, in this order (it breaks ties):
 # the five it chose from before the catalogue grew, so that no automatic plan (nor the renders,
 # golden files and recorded hashes that follow from one) changes with it.
@@ -137,19 +143,108 @@ def hwsku(name: str) -> HwSku:
 
 
 def unknown_hint(name: str) -> str:
+    if is_path(name):
+        return ("give the path of a HwSKU's folder of SONiC's device tree (device/<vendor>/<platform>/<HwSKU>/, holding "
+                "port_config.ini, or hwsku.json with platform.json one level up), relative to the plan's folder; or "
+                f"its name, with --sonic-devices DIR (or {SONIC_DEVICES}) naming a tree that holds it")
     near = difflib.get_close_matches(name, names(), n=3, cutoff=0.6)
     said = f"did you mean {near[0]}?" + (f" (also near: {', '.join(near[1:])}) " if near[1:] else " ") if near else ""
     return said + catalogue_hint()
 
 
 def catalogue_hint() -> str:
-    return (f"`fablab hwskus` lists the {len(names())} fablab ships; HwSku.from_sonic(DIR) reads another from "
-            "its folder of SONiC's device tree")
+    return (f"`fablab hwskus` lists the {len(names())} fablab ships; another is read from its folder of SONiC's "
+            "device tree (device/<vendor>/<platform>/<HwSKU>/): give its path, or its name with --sonic-devices DIR "
+            f"(or {SONIC_DEVICES}) naming a tree that holds it")
 
 
 def resolve(value: str | HwSku) -> HwSku:
-    """A Hardware field's value as a HwSku: itself, or the catalogue's HwSKU of that name."""
-    return value if isinstance(value, HwSku) else hwsku(value)
+    """A Hardware field's value as a HwSku: itself, or the HwSKU its text names (`lookup`)."""
+    return value if isinstance(value, HwSku) else lookup(value)
+
+
+def shipped(sku: HwSku) -> bool:
+    """The catalogue's HwSKU of its name, row for row (wherever it was read from)."""
+    return known(sku.name) and (sku is _shipped(sku.name) or replace(sku, source="") == _shipped(sku.name))
+
+
+def is_path(ref: str) -> bool:
+    """A HwSKU given as its folder rather than by name: SONiC's HwSKU names hold no '/'."""
+    return "/" in ref or os.sep in ref or ref.startswith("~")
+
+
+def anchored(ref: str, base: str | Path) -> str:
+    """`ref` as it reads from anywhere: a relative path made absolute from `base` (the folder of
+    the plan or declaration that names it), a name as it is."""
+    if not is_path(ref) or Path(ref).expanduser().is_absolute():
+        return ref
+    return str(Path(base).absolute() / ref)
+
+
+def lookup(ref: str, base: str | Path | None = None, field: str = "hwsku") -> HwSku:
+    """The HwSKU `ref` names (`find`); a TopologyError at `field` naming where fablab looked."""
+    found = find(ref, base, field)
+    if isinstance(found, HwSku):
+        return found
+    raise TopologyError([Problem(field, f"unknown HwSKU {ref!r}: {found}", unknown_hint(ref))])
+
+
+def find(ref: str, base: str | Path | None = None, field: str = "hwsku") -> HwSku | str:
+    """The HwSKU `ref` names: the catalogue's of that name; else the SONiC HwSKU folder at that
+    path (`ref` holds a '/': absolute, or relative to `base`, a plan's folder, the current one by
+    default); else the one folder of that name under the FABLAB_SONIC_DEVICES trees. Where
+    there is none, what fablab tried, for a message; a folder that is no HwSKU's is a
+    TopologyError at `field` naming its file and line."""
+    if known(ref):
+        return _shipped(ref)
+    from harness.core import sonicdevice  # only when a folder is read: its parsers cost every command
+    if is_path(ref):
+        folder = Path(ref).expanduser()
+        folder = folder if folder.is_absolute() else Path(base or ".").absolute() / folder
+        if not folder.exists():
+            return f"no folder at {folder}" + ("" if Path(ref).expanduser().is_absolute() else
+                                               f" (relative to {Path(base or '.').absolute()})")
+        return _folder(folder, ref, field)
+    roots = sonicdevice.search_roots(os.environ.get(SONIC_DEVICES, ""))
+    found = sonicdevice.find_named(ref, roots)
+    if found:
+        first = _folder(found[0], ref, field)
+        # copies of one HwSKU (SONiC keeps some under two platforms) are one; two that differ, a guess
+        if any(replace(_folder(f, ref, field), source="") != replace(first, source="") for f in found[1:]):
+            return (f"not in fablab's catalogue, and {len(found)} folders of that name, not alike, under "
+                    f"{SONIC_DEVICES}: {', '.join(map(str, found))}: give the path of the one meant")
+        return first
+    if not roots:
+        return (f"not in fablab's catalogue, and no folder was searched (--sonic-devices and {SONIC_DEVICES} "
+                "name none)")
+    searched = ", ".join(f"{r}" + ("" if r.is_dir() else " (no such folder)") for r in roots)
+    return (f"not in fablab's catalogue, nor a folder of that name holding port_config.ini or hwsku.json under "
+            f"{searched} (--sonic-devices, {SONIC_DEVICES})")
+
+
+def _folder(folder: Path, ref: str, field: str) -> HwSku:
+    try:
+        return _read(str(folder.resolve()), _stamp(folder))
+    except TopologyError as e:
+        raise TopologyError([Problem(field, f"HwSKU {ref!r}: {p.field} {p.message}", p.hint)
+                             for p in e.problems]) from None
+
+
+def _stamp(folder: Path) -> tuple:
+    """What a HwSKU folder's reading depends on, so an edited file is read again."""
+    out = []
+    for path in (folder / "port_config.ini", folder / "hwsku.json", folder.resolve().parent / "platform.json"):
+        try:
+            st = path.stat()
+            out.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)  # a plan names one HwSKU for many switches: read once
+def _read(folder: str, stamp: tuple) -> HwSku:
+    return HwSku.from_sonic(folder)
 
 
 @dataclass(frozen=True)

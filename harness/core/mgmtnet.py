@@ -65,9 +65,8 @@ def with_mgmt_network(plan: Plan, network: IPv4Network) -> Plan:
     old = plan.mgmt_network
     if network == old:
         return plan
-    data = {Plane.BE: IPv4Network(plan.fabric.cluster.addressing.be),
-            Plane.FE: IPv4Network(plan.fabric.cluster.addressing.fe)}
-    clashes = [f"{plane.value} {net}" for plane, net in data.items() if net.overlaps(network)]
+    clashes = [f"{plane.value} {net}" for plane in (Plane.BE, Plane.FE) for net in plan.plane_nets[plane]
+               if net.overlaps(network)]
     if clashes:
         raise MgmtNetworkError(f"mgmt subnet {network} overlaps the data range {', '.join(clashes)}")
 

@@ -22,6 +22,7 @@ from harness.core.declarations import (  # the declaration types: importable fro
 from harness.core.declguard import CallProblems
 from harness.core.fabric import Fabric, Link, Node
 from harness.core.fabriccheck import check_fabric
+from harness.core.numbering import field_problems
 from harness.core.errors import Problem, TopologyError
 from harness.core.layout import _cables, _expand, gpu_node_names, host_nics
 from harness.core.tenancy import check_tenancy
@@ -336,7 +337,7 @@ def _check_addressing(addr: Addressing, ok) -> list[Problem]:
     for fname in ("addressing.be_asn", "addressing.fe_asn"):
         if ok(fname) and not 1 <= (asn := getattr(addr, fname.split(".")[1])) <= 4294967294:
             p.append(Problem(fname, f"ASN {asn} out of range", "use a private ASN, e.g. 64600"))
-    return p
+    return p + field_problems(addr)  # the engineer's own numbering, item by item
 
 
 def oversubscription(fabric: Fabric, leaf: str) -> float | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv4Network
 
 from harness.core.acl import compile_acl
+from harness.core.numbering import allocated_asns, allocated_loopbacks, own_numbering_of, planned_nets
 from harness.core.errors import Problem, TopologyError
 from harness.core.portmap import assign_rows
 from harness.core.declarations import NicRole
@@ -87,7 +88,8 @@ def make_plan(fabric: Fabric) -> Plan:
                 originates=_originates(switches, c.routing.summarize_hosts),
                 tenant_mtus=_tenant_mtus(switches, tenants),
                 host_block=n.fe_blocks[2] if c.frontend.dual_homed else None,
-                host_routes=_host_routes(switches, n.host_lo))
+                host_routes=_host_routes(switches, n.host_lo),
+                loopback_nets=n.loopback_nets, rail_nets=n.rail_nets, fe_nets=n.fe_nets, plane_nets=n.plane_nets)
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,10 @@ class _Numbering:
     loopbacks: dict
     mtu_of: dict[Plane, int]
     tenant_mtu: int  # a tenant frame crosses the FE inside VXLAN
+    loopback_nets: dict[Plane, tuple[IPv4Network, ...]]
+    rail_nets: tuple[tuple[IPv4Network, ...], ...]
+    fe_nets: tuple[IPv4Network, ...]
+    plane_nets: dict[Plane, tuple[IPv4Network, ...]]
 
     @property
     def rail_blocks(self) -> tuple[IPv4Network, ...]:
@@ -150,7 +156,12 @@ def _number(fabric: Fabric) -> _Numbering:
         host_lo = {h: IPv4Interface(f"{fe_blocks[2].network_address + 1 + k}/32") for k, h in enumerate(fe_hosts)}
     mgmt_addr = {n.name: IPv4Interface(f"{mgmt_net.network_address + k + 2}/{mgmt_net.prefixlen}")
                  for k, n in enumerate(fabric.nodes)}
-    asn_of = _asns(fabric)
+    own, problems = own_numbering_of(fabric, rows_of, link_addr, allocated_loopbacks(fabric, be_blocks[0], fe_blocks[0]),
+                                   allocated_asns(fabric), mgmt_addr, mgmt_net, be_net, fe_net)
+    if problems:
+        raise TopologyError(problems, source=fabric.name)
+    link_addr, asn_of, mgmt_addr, mgmt_net = own.link_addr, own.asns, own.mgmt, own.mgmt_net
+    nets = planned_nets(fabric, own, be_net, fe_net, be_blocks, fe_blocks)
     host_asn = {h: HOST_ASN + k for k, h in enumerate(host_lo, 1)}
     clash = next((n for n, a in asn_of.items() if a in host_asn.values()), None)
     if clash is not None:
@@ -159,9 +170,9 @@ def _number(fabric: Fabric) -> _Numbering:
                             source=fabric.name)
     return _Numbering(be_net, fe_net, mgmt_net, be_blocks, fe_blocks, ports_of, skus, rows_of, breakouts, link_addr,
                       in_tenants, host_lo, mgmt_addr, _number_oob(fabric, ports_of), asn_of, host_asn,
-                      _loopbacks(fabric, be_blocks[0], fe_blocks[0]),
+                      own.loopbacks,
                       {Plane.BE: c.backend.mtu, Plane.FE: c.frontend.mtu, Plane.MGMT: 1500},
-                      c.frontend.mtu - VXLAN_OVERHEAD)
+                      c.frontend.mtu - VXLAN_OVERHEAD, *nets)
 
 
 def _room_problems(fabric: Fabric, mgmt_net: IPv4Network, be_lo: IPv4Network, fe_lo: IPv4Network) -> list[Problem]:
@@ -264,9 +275,10 @@ def _host_plans(fabric: Fabric, n: _Numbering) -> list[HostPlan]:
                 continue  # a declared extra cable on a host: cabled, not addressed
             leaf_side, host_side = pair
             if lk.plane is Plane.BE:
-                routes = (n.rail_blocks[lk.rail],)
+                routes = tuple(net for net in n.rail_nets[lk.rail] if net != host_side.network)  # not its own: connected
             else:  # a routed host's routes come from BGP: a default over both its leaves
-                routes = () if node.name in n.host_lo else (n.fe_net,)
+                routes = () if node.name in n.host_lo else tuple(net for net in n.plane_nets[Plane.FE]
+                                                                 if net != host_side.network)
             nics.append(Nic(lk.a_port, lk.plane, host_side, leaf_side.ip, routes, n.mtu_of[lk.plane],
                             lk.b, n.end_port(lk, True), rail=lk.rail, role=lk.nic))
         hosts.append(HostPlan(node.name, node.role, tuple(nics), group=node.group, pod=node.pod,
@@ -371,33 +383,6 @@ def _port_index(name: str) -> int:
 OVERSUBSCRIBED = (Role.BE_LEAF, Role.FE_LEAF, Role.BE_SPINE)
 
 
-def _asns(fabric: Fabric) -> dict[str, int]:
-    """RFC 7938: one ASN shared by a spine tier, a unique ASN per leaf. In a 5-stage BE the
-    super-spines share the plane's base ASN, each pod's spines share base + pod, and the
-    leaves follow (base + pods + i): a path never re-enters the tier it left."""
-    a = fabric.cluster.addressing
-    out: dict[str, int] = {}
-    pods = max((n.pod or 1 for n in fabric.nodes_with(Role.BE_SPINE)), default=1)
-    for n in fabric.nodes_with(Role.BE_SUPERSPINE):
-        out[n.name] = a.be_asn
-    for spine_role, leaf_role, base, first in ((Role.BE_SPINE, Role.BE_LEAF, a.be_asn, pods if pods > 1 else 0),
-                                               (Role.FE_SPINE, Role.FE_LEAF, a.fe_asn, 0)):
-        for n in fabric.nodes_with(spine_role):
-            out[n.name] = base + (n.pod or 0)
-        for i, n in enumerate(fabric.nodes_with(leaf_role), start=1 + first):
-            out[n.name] = base + i
-    return out
-
-
-def _loopbacks(fabric: Fabric, be_block: IPv4Network, fe_block: IPv4Network) -> dict[str, IPv4Interface]:
-    out: dict[str, IPv4Interface] = {}
-    for plane, block in ((Plane.BE, be_block), (Plane.FE, fe_block)):
-        nodes = [n for role in SWITCH_ROLES_ORDER for n in fabric.nodes_with(role) if role.plane is plane]
-        for k, n in enumerate(nodes, start=1):
-            out[n.name] = IPv4Interface(f"{block.network_address + k}/32")
-    return out
-
-
 def _bom(fabric: Fabric, cables: tuple[CableRow, ...]) -> Bom:
     switches = Counter(n.role.value for n in fabric.switches)
     ports = Counter()
@@ -436,6 +421,9 @@ def summary(plan: Plan) -> dict:
         "ranges": {"be": str(ipaddress.IPv4Network(f.cluster.addressing.be)),
                    "be_rails": [str(b) for b in plan.be_rail_blocks],
                    "fe": f.cluster.addressing.fe, "fe_hosts": str(plan.fe_block),
+                   # where the numbering put each plane (the engineer's own addresses, or the ranges)
+                   "planes": {p.value: [str(n) for n in nets] for p, nets in plan.plane_nets.items()},
+                   "rails": [[str(n) for n in nets] for nets in plan.rail_nets],
                    "mgmt": str(plan.mgmt_network)},
         "bom": {"switches": dict(plan.bom.switches), "ports_used": dict(plan.bom.ports_used),
                 "cables": dict(plan.bom.cables), "optics": dict(plan.bom.optics)},

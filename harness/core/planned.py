@@ -262,6 +262,17 @@ class Plan:
     # (heard from them, passed on to the spines).
     host_block: IPv4Network | None = None
     host_routes: Mapping[str, tuple[IPv4Network, ...]] = field(default_factory=dict, hash=False)
+    # Where the numbering put things (fablab's blocks, or the engineer's own addresses collapsed):
+    # each plane's loopbacks; each rail's host links (a GPU NIC routes its rail's); the FE's routed
+    # host links; and each plane's whole address space (what isolation holds apart).
+    loopback_nets: Mapping[Plane, tuple[IPv4Network, ...]] = field(default_factory=dict, hash=False)
+    rail_nets: tuple[tuple[IPv4Network, ...], ...] = ()
+    fe_nets: tuple[IPv4Network, ...] = ()
+    plane_nets: Mapping[Plane, tuple[IPv4Network, ...]] = field(default_factory=dict, hash=False)
+
+    def plane_of(self, net: IPv4Network) -> Plane | None:
+        """The plane whose address space holds `net` (None: no plane's)."""
+        return next((p for p, nets in self.plane_nets.items() if any(net.subnet_of(n) for n in nets)), None)
 
     def tenant(self, name: str) -> TenantPlan:
         for t in self.tenants:

@@ -1,7 +1,8 @@
 """Which SONiC HwSKU each routed switch runs, and which of its rows each cable end takes.
 
-The HwSKU of a role is the one `Hardware` declares (a name of fablab's catalogue, or a HwSku
-read from SONiC's files), else the plan's choice: one whose ports are as fast as the switch's
+The HwSKU of a role is the one `Hardware` declares (a name of fablab's catalogue, a SONiC HwSKU
+folder by path or by name under FABLAB_SONIC_DEVICES, or a HwSku read from SONiC's files), else
+the plan's choice: one whose ports are as fast as the switch's
 links (harness.core.hwsku.choose). Every link takes a row of its own speed, else of the slowest
 faster speed; a link faster than every port of a declared HwSKU is refused, naming the field.
 """
@@ -20,12 +21,16 @@ HARDWARE_FIELD = {Role.BE_LEAF: "be_leaf", Role.BE_SPINE: "be_spine", Role.BE_SU
                   Role.FE_LEAF: "fe_leaf", Role.FE_SPINE: "fe_spine"}
 
 
-def running(hardware: Hardware, role: Role, name: str) -> HwSku:
-    """The HwSKU a planned switch of `role` runs as (its plan names it `name`): the HwSku object
-    its role declares (one read from SONiC's files has no name in the catalogue), else the
-    catalogue's of that name."""
-    declared = getattr(hardware, HARDWARE_FIELD[role], None) if role in HARDWARE_FIELD else None
-    return declared if isinstance(declared, HwSku) and declared.name == name else resolve(name)
+def running(hardware: Hardware, role: Role, name: str, own: str | HwSku | None = None) -> HwSku:
+    """The HwSKU a planned switch of `role` runs as (its plan names it `name`): the one its own
+    entry of `Cabling.hwskus` (`own`) or else its role declares, where that is the HwSKU of that
+    name (one read from SONiC's files has no name in the catalogue), else the catalogue's."""
+    declared = own or (getattr(hardware, HARDWARE_FIELD[role], None) if role in HARDWARE_FIELD else None)
+    if declared is not None:
+        sku = resolve(declared)
+        if sku.name == name:
+            return sku
+    return resolve(name)
 
 
 def assign_rows(fabric: Fabric, ports_of: dict[str, list[tuple[Link, bool]]]

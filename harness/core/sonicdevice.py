@@ -8,10 +8,15 @@ port breakout applies: the cages and their modes come from those (harness.core.b
 so do the speeds a port_config.ini without a speed column leaves out. A folder with
 hwsku.json and platform.json but no port_config.ini gets its ports from them, in platform.json's
 order. Every fault is a TopologyError naming the file (and line) and the fix.
+
+A HwSKU named rather than given by path is looked for in the trees FABLAB_SONIC_DEVICES names
+(`find_named`): a folder of that name holding port_config.ini or hwsku.json, at any depth (a
+sonic-buildimage checkout's device/ tree, or a folder of a few).
 """
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -54,6 +59,39 @@ def read_hwsku(path: str | Path, name: str | None = None) -> Layout:
         raise _error(str(ini if ini.is_file() else hwsku_json), "lists no port", "name the HwSKU's ports, one a row")
     data = len(rows) - service_rows([r.speed for r in rows])
     return Layout(folder.name, rows, data, _cages(derived, rows[:data]) if derived else (), str(folder))
+
+
+def search_roots(text: str) -> tuple[Path, ...]:
+    """The trees FABLAB_SONIC_DEVICES names (`text`: folders, os.pathsep between), each once."""
+    out: dict[Path, None] = {}
+    for part in text.split(os.pathsep):
+        if part.strip():
+            out.setdefault(Path(part.strip()).expanduser().absolute())
+    return tuple(out)
+
+
+_FOUND: dict[tuple[str, tuple[Path, ...]], tuple[Path, ...]] = {}  # a tree is walked once per name it has
+
+
+def find_named(name: str, roots: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Every HwSKU folder called `name` under `roots` (one holding port_config.ini or
+    hwsku.json), each once, in the order of the roots and then of the paths."""
+    key = (name, roots)
+    if key in _FOUND and all(p.is_dir() for p in _FOUND[key]):
+        return _FOUND[key]
+    found: dict[Path, None] = {}
+    for root in roots:
+        for here, dirs, _ in os.walk(root):
+            dirs.sort()
+            if name in dirs:
+                folder = Path(here) / name
+                if (folder / PORT_CONFIG).is_file() or (folder / HWSKU_JSON).is_file():
+                    found.setdefault(folder.resolve())
+                    dirs.remove(name)  # a HwSKU folder holds no other
+    out = tuple(found)
+    if out:  # not a miss: the folder may be made before the next look
+        _FOUND[key] = out
+    return out
 
 
 def _error(where: str, message: str, hint: str) -> TopologyError:

@@ -47,7 +47,8 @@ def free_port(lab: LabView, switch: str) -> str:
     used = {c.a_port for c in lab.all_cables() if c.a_node == switch}
     used |= {c.b_port for c in lab.all_cables() if c.b_node == switch}
     sw = lab.plan.switch(switch)
-    for row in running(lab.plan.fabric.cluster.hardware, sw.role, sw.hwsku).rows:
+    cluster = lab.plan.fabric.cluster
+    for row in running(cluster.hardware, sw.role, sw.hwsku, cluster.cabling.hwsku_of(switch)).rows:
         if row.name not in used:
             return row.name
     raise HarnessError(f"{switch} has no free port left for a stray cable")

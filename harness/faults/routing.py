@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from ipaddress import IPv4Network
 
 from harness.core.errors import HarnessError, InputError
-from harness.core.declarations import NicRole
+from harness.core.declarations import NicRole, Plane
 from harness.faults.protocol import Applied
 from harness.faults.targets import Nic, Route, Switch, Switches
 from harness.plumbing.labview import LabView
@@ -54,17 +53,20 @@ def leak(lab: LabView, target: Nic) -> Applied[Leak]:
     """A dual-homed GPU node turned into a router: it forwards, and its FE leaf routes the
     whole BE range to it."""
     nic = _leak_nic(lab, target)
-    be = str(IPv4Network(lab.plan.fabric.cluster.addressing.be))
+    be = [str(net) for net in lab.plan.plane_nets[Plane.BE]]
     lab.set_sysctls(target.host, {"net.ipv4.ip_forward": 1})
     with lab.netlink(nic.peer) as s:
-        s.route("add", dst=be, gateway=str(nic.address.ip))
-    return Applied(f"route {be} on {nic.peer} via {target.host} ({nic.address.ip}), which forwards", Leak(nic.name))
+        for net in be:
+            s.route("add", dst=net, gateway=str(nic.address.ip))
+    return Applied(f"route {', '.join(be)} on {nic.peer} via {target.host} ({nic.address.ip}), which forwards",
+                   Leak(nic.name))
 
 
 def unleak(lab: LabView, target: Nic, state: Leak) -> None:
     nic = lab.plan.host(target.host).nic(state.nic)
     with lab.netlink(nic.peer) as s:
-        s.route("del", dst=str(IPv4Network(lab.plan.fabric.cluster.addressing.be)), gateway=str(nic.address.ip))
+        for net in lab.plan.plane_nets[Plane.BE]:
+            s.route("del", dst=str(net), gateway=str(nic.address.ip))
     lab.set_sysctls(target.host, {"net.ipv4.ip_forward": 0})
 
 

@@ -20,6 +20,7 @@ from harness.render.clabernetes import clabernetes_yaml
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE, clab_yaml, routed_host_daemons
 from harness.render.diagram import topology_svg
 from harness.render.frr import frr_conf, host_frr_conf
+from harness.render.hwskus import hwsku_files, switch_hwsku_files
 from harness.render.lossless import CONTRACT_FILE, contract_of
 from harness.render.sonic import config_db_json
 from harness.render.sonic_init import init_sh
@@ -60,6 +61,9 @@ def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | No
         if h.routed:
             out[f"configs/{h.name}/frr.conf"] = host_frr_conf(plan, h)
             out[f"configs/{h.name}/daemons"] = routed_host_daemons()
+    # a HwSKU fablab does not ship: its port map, for the plan files and for docker-sonic-vs
+    out.update(hwsku_files(plan))
+    out.update(switch_hwsku_files(plan))
     if clabernetes:
         out[f"{lab}.clabernetes.yaml"] = clabernetes_yaml(plan, lab, out, sonic_image, host_image)
     return out

@@ -7,7 +7,9 @@ data-center technician works from, and what `fablab show` / `fablab import` take
 - `sonic_<lab>_links.csv` + `sonic_<lab>_devices.csv`: sonic-mgmt's connection graph
   (BandWidth in Mb/s; Type DevSonic or Server, and a Role column sonic-mgmt leaves alone).
 
-Reading any of them back gives the same plan, cable for cable (tests/unit/test_plan_round_trip.py).
+A HwSKU fablab does not ship is written as the path of its folder in the render, `hwskus/...`
+(harness/render/hwskus.py), relative to these files. Reading any of them back gives the same
+plan, cable for cable (tests/unit/test_plan_round_trip.py).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from collections.abc import Iterable
 
 from harness.core.declarations import Plane, Role
 from harness.core.plan import Plan
+from harness.render.hwskus import references
 
 COLUMNS = ("a_device", "a_port", "b_device", "b_port", "speed", "plane", "rail", "media")
 DEVICE_COLUMNS = ("name", "role", "hwsku", "mgmt_ip")
@@ -39,7 +42,7 @@ def cabling_csv(plan: Plan) -> str:
 
 def _devices(plan: Plan) -> list[tuple[str, Role, str, str]]:
     """(name, role, HwSKU, management address) of every node, in the fabric's order."""
-    sku = {s.name: s.hwsku for s in plan.switches}
+    sku = references(plan)
     mgmt = {s.name: str(s.mgmt) for s in plan.switches}
     for h in plan.hosts:
         mgmt.update({h.name: str(n.address) for n in h.nics if n.plane is Plane.MGMT})

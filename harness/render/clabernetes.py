@@ -97,7 +97,7 @@ class Mount:
 def clabernetes_yaml(plan: Plan, lab: str, files: dict[str, str], sonic_image: str = SONIC_IMAGE,
                      host_image: str = HOST_IMAGE) -> str:
     names = cluster_names(plan)
-    definition = clab_yaml(plan, lab, sonic_image, host_image, names=names)
+    definition = clab_yaml(plan, lab, sonic_image, host_image, names=names, hwsku_binds=False)
     binds = {sw.name: switch_binds(sw) for sw in plan.switches} | {h.name: host_binds(h) for h in plan.hosts}
     configmaps, mounts = [], []
     for node, pairs in binds.items():

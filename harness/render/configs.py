@@ -64,3 +64,51 @@ def with_configs(files: dict[str, str], configs: SwitchConfigs) -> dict[str, str
         theirs.update({t: ours[t] for t in _MGMT_TABLES if t in ours})
         out[f"configs/{sw}/config_db.json"] = json.dumps(theirs, indent=4, sort_keys=True) + "\n"
     return out
+
+
+def numbered_by(plan: Plan, configs: SwitchConfigs) -> Plan:
+    """The plan in the numbering the engineer's configs carry (harness.core.confignumbering):
+    their ASNs, loopbacks and port addresses, audited before anything boots (a TopologyError
+    names device and port). Configs that number the fabric as fablab would leave the plan as it is."""
+    from dataclasses import replace
+
+    from harness.core.confignumbering import numbering_of, with_numbering
+    from harness.core.model import build
+    from harness.core.plan import make_plan
+
+    found = _theirs_where_they_differ(plan, numbering_of(dict(configs.frr), dict(configs.config_db)))
+    cluster = plan.fabric.cluster
+    addressing = with_numbering(cluster.addressing, found, {s.name for s in plan.switches})
+    if addressing == cluster.addressing:
+        return plan
+    theirs = make_plan(build(replace(cluster, addressing=addressing)))
+    if _same_numbers(plan, theirs):
+        return plan
+    return theirs
+
+
+def _theirs_where_they_differ(plan: Plan, found):
+    """Each kind of number (ASNs, loopbacks, port addresses) the configs give is theirs when most of
+    them differ from fablab's allocation (a numbering of their own); where most agree, fablab's is
+    kept and the few that differ are differences the diff and the checks name (a slip, e.g. one
+    leaf's ASN), not a numbering."""
+    from dataclasses import replace
+
+    ours_asn = {s.name: s.asn for s in plan.switches}
+    ours_lo = {s.name: str(s.loopback) for s in plan.switches}
+    ours_port = {(s.name, p.name): str(p.address) for s in plan.switches for p in s.ports if p.address is not None}
+
+    def own(items, ours, key) -> bool:
+        same = sum(1 for x in items if ours.get(key(x)) == x[-1])
+        return bool(items) and same * 2 < len(items)
+
+    return replace(found, asns=found.asns if own(found.asns, ours_asn, lambda x: x[0]) else (),
+                   loopbacks=found.loopbacks if own(found.loopbacks, ours_lo, lambda x: x[0]) else (),
+                   ports=found.ports if own(found.ports, ours_port, lambda x: (x[0], x[1])) else ())
+
+
+def _same_numbers(a: Plan, b: Plan) -> bool:
+    def numbers(p: Plan) -> tuple:
+        return (tuple((s.name, s.asn, s.loopback, tuple((x.name, x.address) for x in s.ports)) for s in p.switches),
+                tuple((h.name, tuple((n.name, n.address) for n in h.nics)) for h in p.hosts))
+    return numbers(a) == numbers(b)

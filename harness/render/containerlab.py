@@ -3,7 +3,10 @@
 The mgmt plane is not cabled here: containerlab's management network is the OOB plane,
 and each node gets its planned mgmt address as `mgmt-ipv4`. Each switch gets its
 config_db.json, frr.conf and init.sh bound read-only under /etc/fablab and starts init.sh
-from `exec` (see harness/render/sonic_init.py for why and for the status protocol).
+from `exec` (see harness/render/sonic_init.py for why and for the status protocol). A switch
+whose HwSKU fablab does not ship gets its folder bound where docker-sonic-vs looks for it, and
+the label `fablab.hwsku` naming the folder of the render that holds its port map
+(harness/render/hwskus.py).
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from harness.core.hwsku import DEFAULT_HWSKU
 from harness.core.images import HOST_IMAGE, ROUTED_HOST_IMAGE, SONIC_IMAGE
 from harness.core.model import Plane
 from harness.core.plan import HostPlan, Plan, SwitchPlan
+from harness.render.hwskus import folder_skus, references, switch_hwsku_bind
 from harness.render.sonic_init import CONTAINER_DIR, STATUS_FILE, start_command, switch_sysctls
 from harness.render.templates import render_template
 
@@ -93,14 +97,21 @@ def clab_links(plan: Plan, names: dict[str, str] | None = None) -> list[tuple[st
 
 
 def clab_yaml(plan: Plan, lab: str | None = None, sonic_image: str = SONIC_IMAGE,
-              host_image: str = HOST_IMAGE, names: dict[str, str] | None = None) -> str:
+              host_image: str = HOST_IMAGE, names: dict[str, str] | None = None, hwsku_binds: bool = True) -> str:
+    """`hwsku_binds`: bind the folder of a HwSKU fablab does not ship (clabernetes mounts files
+    read-only from ConfigMaps, and docker-sonic-vs rewrites that folder: there the image must
+    hold the HwSKU)."""
     names = {n.name: (names or {}).get(n.name, n.name) for n in plan.fabric.nodes}
+    own = folder_skus(plan)
+    refs = references(plan)
     # a link's speed as its vars (containerlab keeps them for templates; fablab reads them back)
     speeds = [f"{row.speed}G" for row in plan.cables if row.plane is not Plane.MGMT]
     return render_template(
         "clab.yml.j2", lab=lab or plan.name, plan=plan, sonic_image=sonic_image, host_image=host_image, names=names,
         switch_env={sw.name: switch_env(sw) for sw in plan.switches},
         switch_binds={sw.name: switch_binds(sw) for sw in plan.switches},
+        hwsku_folder={name: refs[name] for name in own},
+        hwsku_bind={name: switch_hwsku_bind(name, sku) for name, sku in own.items()} if hwsku_binds else {},
         switch_sysctls={sw.name: switch_sysctls(sw) for sw in plan.switches},
         start_command=start_command(), status_file=STATUS_FILE,
         host_exec={h.name: host_exec(h) for h in plan.hosts}, links=list(zip(clab_links(plan, names), speeds)),

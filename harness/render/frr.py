@@ -47,10 +47,8 @@ class PrefixRule:
 def plane_rules(plan: Plan, plane: Plane) -> tuple[PrefixRule, ...]:
     """The prefixes a plane's sessions may carry: loopback /32s, and host links as /31s or
     as the summaries its leaves advertise (down to the shortest of them)."""
-    hosts = list(plan.be_rail_blocks) if plane is Plane.BE else [plan.fe_block]
-    size = hosts[0].prefixlen
-    loopbacks = sorted({IPv4Network(f"{s.loopback.ip}/{size}", strict=False)
-                        for s in plan.switches if s.plane is plane})
+    hosts = [n for nets in plan.rail_nets for n in nets] if plane is Plane.BE else list(plan.fe_nets)
+    loopbacks = sorted(plan.loopback_nets[plane])
     shortest = min((p.prefixlen for s in plan.switches if s.plane is plane for p in plan.originated(s)[1:]),
                    default=31)
     own = [PrefixRule(plan.host_block, 32, 32)] if plane is Plane.FE and plan.host_block is not None else []

@@ -146,7 +146,7 @@ class ClabRuntime(NamespaceAccess):
         holder = next((other for other, net in running.items() if net.overlaps(plan.mgmt_network)), None)
         network = plan.mgmt_network
         if holder is not None:
-            taken = set(running.values()) | {IPv4Network(cluster.addressing.be), IPv4Network(cluster.addressing.fe)}
+            taken = set(running.values()) | {net for p in (Plane.BE, Plane.FE) for net in plan.plane_nets[p]}
             network = lab_mgmt_network(lab, len(plan.fabric.nodes), taken=taken)
             progress("mgmt", f"the declared mgmt range {plan.mgmt_network} overlaps lab {holder}'s "
                              f"({running[holder]}): this lab's mgmt network is {network}")

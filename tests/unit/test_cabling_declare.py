@@ -169,5 +169,7 @@ def test_an_unknown_hwsku_in_a_plan_is_named_by_its_switch_with_the_nearest():
     with pytest.raises(TopologyError) as e:
         cluster_of(read_cable_csv(text, "lab_cables.csv", devices), "lab")
     [p] = e.value.problems
-    assert p.field == "rtsw-g1-r0" and "'ACS-SN560' is not one fablab knows" in p.message
+    row = next(i for i, line in enumerate(devices.splitlines(), 1) if line.startswith("rtsw-g1-r0,"))
+    assert p.field == f"devices.csv:{row}"  # its row of the devices file
+    assert "rtsw-g1-r0's HwSKU 'ACS-SN560' is not one fablab knows: not in fablab's catalogue" in p.message
     assert "did you mean ACS-SN5600?" in p.hint

@@ -21,9 +21,10 @@ from harness.render.sonic import config_db
 from harness.runtime import tenants as rt
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
-# The only modules allowed to derive these facts: the plan computes them, and the ACL module
+# The only modules allowed to derive these facts: the plan computes them (its numbering in
+# core/numbering.py), and the ACL module
 # holds the compiler the plan calls.
-DERIVERS = {"compile_acl": {"core/plan.py"}, "collapse_addresses": {"core/plan.py"}}
+DERIVERS = {"compile_acl": {"core/plan.py"}, "collapse_addresses": {"core/plan.py", "core/numbering.py"}}  # make_plan's numbering
 
 
 @pytest.fixture(scope="module")

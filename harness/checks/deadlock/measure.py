@@ -23,16 +23,18 @@ def be_switches(plan: Plan) -> tuple[str, ...]:
     return tuple(s.name for s in plan.switches if s.plane is Plane.BE)
 
 
-def fib_routes(ip_json: str, node: str, port_of: dict[tuple[str, str], str], block: IPv4Network
-               ) -> tuple[FibRoute, ...]:
-    """The routes of `ip -j -4 route show table main` that overlap `block`, one per prefix: the
+def fib_routes(ip_json: str, node: str, port_of: dict[tuple[str, str], str],
+               block: IPv4Network | tuple[IPv4Network, ...]) -> tuple[FibRoute, ...]:
+    """The routes of `ip -j -4 route show table main` that overlap `block` (or any of the
+    blocks: a plane numbered by the engineer is several), one per prefix: the
     lowest metric, which is the one the kernel forwards by (an engineer's `ip route add` at a
     lower metric beside zebra's route wins, and must be what is judged)."""
+    blocks = (block,) if isinstance(block, IPv4Network) else block
     best: dict[IPv4Network, tuple[int, FibRoute]] = {}
     for r in json.loads(ip_json or "[]"):
         dst = r.get("dst", "")
         prefix = IPv4Network("0.0.0.0/0" if dst == "default" else dst if "/" in dst else f"{dst}/32")
-        if not prefix.overlaps(block):
+        if not any(prefix.overlaps(b) for b in blocks):
             continue
         hops = r.get("nexthops") or ([r] if "dev" in r else [])
         devs = () if r.get("type") in UNREACHABLE else tuple(h["dev"] for h in hops if "dev" in h)
@@ -48,9 +50,9 @@ def measure_deadlock(lab: LabView) -> DeadlockSeen:
     t0 = time.monotonic()
     plan = lab.plan
     switches = be_switches(plan)
-    block = IPv4Network(plan.fabric.cluster.addressing.be)
+    blocks = plan.plane_nets[Plane.BE]
     port_of = lab.kernel_port_names()
-    fibs = {sw: fib_routes(lab.ns_exec(sw, ROUTE_ARGV, check=True).stdout, sw, port_of, block) for sw in switches}
+    fibs = {sw: fib_routes(lab.ns_exec(sw, ROUTE_ARGV, check=True).stdout, sw, port_of, blocks) for sw in switches}
     pfc = {sw: {port: tuple(sorted(q.pfc)) for port, q in sorted(port_qoses(lab.running_config_db(sw)).items())}
            for sw in switches}
     ours = set(switches)

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 from harness.core.declarations import Cable, Cluster, NicRole, Plane, Role, switch_mgmt_port
 from harness.core.fabric import Link, Node
-from harness.core.errors import Problem
-from harness.core.hwsku import known as known_hwsku, unknown_hint
+from harness.core.errors import Problem, TopologyError
+from harness.core.hwsku import HwSku, find as find_hwsku, unknown_hint
 
 
 def natural(text: str) -> tuple:
@@ -60,9 +60,8 @@ def names_problems(cab) -> list[Problem]:
         if not (isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item)):
             problems.append(Problem(f"cabling.hwskus[{i}]", f"{item!r} is not a pair of names",
                                     "write ('rtsw-g1-r0', 'ACS-SN5600'): your switch, then its HwSKU"))
-        elif not known_hwsku(item[1]):
-            problems.append(Problem(f"cabling.hwskus[{i}]", f"{item[0]}'s HwSKU {item[1]!r} is not one fablab knows",
-                                    unknown_hint(item[1])))
+        else:
+            problems += _hwsku_problems(f"cabling.hwskus[{i}]", *item)
     for i, c in enumerate(cab.cables):
         if not isinstance(c, Cable) or not all(isinstance(x, str) and x for x in (c.a, c.b, c.a_port, c.b_port)):
             problems.append(Problem(f"cabling.cables[{i}]", f"{c!r} does not name both devices and both ports",
@@ -74,6 +73,18 @@ def names_problems(cab) -> list[Problem]:
                                         f"(at most {IFNAME_MAX} characters, no '/', ':' or blank)",
                                         "shorten it in the plan: fablab names each lab interface for its port"))
     return problems
+
+
+def _hwsku_problems(field: str, switch: str, ref: str) -> list[Problem]:
+    """A HwSKU of `cabling.hwskus` fablab cannot find (a name of its catalogue, a SONiC folder's
+    path, a name under FABLAB_SONIC_DEVICES), or whose folder it cannot read."""
+    try:
+        found = find_hwsku(ref, field=field)
+    except TopologyError as e:
+        return list(e.problems)
+    if isinstance(found, HwSku):
+        return []
+    return [Problem(field, f"{switch}'s HwSKU {ref!r} is not one fablab knows: {found}", unknown_hint(ref))]
 
 
 def apply(cluster: Cluster, nodes: list[Node], links: list[Link]) -> tuple[list[Node], list[Link], list[Problem]]:

@@ -7,7 +7,10 @@
   cable between two devices and is skipped.
 - A `sonic-vs` node's `eth<N>` is the port of the N-th row of its HwSKU's port_config.ini
   (env `HWSKU`, the image's Force10-S6000 by default): docker-sonic-vs wires it so
-  (harness/core/hwsku.py). A port already written as the HwSKU's own name is kept.
+  (harness/core/hwsku.py). A port already written as the HwSKU's own name is kept. A label
+  `fablab.hwsku` (what `fablab render` writes for a HwSKU fablab does not ship) says where its
+  folder is: a path relative to the file, or a name under FABLAB_SONIC_DEVICES; env `HWSKU`, what
+  the image runs, must then be that HwSKU.
 - A link's `vars: {speed: 400G}` (what `fablab render` writes) is its speed; without it, the
   ports' own speed.
 - A label `fablab.node` (what `fablab render` writes where a name had to change for
@@ -16,13 +19,14 @@
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 
 import yaml
 
 from harness.core.cabling.csv_plans import speed_mbps
 from harness.core.cabling.plan import CablingPlan, CableRow, Device, End, PlanFormat, Where
 from harness.core.errors import Problem, TopologyError
-from harness.core.hwsku import DEFAULT_HWSKU, hwsku, known, unknown_hint
+from harness.core.hwsku import DEFAULT_HWSKU, HwSku, anchored, find, unknown_hint
 
 SONIC_KIND = "sonic-vs"
 NOT_A_DEVICE = ("host", "mgmt-net", "macvlan")  # containerlab's pseudo-nodes of a link end
@@ -45,7 +49,7 @@ def read_clab(text: str, name: str) -> CablingPlan:
     kinds = _plain(_get(topology, "kinds")) or {}
     devices: dict[str, Device] = {}
     key_to_name: dict[str, str] = {}
-    sku_of: dict[str, str | None] = {}
+    sku_of: dict[str, HwSku | None] = {}
     for key_node, body in _get(topology, "nodes").value:
         key = key_node.value
         node = _plain(body) or {}
@@ -54,15 +58,16 @@ def read_clab(text: str, name: str) -> CablingPlan:
         labels = {**(defaults.get("labels") or {}), **((kinds.get(kind) or {}).get("labels") or {}),
                   **(node.get("labels") or {})}
         # docker-sonic-vs reads HWSKU; on another kind (a defaults' env reaches every node) it means nothing
-        sku = (str(env["HWSKU"]) if "HWSKU" in env else DEFAULT_HWSKU) if kind == SONIC_KIND else None
+        runs = (str(env["HWSKU"]) if "HWSKU" in env else DEFAULT_HWSKU) if kind == SONIC_KIND else None
+        folder = labels.get("fablab.hwsku") if kind == SONIC_KIND else None
+        sku = anchored(str(folder), Path(name).parent) if folder else runs
         device = str(labels.get("fablab.node") or key)
-        key_to_name[key], sku_of[key] = device, sku
-        devices[device] = Device(device, Where(name, key_node.start_mark.line + 1), hwsku=sku, kind=kind,
+        where = Where(name, key_node.start_mark.line + 1)
+        key_to_name[key] = device
+        sku_of[key] = _sku(key, sku, runs, bool(folder), str(where), problems) if kind == SONIC_KIND else None
+        devices[device] = Device(device, where, hwsku=sku, kind=kind,
                                  role=labels.get("fablab.role") or labels.get("role"),
                                  mgmt_ip=node.get("mgmt-ipv4"))
-        if kind == SONIC_KIND and not known(sku):
-            problems.append(Problem(f"{name}:{key_node.start_mark.line + 1}", f"{key}: HwSKU {sku!r} is not one fablab "
-                                    "knows", unknown_hint(sku)))
     cables: list[CableRow] = []
     used: dict[End, Where] = {}
     links = _get(topology, "links")
@@ -82,10 +87,11 @@ def read_clab(text: str, name: str) -> CablingPlan:
                 problems.append(Problem(str(where), f"{key} is not a node of topology.nodes",
                                         f"did you mean {near[0]}?" if near else "add it under topology.nodes"))
                 continue
-            port = _port(sku_of[key], iface) if devices[key_to_name[key]].kind == SONIC_KIND else iface
+            h = sku_of[key]
+            port = _port(h, iface) if devices[key_to_name[key]].kind == SONIC_KIND else iface
             if port is None:
-                problems.append(Problem(str(where), f"{key}:{iface} is no port of HwSKU {sku_of[key]}",
-                                        f"{sku_of[key]} has eth1..eth{len(hwsku(sku_of[key]).rows)}"))
+                problems.append(Problem(str(where), f"{key}:{iface} is no port of HwSKU {h.name}",
+                                        f"{h.name} has eth1..eth{len(h.rows)}"))
                 continue
             row.append(End(key_to_name[key], port))
         if len(row) != 2:
@@ -104,6 +110,25 @@ def read_clab(text: str, name: str) -> CablingPlan:
     if problems:
         raise TopologyError(problems, source=name)
     return CablingPlan(PlanFormat.CLAB, tuple(cables), tuple(devices.values()))
+
+
+def _sku(key: str, ref: str, runs: str, by_label: bool, where: str, problems: list[Problem]) -> HwSku | None:
+    """A sonic-vs node's HwSKU: the one `fablab.hwsku` names (which must be the one env HWSKU
+    runs), else HWSKU's; None where fablab finds or reads none (the problem said)."""
+    what = "fablab.hwsku" if by_label else "HwSKU"
+    try:
+        found = find(ref)
+    except TopologyError as e:
+        problems += [Problem(where, f"{key}: {p.message}", p.hint) for p in e.problems]
+        return None
+    if isinstance(found, str):
+        problems.append(Problem(where, f"{key}: {what} {ref!r} is not one fablab knows: {found}", unknown_hint(ref)))
+        return None
+    if found.name != runs:
+        problems.append(Problem(where, f"{key}: fablab.hwsku is the folder of HwSKU {found.name}, and env HWSKU runs "
+                                       f"{runs}", "make them one HwSKU: docker-sonic-vs wires the ports of HWSKU's"))
+        return None
+    return found
 
 
 def _get(node, key: str):
@@ -144,11 +169,10 @@ def _endpoints(link) -> list[tuple[str, str]] | None:
     return out
 
 
-def _port(sku: str | None, iface: str) -> str | None:
+def _port(h: HwSku | None, iface: str) -> str | None:
     """The SONiC port of a sonic-vs interface: eth<N> is the N-th row of the HwSKU."""
-    if sku is None or not known(sku):
+    if h is None:
         return iface
-    h = hwsku(sku)
     if h.row(iface) is not None:
         return iface
     if iface.startswith("eth") and iface[3:].isdigit() and 1 <= int(iface[3:]) <= len(h.rows):

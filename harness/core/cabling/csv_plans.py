@@ -7,6 +7,12 @@
 - a cable list, as a DCIM exports one: `a_device,a_port,b_device,b_port[,speed]` and an optional
   `devices.csv`: `name,role,hwsku,mgmt_ip` (role, hwsku and mgmt_ip each optional).
 
+A HwSKU cell is a name (fablab's catalogue, or a folder under FABLAB_SONIC_DEVICES) or the path
+of a SONiC HwSKU folder (it holds a '/'), relative to the devices file's folder: kept absolute,
+so the plan reads the same from any working directory. Which HwSKU it is, is settled where the
+device turns out to be a switch (shape.py): a server's HwSku cell (sonic-mgmt's `TestServ`) is
+nobody's port map.
+
 Column names are matched without regard to case or surrounding blanks; columns fablab does
 not use (VlanID, VlanMode, a rack, an asset tag) are ignored; blank lines and lines starting
 with `#` are skipped. Text in, a CablingPlan out: opening the files is the caller's.
@@ -19,9 +25,12 @@ import difflib
 import io
 import re
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
 from harness.core.cabling.plan import CablingPlan, CableRow, Device, End, PlanFormat, Where
 from harness.core.errors import Problem, TopologyError
+from harness.core.hwsku import anchored
 
 SONIC_LINKS = ("StartDevice", "StartPort", "EndDevice", "EndPort")
 SONIC_DEVICES = ("Hostname",)
@@ -129,7 +138,8 @@ def _devices(text: str, name: str, key: str, fields: dict[str, str], problems: l
             problems.append(Problem(str(where), f"{dev} is listed twice (first at line {out[dev].where.line})",
                                     "keep one row per device"))
             continue
-        out[dev] = Device(dev, where, **{f: row.get(_key(col)) or None for f, col in fields.items()})
+        d = Device(dev, where, **{f: row.get(_key(col)) or None for f, col in fields.items()})
+        out[dev] = replace(d, hwsku=anchored(d.hwsku, Path(name).parent)) if d.hwsku else d
     return out
 
 

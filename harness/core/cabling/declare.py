@@ -23,7 +23,7 @@ from harness.core.cabling.shape import shape
 from harness.core.declarations import LAB_NAME_MAX, Cable, Cabling, Cluster, Role
 from harness.core.fabric import Fabric, Node
 from harness.core.errors import Problem, TopologyError
-from harness.core.hwsku import hwsku, known
+from harness.core.hwsku import HwSku, find
 from harness.core.model import build
 
 
@@ -32,7 +32,7 @@ def cluster_of(plan: CablingPlan, name: str, source: str = "") -> Cluster:
     naming the plan's device:port or file:line."""
     placed = place(port_names(plan))
     try:
-        shaped = shape(placed, name)
+        shaped = shape(placed, name, {d.name: str(d.where) for d in plan.devices})
     except (KeyError, StopIteration, ValueError):  # a device placement failed: what depends on it waits
         if not placed.problems:
             raise
@@ -59,9 +59,11 @@ def port_names(plan: CablingPlan) -> CablingPlan:
     as a DCIM labels the cage) written as SONiC's port name instead (`Ethernet0`, `Ethernet4`),
     where the device's HwSKU has a row of that alias and none of that name."""
     alias: dict[str, dict[str, str]] = {}
+    read: dict[str, HwSku | str | None] = {}  # many devices name one HwSKU: looked for once
     for d in plan.devices:
-        if d.hwsku and known(d.hwsku):
-            h = hwsku(d.hwsku)
+        if d.hwsku and d.hwsku not in read:
+            read[d.hwsku] = _quietly(d.hwsku)
+        if d.hwsku and isinstance(h := read[d.hwsku], HwSku):
             alias[d.name] = {r.alias: r.name for r in h.rows if h.row(r.alias) is None}
 
     def end(e: End) -> End:
@@ -69,6 +71,14 @@ def port_names(plan: CablingPlan) -> CablingPlan:
         return End(e.device, name) if name else e
 
     return replace(plan, cables=tuple(replace(c, a=end(c.a), b=end(c.b)) for c in plan.cables))
+
+
+def _quietly(ref: str) -> HwSku | str | None:
+    """The HwSKU `ref` names; what is wrong with it is said where the device is a switch (shape.py)."""
+    try:
+        return find(ref)
+    except TopologyError:
+        return None
 
 
 def name_of(path: Path) -> str:

@@ -16,7 +16,9 @@ The graph decides; the words a plan carries only where the graph cannot:
   rail-only BE's leaves stand alone), then the one with fewer host cables (a GPU node has more
   rail NICs than FE NICs). The other switches are the BE. A tie still: the plan needs a `role`.
 - **Rails.** A GPU node's BE NICs in their names' natural order are its rails 0, 1, ...; a
-  leaf carries the rails most of its GPU NICs are; a NIC elsewhere is on the wrong rail's leaf.
+  leaf carries the rails most of its GPU NICs are (as many as a node has NICs on one leaf in
+  most of the plan: a node doubled up on a leaf does not make it a leaf of two rails); a NIC
+  elsewhere is on the wrong rail's leaf, named with the leaf:port it belongs on (rails.py).
 - **Groups and pods.** GPU nodes reaching the same leaves are a group; groups whose leaves
   reach the same spines are a pod. Groups and pods are numbered in the order of their first
   device's name.
@@ -29,14 +31,17 @@ Every problem is reported at once, naming device:port and the plan's file:line.
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from harness.core.cabling.apply import fe_roles, natural
+from harness.core.cabling.astray import Home
 from harness.core.cabling.crossing import crossing
 from harness.core.cabling.plan import CablingPlan, CableRow, End, Where
+from harness.core.cabling.rails import leaf_rails
 from harness.core.declarations import NicRole, Plane, Role
 from harness.core.errors import Problem, TopologyError
+from harness.core.hwsku import hwsku, known
 
 _MGMT_PORT = re.compile(r"^(eth0|mgmt\d*|management\d*|ma\d+|me0|fxp0)$", re.IGNORECASE)
 _SWITCH_PORT = re.compile(r"^(Ethernet\d+(/\d+)*|Eth\d+(/\d+)+|swp\d+(s\d+)?|et-\d+/\d+/\d+)$", re.IGNORECASE)
@@ -89,6 +94,7 @@ class Inferred:
     devices: tuple[Placed, ...]
     wires: tuple[Wire, ...]
     problems: tuple[Problem, ...] = ()  # what does not fit; infer() raises them, place() keeps them
+    astray: tuple[Home, ...] = ()  # each GPU NIC on another rail's leaf, and where it belongs (named in problems)
 
     def device(self, name: str) -> Placed:
         return next(d for d in self.devices if d.name == name)
@@ -114,6 +120,7 @@ class _Inference:
     def __init__(self, plan: CablingPlan) -> None:
         self.plan = plan
         self.problems: list[Problem] = []
+        self.astray: tuple[Home, ...] = ()  # filled by _place
         self.names = sorted(plan.device_names, key=natural)  # a device nothing cables (a PDU) is not the fabric's
         self.info = {d.name: d for d in plan.devices}
         self.cables_of: dict[str, list[CableRow]] = defaultdict(list)
@@ -161,7 +168,7 @@ class _Inference:
         roles, planes = self._tiers(said, switch, oob)
         wires = self._wires(roles, planes, oob)
         devices, wires = self._place(roles, wires)
-        return Inferred(devices, wires, tuple(sorted(self.problems, key=lambda p: natural(p.field))))
+        return Inferred(devices, wires, tuple(sorted(self.problems, key=lambda p: natural(p.field))), self.astray)
 
     def _far(self, c: CableRow, name: str) -> End:
         return c.b if c.a.device == name else c.a
@@ -323,10 +330,15 @@ class _Inference:
         for ws in be_nics.values():
             for w in ws:
                 by_leaf[w.b.device].append(w)
-        named = _rails_by_name(by_leaf)
-        leaf_rails = {leaf: self._leaf_rails(leaf, ws, rail_of, named.get(leaf)) for leaf, ws in by_leaf.items()}
+        taken: dict[End, End] = {}
+        for c in self.plan.cables:
+            taken[c.a], taken[c.b] = c.b, c.a
+        rails = leaf_rails(by_leaf, rail_of, taken, self._has_port)
+        self.problems += rails.problems
+        self.astray, carried = rails.astray, rails.of_leaf
+        astray = {h.nic for h in rails.astray}
         rail_only = not any(r is Role.BE_SPINE for r in roles.values())
-        groups = [] if rail_only else self._groups(be_nics)
+        groups = [] if rail_only else self._groups(be_nics, astray)
         pods = self._pods(groups, wires, roles)
         group_of = {n: g for g, members in enumerate(groups, 1) for n in members}
         group_of.update({w.b.device: group_of[h] for h, ws in be_nics.items() if h in group_of for w in ws})
@@ -336,7 +348,7 @@ class _Inference:
                 continue
             d = self.info.get(n)
             out.append(Placed(n, roles[n], group_of.get(n), pods.get(n),
-                              leaf_rails.get(n, ()) if roles[n] is Role.BE_LEAF else (), d.hwsku if d else None))
+                              carried.get(n, ()) if roles[n] is Role.BE_LEAF else (), d.hwsku if d else None))
         return tuple(out), self._host_nics(roles, wires, rail_of)
 
     def _host_nics(self, roles_of: dict[str, Role], wires: tuple[Wire, ...], rail_of: dict[End, int]
@@ -366,41 +378,30 @@ class _Inference:
             out.append(w)
         return tuple(out)
 
-    def _leaf_rails(self, leaf: str, ws: list[Wire], rail_of: dict[End, int], by_name: int | None
-                    ) -> tuple[int, ...]:
-        """The rails a leaf carries: those most of its NICs are. Each node's NICs on it: as many
-        as the leaf has rails (a multi-rail leaf takes each node's NICs of its rails). A tie is
-        broken by the rail the leaf's name gives (rtsw-g1-r0, rail-3), else it is said as one."""
-        count = Counter(rail_of[w.a] for w in ws)
-        nodes = Counter(w.a.device for w in ws)
-        width = max(nodes.values())
-        ranked = sorted(count.items(), key=lambda rc: (-rc[1], rc[0] != by_name, rc[0]))
-        rails = tuple(sorted(r for r, _ in ranked[:width]))
-        tied = len(ranked) > width and ranked[width][1] == ranked[width - 1][1] and by_name not in rails
-        if tied:
-            ends = ", ".join(f"{w.a} (rail {rail_of[w.a]})" for w in sorted(ws, key=lambda w: natural(str(w.a))))
-            self.problem(str(ws[0].where), f"{leaf} takes NICs of {len(count)} rails, as many of each: {ends}",
-                         "a leaf carries one rail (in a group); cable each NIC to its rail's leaf, or name "
-                         "the leaf for its rail (e.g. ...-r0) so the odd one out can be named")
-            return rails
-        for w in sorted(ws, key=lambda w: natural(str(w.a))):
-            r = rail_of[w.a]
-            if r not in rails:
-                self.problem(str(w.where), f"{w.a} is {w.a.device}'s rail {r} NIC (its BE NICs in name order), "
-                             f"but {w.b.device} carries rail {'/'.join(map(str, rails))}",
-                             f"cable {w.a} to its rail {r} leaf, or swap it with the NIC that belongs on {w.b}")
-        return rails
+    def _has_port(self, leaf: str, port: str) -> bool:
+        """Whether a switch has the port: a row of its HwSKU (True where fablab does not know it)."""
+        d = self.info.get(leaf)
+        return not (d and d.hwsku and known(d.hwsku)) or hwsku(d.hwsku).row(port) is not None
 
-    def _groups(self, be_nics: dict[str, list[Wire]]) -> list[tuple[str, ...]]:
+    def _groups(self, be_nics: dict[str, list[Wire]], astray: set[End]) -> list[tuple[str, ...]]:
+        """GPU nodes reaching the same leaves, their NICs on another rail's leaf aside (named
+        already); a node short of a leaf so is of the group whose leaves it reaches."""
         by_leaves: dict[frozenset, list[str]] = defaultdict(list)
         for h in sorted(be_nics, key=natural):
-            by_leaves[frozenset(w.b.device for w in be_nics[h])].append(h)
+            by_leaves[frozenset(w.b.device for w in be_nics[h] if w.a not in astray)
+                      or frozenset(w.b.device for w in be_nics[h])].append(h)
+        for key in sorted(by_leaves, key=len):
+            wider = [k for k in by_leaves if key < k]
+            if any(w.a in astray for h in by_leaves[key] for w in be_nics[h]) and len(wider) == 1:
+                by_leaves[wider[0]] = sorted(by_leaves[wider[0]] + by_leaves.pop(key), key=natural)
         groups = sorted((tuple(v) for v in by_leaves.values()), key=lambda g: natural(g[0]))
         # Two groups sharing a leaf: a node cabled to another group's leaf (the rail check names the NIC).
         leaf_group: dict[str, int] = {}
         for i, g in enumerate(groups):
             for h in g:
                 for w in be_nics[h]:
+                    if w.a in astray:
+                        continue
                     other = leaf_group.setdefault(w.b.device, i)
                     if other != i and len(g) < len(groups[other]):
                         self.problem(str(w.where), f"{w.a} lands on {w.b.device}, a leaf of the group of "
@@ -424,19 +425,3 @@ class _Inference:
             p = order.index(sp) + 1
             pods.update({n: p for n in (*g, *ls, *sp)})
         return pods
-
-
-_RAIL_IN_NAME = re.compile(r"(?:^|[^a-z])r(?:ail)?[-_]?(\d+)$|(?:^|[^a-z])r(?:ail)?[-_]?(\d+)[^0-9]", re.IGNORECASE)
-
-
-def _rails_by_name(by_leaf: dict[str, list[Wire]]) -> dict[str, int]:
-    """The rail each BE leaf's name gives (`-r0`, `rail3`, `r_1`), counted from the lowest such
-    number among them (0- or 1-based plans alike); nothing unless every leaf's name gives one."""
-    found = {}
-    for leaf in by_leaf:
-        m = _RAIL_IN_NAME.search(leaf)
-        if m is None:
-            return {}
-        found[leaf] = int(m.group(1) or m.group(2))
-    base = min(found.values(), default=0)
-    return {leaf: n - base for leaf, n in found.items()}

@@ -10,14 +10,14 @@ join the storage plane, an L2 tenant (VNI 10900) of the GPU nodes and storage se
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from harness.core.cabling.infer import Inferred, Placed, Wire, natural
 from harness.core.declarations import (SPEEDS_GBPS, STORAGE_NIC, Backend, Cluster, Frontend, GpuNodes, Hardware,
                                        NicRole, Plane, Role, Tenant)
-from harness.core.errors import Problem
-from harness.core.hwsku import hwsku, known, unknown_hint
+from harness.core.errors import Problem, TopologyError
+from harness.core.hwsku import HwSku, find, known, unknown_hint
 
 
 STORAGE_VNI = 10900  # the storage plane's VNI where a plan has storage NICs (ai-cluster's)
@@ -30,15 +30,18 @@ class Shaped:
     hwskus: tuple[tuple[str, str], ...] = ()  # a switch whose HwSKU is not its role's: Cabling.hwskus
 
 
-def shape(placed: Inferred, name: str) -> Shaped:
-    return _Shape(placed, name).run()
+def shape(placed: Inferred, name: str, where: Mapping[str, str] | None = None) -> Shaped:
+    """`where`: each device's row of the plan (`file:line`), to name a HwSKU fablab cannot read."""
+    return _Shape(placed, name, where or {}).run()
 
 
 class _Shape:
-    def __init__(self, placed: Inferred, name: str) -> None:
+    def __init__(self, placed: Inferred, name: str, where: Mapping[str, str]) -> None:
         self.p = placed
         self.name = name
+        self.where = where
         self.problems: list[Problem] = []
+        self.skus: dict[str, HwSku | str] = {}  # a HwSKU as the plan writes it -> the HwSku, or where fablab looked
 
     def run(self) -> Shaped:
         be, fe = self._port_budgets(self._backend(), self._frontend())
@@ -78,8 +81,8 @@ class _Shape:
         slower end), else None."""
         if w.speed_mbps:
             return w.speed_mbps // 1000
-        rows = [r for end in (w.a, w.b) if (d := self.p.device(end.device)).hwsku and known(d.hwsku)
-                and (r := hwsku(d.hwsku).row(end.port)) is not None]
+        rows = [r for end in (w.a, w.b) if (d := self.p.device(end.device)).hwsku
+                and isinstance(sku := self.sku(d.hwsku), HwSku) and (r := sku.row(end.port)) is not None]
         return min(r.speed for r in rows) // 1000 if rows else None
 
     def speed(self, wires: Iterable[Wire], what: str, default: int) -> int:
@@ -182,6 +185,18 @@ class _Shape:
 
         over = [(n, gbps(ws, down_speed), gbps(up[n], up_speed)) for n, ws in down.items()
                 if up[n] and gbps(ws, down_speed) > gbps(up[n], up_speed)]
+        # a leaf over only by a NIC of another rail on it: said as what follows from that NIC
+        astray = {h.nic for h in self.p.astray}
+        for n, d, u in sorted(over, key=lambda x: natural(x[0])):
+            stray = [w for w in down[n] if w.a in astray]
+            rest = gbps([w for w in down[n] if w.a not in astray], down_speed)
+            if stray and rest <= u:
+                over.remove((n, d, u))
+                self.problems.append(Problem(
+                    f"{n}:{up[n][0].a.port}", f"{n} is oversubscribed {d / u:.2f}:1 ({d}G down, {u}G up): this "
+                    f"follows from {', '.join(str(w.a) for w in stray)} above, on "
+                    f"{', '.join(w.b.port for w in stray)}",
+                    f"cable {'them' if len(stray) > 1 else 'it'} where said above: {rest}G down then"))
         if not over:
             return
         over.sort(key=lambda x: natural(x[0]))
@@ -221,23 +236,41 @@ class _Shape:
 
     # ------------------------------------------------------------------ hardware
 
+    def sku(self, ref: str) -> HwSku | str | TopologyError:
+        """The HwSKU a device's HwSku cell names (harness.core.hwsku.find), read once: the HwSku,
+        where fablab looked for it, or what is wrong with its folder."""
+        if ref not in self.skus:
+            try:
+                self.skus[ref] = find(ref)
+            except TopologyError as e:
+                self.skus[ref] = e
+        return self.skus[ref]
+
     def _hardware(self) -> tuple[Hardware, tuple[tuple[str, str], ...]]:
         """The HwSKU of each role (the one most of its switches name), and each switch naming
-        another (a plan of mixed hardware); a HwSKU fablab does not know is named."""
+        another (a plan of mixed hardware); a HwSKU fablab cannot find or read is named. One of
+        the catalogue is its name; one read from a SONiC folder is its HwSku in `Hardware` (its
+        ports travel with the declaration) and its folder's absolute path in `Cabling.hwskus`."""
         field = {Role.BE_LEAF: "be_leaf", Role.BE_SPINE: "be_spine", Role.BE_SUPERSPINE: "superspine",
                  Role.FE_LEAF: "fe_leaf", Role.FE_SPINE: "fe_spine"}
-        chosen: dict[str, str | None] = {}
+        chosen: dict[str, str | HwSku | None] = {}
         own: list[tuple[str, str]] = []
         by_role: dict[Role, list[Placed]] = defaultdict(list)
+        ref: dict[str, str] = {}  # a switch -> its HwSKU as a name of the catalogue or a folder's path
+        read: dict[str, HwSku] = {}
         for dev in self.p.devices:
             if dev.role in field and dev.hwsku:
-                if known(dev.hwsku):
+                sku, at = self.sku(dev.hwsku), self.where.get(dev.name, dev.name)
+                if isinstance(sku, HwSku):
                     by_role[dev.role].append(dev)
+                    ref[dev.name], read[dev.name] = (dev.hwsku if known(dev.hwsku) else sku.source), sku
+                elif isinstance(sku, TopologyError):
+                    self.problems += [Problem(at, f"{dev.name}: {p.message}", p.hint) for p in sku.problems]
                 else:
-                    self.problems.append(Problem(dev.name, f"{dev.name}'s HwSKU {dev.hwsku!r} is not one fablab "
-                                                 "knows", unknown_hint(dev.hwsku)))
+                    self.problems.append(Problem(at, f"{dev.name}'s HwSKU {dev.hwsku!r} is not one fablab knows: "
+                                                 f"{sku}", unknown_hint(dev.hwsku)))
         for role, devs in by_role.items():
-            sku, _ = Counter(d.hwsku for d in devs).most_common(1)[0]
-            chosen[field[role]] = sku
-            own += [(d.name, d.hwsku) for d in devs if d.hwsku != sku]
+            most, _ = Counter(ref[d.name] for d in devs).most_common(1)[0]
+            chosen[field[role]] = most if known(most) else read[next(d.name for d in devs if ref[d.name] == most)]
+            own += [(d.name, ref[d.name]) for d in devs if ref[d.name] != most]
         return Hardware(**chosen), tuple(sorted(own, key=lambda x: natural(x[0])))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from harness.core.declarations import Plane
 from harness.core.emulation import emulation_only
 from harness.core.meaning.bgp import Behaviour, Decision, Session
 from harness.core.meaning.difference import Difference
@@ -40,7 +41,9 @@ def probes(plan: Plan, *configs: Behaviour, near: str | None = None) -> tuple[Pr
     """The prefixes a policy is judged on: every switch's loopback and what it originates; the
     host links of `near` and its peers (elsewhere a block's first and last stand for the rest:
     a filter that treats one host link apart names it, and its edges are probes too)."""
-    found: set[Prefix] = set(_FOREIGN)
+    # a foreign probe is no plane's: never one inside the engineer's own numbering
+    ours = [net for nets in plan.plane_nets.values() for net in nets]
+    found: set[Prefix] = {p for p in _FOREIGN if p.prefixlen == 0 or not any(p.overlaps(n) for n in ours)}
     close = {near} | {p.peer for s in plan.switches if s.name == near for p in s.ports}
     for sw in plan.switches:
         found.add(sw.loopback.network)
@@ -52,7 +55,8 @@ def probes(plan: Plan, *configs: Behaviour, near: str | None = None) -> tuple[Pr
             found |= set(links[:1] + links[-1:] + own[:2] + own[-1:])
         found |= set(plan.host_routes.get(sw.name, ()))
     found |= {t.subnet for t in plan.tenants}
-    found |= set(plan.be_rail_blocks) | {plan.fe_block, plan.mgmt_network}
+    found |= {net for nets in plan.rail_nets for net in nets} | set(plan.fe_nets) | {plan.mgmt_network}
+    found |= {net for nets in plan.plane_nets.values() for net in nets}
     if plan.host_block is not None:
         found.add(plan.host_block)
     addressing = plan.fabric.cluster.addressing
@@ -90,7 +94,9 @@ def _plane(plan: Plan, p: Prefix) -> str:
     if p.prefixlen == 0:
         return "default"
     a = plan.fabric.cluster.addressing
-    for name, block in (("BE", a.be), ("FE", a.fe), ("mgmt", a.mgmt), ("tenant", a.tenants)):
+    numbered = [(p.value.upper() if p is not Plane.MGMT else "mgmt", str(net)) for p, nets in plan.plane_nets.items()
+                for net in nets]
+    for name, block in numbered + [("tenant", a.tenants)]:
         try:
             if p.subnet_of(ipaddress.ip_network(block)):
                 return name

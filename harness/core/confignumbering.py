@@ -1,0 +1,109 @@
+"""The numbering an engineer's configs carry: each switch's ASN (frr.conf's `router bgp`, or SONiC's
+DEVICE_METADATA bgp_asn), its loopback (config_db.json's LOOPBACK_INTERFACE, else frr.conf's
+`interface lo` address) and its ports' addresses (config_db.json's INTERFACE, else frr.conf's
+`interface ... ip address`). `--configs DIR` makes them the plan's numbering (harness/core/numbering.py
+audits it), so a lab runs the engineer's addresses and every check judges in them; a host's
+address is the other end of its leaf port's subnet where nothing else gives it.
+
+Pure: it reads texts, the caller reads the files.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from ipaddress import IPv4Interface
+
+from harness.core.declarations import Addressing
+from harness.core.meaning.frr import parse
+
+__all__ = ["ConfigNumbering", "numbering_of", "with_numbering"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigNumbering:
+    """What the configs number, item by item, as Addressing's fields take them."""
+
+    asns: tuple[tuple[str, int], ...]
+    loopbacks: tuple[tuple[str, str], ...]
+    ports: tuple[tuple[str, str, str], ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.asns or self.loopbacks or self.ports)
+
+
+def _db(text: str | None) -> dict:
+    if not text:
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _v4(text: str) -> IPv4Interface | None:
+    try:
+        return IPv4Interface(text) if "/" in text else None
+    except ValueError:
+        return None
+
+
+def _keyed(table: object) -> list[tuple[str, IPv4Interface]]:
+    """(interface, address) of a SONiC INTERFACE-style table's `NAME|ADDR/LEN` keys (IPv4 only)."""
+    out = []
+    for key in table if isinstance(table, dict) else ():
+        name, _, addr = str(key).partition("|")
+        iface = _v4(addr) if addr else None
+        if iface is not None:
+            out.append((name, iface))
+    return out
+
+
+def numbering_of(frr: dict[str, str], dbs: dict[str, str]) -> ConfigNumbering:
+    """switch -> frr.conf text and switch -> config_db.json text: the numbering they carry. A switch
+    whose configs say nothing of an item leaves it out (the audit then names what is missing)."""
+    asns: list[tuple[str, int]] = []
+    loopbacks: list[tuple[str, str]] = []
+    ports: list[tuple[str, str, str]] = []
+    for sw in sorted(set(frr) | set(dbs)):
+        cfg = parse(frr.get(sw, ""))
+        db = _db(dbs.get(sw))
+        inst = cfg.bgp.get("default")
+        asn = inst.asn if inst is not None else None
+        if asn is None or not str(asn).isdigit():
+            meta = db.get("DEVICE_METADATA", {})
+            asn = (meta.get("localhost", {}) if isinstance(meta, dict) else {}).get("bgp_asn")
+        if asn is not None and str(asn).isdigit():
+            asns.append((sw, int(asn)))
+        lo = [i for name, i in _keyed(db.get("LOOPBACK_INTERFACE")) if name == "Loopback0"]
+        lo = lo or [i for name, i in _from_frr(cfg) if name == "lo" and i.network.prefixlen == 32]
+        if lo:
+            loopbacks.append((sw, str(lo[0])))
+        addressed = _keyed(db.get("INTERFACE")) or [(n, i) for n, i in _from_frr(cfg) if n != "lo"]
+        ports += [(sw, name, str(i)) for name, i in addressed]
+    return ConfigNumbering(tuple(asns), tuple(loopbacks), tuple(ports))
+
+
+def _from_frr(cfg) -> list[tuple[str, IPv4Interface]]:
+    out = []
+    for name, statements in cfg.interfaces.items():
+        for st in statements:
+            w = st.words
+            if w[:2] == ["ip", "address"] and len(w) > 2 and (iface := _v4(w[2])) is not None:
+                out.append((name, iface))
+    return out
+
+
+def with_numbering(addressing: Addressing, found: ConfigNumbering, switches: set[str]) -> Addressing:
+    """The declaration's addressing with the configs' numbering in place of fablab's allocation,
+    for every item the configs give (hosts' ends stay the other end of their leaf port's subnet)."""
+    if found.empty:
+        return addressing
+    ours = {(d, p) for d, p, _ in found.ports}
+    kept = tuple(x for x in addressing.ports if (x[0], x[1]) not in ours and x[0] not in switches)
+    return dataclasses.replace(
+        addressing,
+        asns=tuple(x for x in found.asns if x[0] in switches) or addressing.asns,
+        loopbacks=tuple(x for x in found.loopbacks if x[0] in switches) or addressing.loopbacks,
+        ports=(tuple(x for x in found.ports if x[0] in switches) + kept) if found.ports else addressing.ports)
