@@ -70,6 +70,7 @@ def cmd_hwskus(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from harness.checks.registry import not_applicable
     from harness.core.lossless_declaration import dcqcn_assumed
+    from harness.core.numbering import own_numbering
 
     plan = make_plan(load_fabric(args.topology))
     s = summary(plan)
@@ -120,7 +121,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         out.print("edge ACL (first match wins): " + "; ".join(f"{i}: {r}" for i, r in enumerate(rules))
                   + f"; default {s['acl']['default']}", soft_wrap=True)
     r = s["ranges"]
-    out.print(f"ranges: BE {r['be']} (rails {', '.join(r['be_rails'])}), FE {r['fe']}, mgmt {r['mgmt']}")
+    if own_numbering(plan.fabric.cluster.addressing):
+        def nets(items: list[str]) -> str:
+            return ", ".join(items[:4]) + (f" (+{len(items) - 4} more)" if len(items) > 4 else "")
+        out.print(f"numbering: yours (Addressing's items, numbering.csv or the devices file): BE {nets(r['planes']['be'])}; "
+                  f"FE {nets(r['planes']['fe'])}; mgmt {r['mgmt']}", soft_wrap=True)
+    else:
+        out.print(f"ranges: BE {r['be']} (rails {', '.join(r['be_rails'])}), FE {r['fe']}, mgmt {r['mgmt']}")
     if s["routed_hosts"]:
         hosts = list(s["routed_hosts"].values())
         out.print(f"dual-homed FE hosts: {len(hosts)}, each its own /32 ({hosts[0]['loopback']} ...) and ASN "
@@ -193,9 +200,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     if problems:
         raise TopologyError(problems, "fablab import")
     cluster = cluster_of(read_plan(plan_path), name, source=str(plan_path))
-    make_plan(build(cluster))  # every check a declaration gets, before anything is written
+    plan = make_plan(build(cluster))  # every check a declaration gets, before anything is written
+    numbered = ""
+    if args.configs:  # their configs' ASNs, loopbacks and port addresses, audited, as Addressing's items
+        from harness.render.configs import load_configs, numbered_by
+        plan = numbered_by(plan, load_configs(plan, args.configs))
+        cluster = plan.fabric.cluster
+        numbered = f"`addressing` holds the numbering of the configs in {args.configs}.\n"
     doc = (f"{name}: the cabling plan {plan_path.name}, as `fablab import` declared it.\n\n"
            "Counts, speeds and HwSKUs come from the plan; `cabling` keeps its device names and ports.\n"
+           + numbered +
            "Edit it as any declaration:  fablab show " + target.name + "\n")
     text = declaration_source(cluster, doc)
     tmp = target.with_name(f".{target.stem}.importing.py")
@@ -254,6 +268,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True, help="the .py file to write")
     s.add_argument("--name", help="the cluster's name (default: from the plan's file name)")
     s.add_argument("--force", action="store_true", help="replace the output file if it exists")
+    s.add_argument("--configs", metavar="DIR",
+                   help="take the switches' ASNs, loopbacks and port addresses from DIR's configs (laid out as "
+                        "`fablab render` writes them), written as Addressing's items")
     s.set_defaults(func=cmd_import)
     from harness.cli import audit as cli_audit, diff as cli_diff, labs as cli_lab, learn as cli_learn, rdma as cli_rdma
     from harness.cli import counters as cli_counters, staged as cli_staged, view as cli_view

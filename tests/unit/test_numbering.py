@@ -5,6 +5,7 @@ scheme, mgmt from another subnet), then one fault at a time."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from ipaddress import IPv4Interface, IPv4Network
 
@@ -217,3 +218,48 @@ def test_configs_in_their_own_numbering_diff_as_the_plan_and_a_numbering_fault_i
     assert main(["diff", "ai-cluster", str(tmp_path)]) == 2
     said = capsys.readouterr().err
     assert "is used twice" in said and "be-s1's loopback" in said and "be-s2's loopback" in said
+
+
+EXAMPLE = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "examples" / "plan"
+
+
+@pytest.mark.parametrize("value, code, said", [
+    (None, 0, ""),  # the control: the devices file's own addresses
+    ("10.250.0.300/24", 2, "sonic_lab_devices.csv:3: ctsw-01's mgmt_ip '10.250.0.300/24' is not an IPv4 address"),
+    ("10.250.1.11/24", 2, "the mgmt addresses are in 2 subnets"),
+    ("10.250.0.10/24", 2, "10.250.0.10 is used twice: cpu-x1's mgmt and ctsw-01's mgmt"),
+])
+def test_a_plans_devices_file_gives_the_mgmt_addresses(tmp_path, capsys, value, code, said):
+    from harness.cli.main import main
+
+    devices = (EXAMPLE / "sonic_lab_devices.csv").read_text()
+    if value is not None:
+        devices = devices.replace("ctsw-01,10.250.0.11/24,", f"ctsw-01,{value},")
+    (tmp_path / "sonic_lab_devices.csv").write_text(devices)
+    (tmp_path / "sonic_lab_links.csv").write_text((EXAMPLE / "sonic_lab_links.csv").read_text())
+    assert main(["show", str(tmp_path / "sonic_lab_links.csv"), "--json"]) == code
+    captured = capsys.readouterr()
+    if code == 0:
+        plan = make_plan(load_fabric(str(tmp_path / "sonic_lab_links.csv")))
+        assert str(plan.switch("ctsw-01").mgmt) == "10.250.0.11/24" and plan.mgmt_network == IPv4Network("10.250.0.0/24")
+        assert json.loads(captured.out)["ranges"]["mgmt"] == "10.250.0.0/24"
+    else:
+        assert said in " ".join(captured.err.split()), captured.err
+
+
+def test_import_with_configs_writes_their_numbering_as_addressing(tmp_path, capsys):
+    """`fablab import PLAN --configs DIR -o FILE.py`: the plan, with the numbering DIR's configs
+    carry (a render of docs/examples/numbered) as Addressing's items, read back the same."""
+    from harness.cli.main import main
+
+    numbered = EXAMPLE.parent / "numbered" / "sonic_lab_links.csv"
+    assert main(["render", str(numbered), "-o", str(tmp_path / "render")]) == 0
+    target = tmp_path / "mine.py"
+    assert main(["import", str(EXAMPLE / "sonic_lab_links.csv"), "--configs", str(tmp_path / "render"),
+                 "-o", str(target)]) == 0
+    capsys.readouterr()
+    ours, theirs = make_plan(load_fabric(str(target))), make_plan(load_fabric(str(numbered)))
+    assert [(s.name, s.asn, s.loopback) for s in ours.switches] == [(s.name, s.asn, s.loopback) for s in theirs.switches]
+    assert [(h.name, [(n.name, n.address) for n in h.nics]) for h in ours.hosts] == \
+        [(h.name, [(n.name, n.address) for n in h.nics]) for h in theirs.hosts]
+    assert "asns=(" in target.read_text() and "4200100100" in target.read_text()

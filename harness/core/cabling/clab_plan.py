@@ -32,6 +32,13 @@ SONIC_KIND = "sonic-vs"
 NOT_A_DEVICE = ("host", "mgmt-net", "macvlan")  # containerlab's pseudo-nodes of a link end
 
 
+def _with_length(address: object, length: str) -> str | None:
+    if address is None:
+        return None
+    text = str(address)
+    return f"{text}/{length}" if length and "/" not in text else text
+
+
 def read_clab(text: str, name: str) -> CablingPlan:
     problems: list[Problem] = []
     try:
@@ -47,6 +54,10 @@ def read_clab(text: str, name: str) -> CablingPlan:
                                      "a containerlab file lists its nodes under topology.nodes")], source=name)
     defaults = _plain(_get(topology, "defaults")) or {}
     kinds = _plain(_get(topology, "kinds")) or {}
+    # a node's mgmt-ipv4 is a bare address on containerlab's mgmt network: its subnet gives the length
+    mgmt = _plain(_get(root, "mgmt")) or {}
+    subnet = str(mgmt.get("ipv4-subnet", "")) if isinstance(mgmt, dict) else ""
+    length = subnet.partition("/")[2] if "/" in subnet else ""
     devices: dict[str, Device] = {}
     key_to_name: dict[str, str] = {}
     sku_of: dict[str, HwSku | None] = {}
@@ -67,7 +78,7 @@ def read_clab(text: str, name: str) -> CablingPlan:
         sku_of[key] = _sku(key, sku, runs, bool(folder), str(where), problems) if kind == SONIC_KIND else None
         devices[device] = Device(device, where, hwsku=sku, kind=kind,
                                  role=labels.get("fablab.role") or labels.get("role"),
-                                 mgmt_ip=node.get("mgmt-ipv4"))
+                                 mgmt_ip=_with_length(node.get("mgmt-ipv4"), length))
     cables: list[CableRow] = []
     used: dict[End, Where] = {}
     links = _get(topology, "links")

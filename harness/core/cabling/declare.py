@@ -12,6 +12,7 @@ cables and names what does not fit (cabling/apply.py).
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import defaultdict
 from dataclasses import replace
@@ -48,10 +49,54 @@ def cluster_of(plan: CablingPlan, name: str, source: str = "") -> Cluster:
     names, problems = _names(placed, laid)
     if problems:
         raise TopologyError(problems, source=source or "the cabling plan")
+    mgmt, problems = mgmt_ips(plan, set(names.values()))
+    if problems:
+        raise TopologyError(problems, source=source or "the cabling plan")
     cables = tuple(Cable(w.a.device, w.b.device, w.a.port, w.b.port,
                          w.speed_mbps // 1000 if w.speed_mbps else None) for w in placed.wires)
-    return replace(shaped.cluster, cabling=Cabling(tuple(sorted(names.items(), key=lambda x: natural(x[1]))),
-                                                   cables, source, shaped.hwskus))
+    cluster = replace(shaped.cluster, addressing=_numbered(shaped.cluster.addressing, mgmt, plan.numbering))
+    return replace(cluster, cabling=Cabling(tuple(sorted(names.items(), key=lambda x: natural(x[1]))),
+                                            cables, source, shaped.hwskus))
+
+
+def _numbered(addressing, mgmt: tuple[tuple[str, str], ...], rows):
+    """The devices file's mgmt addresses, then numbering.csv's rows over them (by device)."""
+    if rows is None:
+        return replace(addressing, mgmt_ips=mgmt) if mgmt else addressing
+    theirs = {d for d, _ in rows.mgmt_ips}
+    return replace(addressing, asns=rows.asns or addressing.asns, loopbacks=rows.loopbacks or addressing.loopbacks,
+                   ports=rows.ports or addressing.ports,
+                   mgmt_ips=tuple(x for x in mgmt if x[0] not in theirs) + rows.mgmt_ips)
+
+
+def mgmt_ips(plan: CablingPlan, nodes: set[str]) -> tuple[tuple[tuple[str, str], ...], list[Problem]]:
+    """(device, mgmt address) of every cabled device whose devices file gives one: the plan's mgmt
+    numbering (harness/core/numbering.py puts the rest in the same subnet). A value that is no
+    address, or no length where none of the others gives the subnet, names its file:line."""
+    given: list[tuple[str, str, str]] = []
+    problems: list[Problem] = []
+    for d in plan.devices:
+        if not d.mgmt_ip or d.name not in nodes:
+            continue
+        text = str(d.mgmt_ip).strip()
+        try:
+            iface = ipaddress.IPv4Interface(text)
+        except ValueError as e:
+            problems.append(Problem(str(d.where), f"{d.name}'s mgmt_ip {text!r} is not an IPv4 address ({e})",
+                                    "write it as 10.250.0.10/24, or leave it empty for fablab's"))
+            continue
+        given.append((d.name, text, str(d.where)) if "/" in text else (d.name, str(iface.ip), str(d.where)))
+    lengths = {t.partition("/")[2] for _, t, _ in given if "/" in t}
+    out = []
+    for name, text, where in given:
+        if "/" not in text:
+            if len(lengths) != 1:
+                problems.append(Problem(where, f"{name}'s mgmt_ip {text} has no prefix length",
+                                        "write it with its subnet, e.g. 10.250.0.10/24"))
+                continue
+            text = f"{text}/{next(iter(lengths))}"
+        out.append((name, str(ipaddress.IPv4Interface(text))))
+    return tuple(out), problems
 
 
 def port_names(plan: CablingPlan) -> CablingPlan:

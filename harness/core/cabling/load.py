@@ -5,15 +5,18 @@ beside it.
   read as `_devices` (sonic-mgmt's `sonic_<lab>_links.csv` / `sonic_<lab>_devices.csv`).
 - a cable list (`a_device,a_port,b_device,b_port[,speed]`): `devices.csv` beside it, if there.
 - `*.clab.yml` / `*.clab.yaml`, or YAML with `topology.nodes`: a containerlab file.
+- `numbering.csv` beside any of them: the engineer's own numbering (cabling/numbering_csv.py).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from harness.core.cabling.clab_plan import read_clab
 from harness.core.cabling.csv_plans import read_cable_csv, read_sonic_mgmt, sniff
 from harness.core.cabling.plan import CablingPlan, PlanFormat
-from harness.core.errors import InputError
+from harness.core.cabling.numbering_csv import FILE as NUMBERING, read_numbering
+from harness.core.errors import InputError, TopologyError
 
 PLAN_SUFFIXES = (".csv", ".yml", ".yaml")
 
@@ -24,6 +27,22 @@ def is_plan(path: Path) -> bool:
 
 
 def read_plan(path: Path) -> CablingPlan:
+    """The plan at `path`, with the devices file and `numbering.csv` beside it where they are."""
+    plan = _read(path)
+    numbering = path.with_name(NUMBERING)
+    if not numbering.is_file():
+        return plan
+    try:
+        text = numbering.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{numbering}: cannot be read as text ({e})") from None
+    rows, problems = read_numbering(text, str(numbering))
+    if problems:
+        raise TopologyError(problems, source=str(numbering))
+    return replace(plan, numbering=rows)
+
+
+def _read(path: Path) -> CablingPlan:
     if not path.is_file():
         raise InputError(f"no cabling plan at {path}")
     try:

@@ -8,6 +8,8 @@ device only carries the words its file gave: a sonic-mgmt `Type`, a `role` colum
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from harness.core.cabling.numbering_csv import NumberingRows
 from enum import Enum
 
 
@@ -60,6 +62,7 @@ class CablingPlan:
     format: PlanFormat
     cables: tuple[CableRow, ...]
     devices: tuple[Device, ...] = ()  # from the devices file; empty when none was given
+    numbering: NumberingRows | None = None  # numbering.csv beside the plan, when there is one
 
     def device(self, name: str) -> Device | None:
         return next((d for d in self.devices if d.name == name), None)

@@ -1,0 +1,80 @@
+"""`numbering.csv` beside a cabling plan: the engineer's own numbering, one number a row, as an
+IPAM exports it.
+
+    device,item,value
+    rtsw-g1-r0,asn,4200100101
+    rtsw-g1-r0,loopback,10.255.255.3/32
+    rtsw-g1-r0,Ethernet0,10.77.0.4/31
+    gpu-a01,enp12s0np0,10.77.0.5/31
+    gpu-a01,mgmt,10.250.0.20/24
+
+`item` is `asn`, `loopback` (also `Loopback0` or `lo`), `mgmt`, or a port or NIC name: either end
+of a host link (the other end is the rest of its /31 or /30). What it gives lays over the
+devices file's `mgmt_ip` and fablab's allocation (harness/core/numbering.py audits the result);
+a row that is not a number names its file:line.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from ipaddress import IPv4Interface
+
+from harness.core.errors import Problem
+
+__all__ = ["FILE", "NumberingRows", "read_numbering"]
+
+FILE = "numbering.csv"
+_LOOPBACK = ("loopback", "loopback0", "lo")
+
+
+@dataclass(frozen=True)
+class NumberingRows:
+    """What numbering.csv gives, as Addressing's fields take it."""
+
+    asns: tuple[tuple[str, int], ...] = ()
+    loopbacks: tuple[tuple[str, str], ...] = ()
+    ports: tuple[tuple[str, str, str], ...] = ()
+    mgmt_ips: tuple[tuple[str, str], ...] = ()
+
+
+def read_numbering(text: str, name: str) -> tuple[NumberingRows, list[Problem]]:
+    problems: list[Problem] = []
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    header = [c.strip().lower() for c in rows[0]] if rows else []
+    if header[:3] != ["device", "item", "value"]:
+        return NumberingRows(), [Problem(f"{name}:1", f"the header is {','.join(header) or 'missing'}",
+                                         "write device,item,value (e.g. rtsw-g1-r0,asn,4200100101)")]
+    asns, loopbacks, ports, mgmt = [], [], [], []
+    for line, row in enumerate(rows[1:], start=2):
+        cells = [c.strip() for c in row]
+        if not any(cells) or cells[0].startswith("#"):
+            continue
+        where = f"{name}:{line}"
+        if len(cells) < 3 or not all(cells[:3]):
+            problems.append(Problem(where, f"{','.join(row)!r} is not device,item,value", "fill all three"))
+            continue
+        device, item, value = cells[:3]
+        if item.lower() == "asn":
+            if not value.isdigit() or not 1 <= int(value) <= 4294967294:
+                problems.append(Problem(where, f"{device}'s ASN {value!r} is not 1..4294967294",
+                                        "a private ASN: 64512-65534, or 4200000000-4294967294 (RFC 6996)"))
+            else:
+                asns.append((device, int(value)))
+            continue
+        try:
+            iface = IPv4Interface(value)
+        except ValueError as e:
+            problems.append(Problem(where, f"{device}:{item}: {value!r} is not an IPv4 address ({e})",
+                                    "write it as 10.77.0.4/31 (a loopback: /32)"))
+            continue
+        if "/" not in value:
+            problems.append(Problem(where, f"{device}:{item}: {value} has no prefix length",
+                                    "write it with its subnet, e.g. 10.77.0.4/31"))
+        elif item.lower() in _LOOPBACK:
+            loopbacks.append((device, str(iface)))
+        elif item.lower() == "mgmt":
+            mgmt.append((device, str(iface)))
+        else:
+            ports.append((device, item, str(iface)))
+    return NumberingRows(tuple(asns), tuple(loopbacks), tuple(ports), tuple(mgmt)), problems
