@@ -2,6 +2,8 @@
 gets a unique name and is always torn down."""
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -86,3 +88,18 @@ def fablab(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """The fablab command as an engineer runs it, in a process of its own."""
     return subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True, text=True,
                           timeout=timeout)
+
+
+@contextlib.contextmanager
+def up_with_configs(plan: Path, prefix: str, configs: Path):
+    """`fablab up PLAN --configs DIR` as a user runs it (a lab named `prefix` + pid), every session
+    of the configs able to come up, and nothing of it left after."""
+    name = f"{prefix}{os.getpid() % 100000}"
+    run = fablab("up", str(plan), "--name", name, "--configs", str(configs), "--json")
+    try:
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert json.loads(run.stdout)["sessions_that_cannot_come_up"] == []
+        yield name
+    finally:
+        fablab("down", name)
+        assert leftovers_of(name) == []

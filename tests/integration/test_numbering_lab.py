@@ -8,7 +8,6 @@ evidence naming those addresses. One lab for every assertion."""
 from __future__ import annotations
 
 import json
-import os
 from ipaddress import IPv4Interface
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 from corpus.styles import rewrite
 from harness.lab import Lab
 
-from .conftest import fablab as _fablab, leftovers_of
+from .conftest import fablab as _fablab, up_with_configs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 PLAN = EXAMPLES / "plan" / "sonic_lab_links.csv"
@@ -60,15 +59,8 @@ def test_their_numbering_diffs_as_the_plan_and_a_slip_in_it_is_named(their_confi
 
 @pytest.fixture(scope="module")
 def lab(their_configs):
-    name = f"nb{os.getpid() % 100000}"
-    run = _fablab("up", str(PLAN), "--name", name, "--configs", str(their_configs), "--json")
-    try:
-        assert run.returncode == 0, run.stderr[-2000:]
-        assert json.loads(run.stdout)["sessions_that_cannot_come_up"] == []
+    with up_with_configs(PLAN, "nb", their_configs) as name:
         yield name
-    finally:
-        _fablab("down", name)
-        assert leftovers_of(name) == []
 
 
 def test_the_lab_runs_their_addresses(lab):

@@ -11,7 +11,6 @@ here); the whole `fablab check` of this plan is in docs/bring-your-fabric.md."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ import pytest
 from corpus.styles import rewrite
 from harness.lab import Lab
 
-from .conftest import fablab as _fablab, leftovers_of
+from .conftest import fablab as _fablab, up_with_configs
 
 PLAN = Path(__file__).resolve().parents[2] / "docs" / "examples" / "plan" / "sonic_lab_links.csv"
 # every check but the RoCEv2 failovers and RDMA: timed experiments other labs of `make test` run
@@ -47,15 +46,8 @@ def test_their_configs_diff_as_the_plan(their_configs):
 
 @pytest.fixture(scope="module")
 def lab(their_configs):
-    name = f"yp{os.getpid() % 100000}"
-    run = _fablab("up", str(PLAN), "--name", name, "--configs", str(their_configs), "--json")
-    try:
-        assert run.returncode == 0, run.stderr[-2000:]
-        assert json.loads(run.stdout)["sessions_that_cannot_come_up"] == []
+    with up_with_configs(PLAN, "yp", their_configs) as name:
         yield name
-    finally:
-        _fablab("down", name)
-        assert leftovers_of(name) == []
 
 
 def test_the_running_lab_diffs_as_the_plan(lab):
