@@ -26,17 +26,19 @@ def cmd_up(args: argparse.Namespace) -> int:
     plan = make_plan(load_fabric(args.topology))
     configs = load_configs(plan, args.configs) if args.configs else None  # before anything is booted
     down: list[str] = []
+    not_applied: list[str] = []
     if configs is not None:
         _frr_accepts(configs, args)
         plan = _their_numbering(plan, configs, args)
         down = _sessions_down(plan, configs, args)
+        not_applied = _not_applied(plan, configs, args)
     lab = Lab.up(plan, name=args.name, runtime=args.runtime, replace=args.replace,
                  progress=progress_printer(not args.json), timeout=args.timeout, topology=args.topology,
                  detached=True, configs=configs, mgmt_services=args.mgmt_services)
     found = 3 if lab.state.not_converged else 0  # the engineer's configs fall short of the plan; the lab is up
     summary = {"lab": lab.name, "topology": args.topology, "runtime": args.runtime,
                "configs": lab.state.configs or "fablab's render", "not_converged": lab.state.not_converged,
-               "sessions_that_cannot_come_up": down,
+               "sessions_that_cannot_come_up": down, "config_db_not_applied": not_applied,
                "nodes": len(lab.plan.fabric.nodes), "switches": len(lab.plan.switches),
                "timings_s": {k: v for k, v in lab.state.timings.items() if k != "memory_mb"},
                "memory_mb": round(lab.state.timings.get("memory_mb", 0.0), 1), **lab.state.converged}
@@ -71,6 +73,39 @@ def _their_numbering(plan, configs, args: argparse.Namespace):
         out.print(f"numbering: the ASNs, loopbacks and port addresses of {args.configs}'s configs (not fablab's "
                   "allocation): the lab runs them and the checks judge in them", soft_wrap=True)
     return theirs
+
+
+# What the netns lab takes from an engineer's config_db.json: the addresses, loopbacks and ASNs (through
+# the plan, _their_numbering) and the lossless tables (its data plane acts on them as an ASIC would).
+_APPLIED = ("PFC", "PFC watchdog", "WRED/ECN", "QoS maps", "DSCP->TC", "buffers")
+
+
+def _not_applied(plan, configs, args: argparse.Namespace) -> list[str]:
+    """Each way the configs' config_db.json differs from the plan that the netns runtime does not
+    act on (MTU, admin status, ACLs, VXLAN, ...): the lab runs the plan's there, and says so.
+    SONiC-VS (clab) loads the file itself."""
+    if args.runtime != RuntimeName.NETNS or not configs.config_db:
+        return []
+    from harness.core.meaning.configdb import diff_config_db
+    from harness.render import artifacts
+
+    ours = artifacts(plan)
+    found = []
+    for name, text in sorted(configs.config_db.items()):
+        for d in diff_config_db(name, json.loads(ours[f"configs/{name}/config_db.json"]), text,
+                                f"{args.configs}/configs/{name}/config_db.json"):
+            if d.behaviour not in _APPLIED:
+                found.append(f"{d.switch} {d.subject}: {d.behaviour} {d.found or 'none'} (the lab runs "
+                             f"{d.expected or 'none'}) [{d.source}]")
+    if found and not args.json:
+        out.print(f"[yellow]config_db.json: {len(found)} settings the netns runtime does not apply from your file "
+                  f"(it runs the plan's; `fablab diff` names them; --runtime clab loads the file whole):[/yellow]",
+                  soft_wrap=True)
+        for line in found[:10]:
+            out.print(f"  - {escape(line)}", soft_wrap=True)
+        if len(found) > 10:
+            out.print(f"  ... and {len(found) - 10} more (--json: config_db_not_applied)")
+    return found
 
 
 def _frr_accepts(configs, args: argparse.Namespace) -> None:

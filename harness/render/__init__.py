@@ -15,7 +15,7 @@ from pathlib import Path
 from harness.core.errors import InputError, RenderError
 from harness.core.mgmtnet import with_mgmt_network
 from harness.core.plan import Plan
-from harness.render.cabling import cabling_csv, devices_csv, sonic_devices_csv, sonic_links_csv
+from harness.render.cabling import cabling_csv, devices_csv, numbering_csv, sonic_devices_csv, sonic_links_csv
 from harness.render.clabernetes import clabernetes_yaml
 from harness.render.containerlab import HOST_IMAGE, SONIC_IMAGE, clab_yaml, routed_host_daemons
 from harness.render.diagram import topology_svg
@@ -53,6 +53,9 @@ def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | No
         "topology.svg": topology_svg(plan),
         CONTRACT_FILE: contract_of(plan).to_json(),
     }
+    numbering = numbering_csv(plan)
+    if numbering is not None:  # the engineer's own numbering reads back with the cabling
+        out["numbering.csv"] = numbering
     for sw in plan.switches:
         out[f"configs/{sw.name}/config_db.json"] = config_db_json(plan, sw)
         out[f"configs/{sw.name}/frr.conf"] = frr_conf(plan, sw)

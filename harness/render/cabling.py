@@ -6,6 +6,7 @@ data-center technician works from, and what `fablab show` / `fablab import` take
   every device with its role, HwSKU and management address.
 - `sonic_<lab>_links.csv` + `sonic_<lab>_devices.csv`: sonic-mgmt's connection graph
   (BandWidth in Mb/s; Type DevSonic or Server, and a Role column sonic-mgmt leaves alone).
+- `numbering.csv`, where the plan is numbered the engineer's way (beside every format above).
 
 A HwSKU fablab does not ship is written as the path of its folder in the render, `hwskus/...`
 (harness/render/hwskus.py), relative to these files. Reading any of them back gives the same
@@ -61,3 +62,21 @@ def sonic_links_csv(plan: Plan) -> str:
 def sonic_devices_csv(plan: Plan) -> str:
     return _csv(SONIC_DEVICE_COLUMNS, ((name, ip, sku, "DevSonic" if role.is_switch else "Server", role.value)
                                        for name, role, sku, ip in _devices(plan)))
+
+
+def numbering_csv(plan: Plan) -> str | None:
+    """`numbering.csv` (harness/core/cabling/numbering_csv.py) where the plan's ASNs, loopbacks or
+    host-link addresses are the engineer's, not fablab's allocation (None otherwise): with it, the
+    cabling files read back as the same plan, numbers included. Mgmt addresses are in the devices files."""
+    a = plan.fabric.cluster.addressing
+    if not (a.asns or a.loopbacks or a.ports):
+        return None
+    rows: list[tuple[str, str, str]] = []
+    for sw in plan.switches:
+        if a.asns:
+            rows.append((sw.name, "asn", str(sw.asn)))
+        if a.loopbacks:
+            rows.append((sw.name, "loopback", str(sw.loopback)))
+        if a.ports:
+            rows += [(sw.name, p.name, str(p.address)) for p in sw.host_ports]
+    return _csv(("device", "item", "value"), rows)

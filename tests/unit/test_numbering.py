@@ -263,3 +263,23 @@ def test_import_with_configs_writes_their_numbering_as_addressing(tmp_path, caps
     assert [(h.name, [(n.name, n.address) for n in h.nics]) for h in ours.hosts] == \
         [(h.name, [(n.name, n.address) for n in h.nics]) for h in theirs.hosts]
     assert "asns=(" in target.read_text() and "4200100100" in target.read_text()
+
+
+def test_a_render_of_a_plan_in_its_own_numbering_reads_back_the_same_numbers(tmp_path, capsys):
+    from harness.cli.main import main
+
+    numbered = EXAMPLE.parent / "numbered" / "sonic_lab_links.csv"
+    assert main(["render", str(numbered), "-o", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    ours = make_plan(load_fabric(str(numbered)))
+
+    def numbers(plan):
+        return ([(s.name, s.asn, s.loopback, s.mgmt, [(p.name, p.address) for p in s.ports]) for s in plan.switches],
+                [(h.name, [(n.name, n.address, n.gateway, n.routes) for n in h.nics]) for h in plan.hosts])
+
+    for back in ("cabling.csv", "sonic_sonic-lab_links.csv", "sonic-lab.clab.yml"):
+        assert numbers(make_plan(load_fabric(str(tmp_path / "r" / back)))) == numbers(ours), back
+    assert (tmp_path / "r" / "numbering.csv").is_file()
+    # fablab's own numbering writes none: its ranges are the plan
+    assert main(["render", str(EXAMPLE / "sonic_lab_links.csv"), "-o", str(tmp_path / "plain")]) == 0
+    assert not (tmp_path / "plain" / "numbering.csv").exists()
