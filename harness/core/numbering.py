@@ -107,14 +107,14 @@ def _iface(text: str) -> IPv4Interface:
     return IPv4Interface(text)
 
 
-def number(a: Addressing, ends: list[LinkEnd], routed: dict[str, tuple[Plane, str]],
+def number(a: Addressing, ends: list[LinkEnd], routed: dict[str, tuple[Plane, str, int | None]],
            fabric_cables: list[tuple[str, str, str, str]], nodes: list[str],
            alloc_links: dict[tuple[str, str], tuple[IPv4Interface, IPv4Interface]],
            alloc_loopbacks: dict[str, IPv4Interface], alloc_asns: dict[str, int],
            alloc_mgmt: dict[str, IPv4Interface], mgmt_net: IPv4Network,
            ranges: dict[Plane, IPv4Network], tenants: IPv4Network | None) -> tuple[Numbered, list[Problem]]:
     """The numbering to use, and every problem of it. routed: switch -> (its plane, its role's
-    value); fabric_cables: (switch, port, switch, port) of every cable between two switches."""
+    value, its pod); fabric_cables: (switch, port, switch, port) of every cable between two switches."""
     if not own_numbering(a):
         return Numbered(alloc_links, alloc_loopbacks, alloc_asns, alloc_mgmt, mgmt_net, False), []
     p: list[Problem] = []
@@ -195,7 +195,7 @@ def _other_end(one: IPv4Interface) -> IPv4Interface | None:
     return IPv4Interface(f"{rest[0]}/{net.prefixlen}") if len(rest) == 1 else None
 
 
-def _given_per_switch(fname: str, given: dict, routed: dict[str, tuple[Plane, str]]) -> tuple[dict, list[Problem]]:
+def _given_per_switch(fname: str, given: dict, routed: dict[str, tuple[Plane, str, int | None]]) -> tuple[dict, list[Problem]]:
     p = [Problem(f"addressing.{fname}", f"{s} is numbered but is no routed switch of the plan",
                  "name a switch of `fablab show` (a leaf, spine or super-spine)") for s in given if s not in routed]
     missing = [s for s in routed if s not in given]
@@ -205,7 +205,7 @@ def _given_per_switch(fname: str, given: dict, routed: dict[str, tuple[Plane, st
     return {s: v for s, v in given.items() if s in routed}, p
 
 
-def _asn_problems(asns: dict[str, int], routed: dict[str, tuple[Plane, str]],
+def _asn_problems(asns: dict[str, int], routed: dict[str, tuple[Plane, str, int | None]],
                   fabric_cables: list[tuple[str, str, str, str]]) -> list[Problem]:
     p: list[Problem] = []
     said = set()
@@ -217,14 +217,25 @@ def _asn_problems(asns: dict[str, int], routed: dict[str, tuple[Plane, str]],
                              "give the tiers of a cable different ASNs"))
     uplinked = {a for a, *_ in fabric_cables} | {b for _, _, b, _ in fabric_cables}
     leaves: dict[int, list[str]] = defaultdict(list)
-    for s, (_, role) in routed.items():
+    spines: dict[int, set] = defaultdict(set)
+    for s, (_, role, pod) in routed.items():
         if role.endswith("leaf") and s in uplinked and s in asns:
             leaves[asns[s]].append(s)
+        if role == Role.BE_SPINE.value and pod is not None and s in asns:
+            spines[asns[s]].add((pod, s))
     for asn, names in leaves.items():
         if len(names) > 1:
             p.append(Problem("addressing.asns", f"leaves {', '.join(names)} share ASN {asn}: each drops the others' "
                              "routes as an AS-path loop (fablab's configs carry no allowas-in)",
                              "give each leaf its own ASN (RFC 7938), e.g. base + group * 100 + rail"))
+    for asn, found in spines.items():
+        pods = sorted({pod for pod, _ in found})
+        if len(pods) > 1:  # a route from one pod reaches the other's spines with their own ASN in its path
+            names = sorted(s for _, s in found)
+            p.append(Problem("addressing.asns", f"spines of pods {', '.join(map(str, pods))} share ASN {asn} "
+                             f"({', '.join(names[:4])}{' ...' if len(names) > 4 else ''}): each pod's spines drop the "
+                             "others' routes, which cross the super-spines with that ASN in their path",
+                             "one ASN per pod's spine tier, another for the super-spines (RFC 7938)"))
     return p
 
 
@@ -351,7 +362,7 @@ def own_numbering_of(fabric: Fabric, rows_of, link_addr, loopbacks, asns, mgmt_a
     c = fabric.cluster
     ends = [LinkEnd(lk.a, lk.a_port, lk.b, leaf_port(lk), lk.plane, lk.rail) for lk in fabric.links
             if (lk.a, lk.a_port) in link_addr]
-    routed = {node.name: (node.role.plane, node.role.value) for node in fabric.switches if node.role.is_routed}
+    routed = {node.name: (node.role.plane, node.role.value, node.pod) for node in fabric.switches if node.role.is_routed}
     cables = [(lk.a, a_port(lk), lk.b, leaf_port(lk)) for lk in fabric.links if lk.a in routed and lk.b in routed]
     return number(c.addressing, ends, routed, cables, [node.name for node in fabric.nodes], link_addr, loopbacks,
                   asns, mgmt_addr, mgmt_net, {Plane.BE: be_net, Plane.FE: fe_net},

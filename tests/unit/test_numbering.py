@@ -283,3 +283,26 @@ def test_a_render_of_a_plan_in_its_own_numbering_reads_back_the_same_numbers(tmp
     # fablab's own numbering writes none: its ranges are the plan
     assert main(["render", str(EXAMPLE / "sonic_lab_links.csv"), "-o", str(tmp_path / "plain")]) == 0
     assert not (tmp_path / "plain" / "numbering.csv").exists()
+
+
+def test_spines_of_two_pods_sharing_an_asn_are_refused():
+    """A 5-stage BE whose pods' spines share an ASN: a route from one pod reaches the other's spines
+    with their own ASN in its path and is dropped; the control: an ASN per pod's spines."""
+    from topologies import BUILTINS
+
+    base = make_plan(build(BUILTINS["pods"]()))
+    asns = {s.name: 4200000000 + k for k, s in enumerate(base.switches, start=10)}
+    for s in base.switches:
+        if s.role is Role.BE_SPINE:
+            asns[s.name] = 4200000001 + (s.pod or 0)
+        elif s.role is Role.BE_SUPERSPINE or s.role is Role.FE_SPINE:
+            asns[s.name] = 4200000000 if s.role is Role.BE_SUPERSPINE else 4200000009
+    assert make_plan(build(dataclasses.replace(base.fabric.cluster, addressing=dataclasses.replace(
+        base.fabric.cluster.addressing, asns=tuple(asns.items())))))  # the control
+    for s in base.switches:
+        if s.role is Role.BE_SPINE:
+            asns[s.name] = 4200000001
+    with pytest.raises(TopologyError) as e:
+        make_plan(build(dataclasses.replace(base.fabric.cluster, addressing=dataclasses.replace(
+            base.fabric.cluster.addressing, asns=tuple(asns.items())))))
+    assert any("spines of pods 1, 2 share ASN 4200000001" in p.message for p in e.value.problems), e.value.problems
