@@ -370,30 +370,60 @@ def own_numbering_of(fabric: Fabric, rows_of, link_addr, loopbacks, asns, mgmt_a
 
 
 def planned_nets(fabric: Fabric, own: Numbered, be_net: IPv4Network, fe_net: IPv4Network, be_blocks, fe_blocks) -> tuple:
-    """(loopback_nets, rail_nets, fe_nets, plane_nets): fablab's blocks, or where the engineer's
-    own addresses are (collapsed), for what they gave."""
+    """(loopback_nets, rail_nets, fe_nets, link_nets, plane_nets): fablab's blocks, or the pools the
+    engineer's own addresses come from, for what they gave (`_pooled`)."""
     a = fabric.cluster.addressing
     planes = {sw.name: sw.role.plane for sw in fabric.switches}
+    los = {p: [lo.network for s, lo in own.loopbacks.items() if planes[s] is p] for p in (Plane.BE, Plane.FE)}
+    by: dict[tuple[Plane, int | None], list[IPv4Network]] = defaultdict(list)
+    plane_of = {(lk.a, lk.a_port): (lk.plane, lk.rail) for lk in fabric.links}
+    for key, (leaf_side, _) in own.link_addr.items():
+        by[plane_of[key]].append(leaf_side.network)
+    rails = range(len(be_blocks) - 1)
+    links = {p: [n for (plane, _), nets in by.items() if plane is p for n in nets] for p in (Plane.BE, Plane.FE)}
+    used = [n for nets in los.values() for n in nets] + [n for nets in links.values() for n in nets] + [own.mgmt_net]
+    if a.tenants and fabric.cluster.tenants:
+        used.append(IPv4Network(a.tenants))
+
+    def pooled(nets: list[IPv4Network]) -> tuple[IPv4Network, ...]:
+        mine = set(nets)
+        return _pooled(nets, [n for n in used if n not in mine])
+
     if a.loopbacks:
-        loopback_nets = {p: tuple(ipaddress.collapse_addresses(lo.network for s, lo in own.loopbacks.items()
-                                                               if planes[s] is p)) for p in (Plane.BE, Plane.FE)}
+        loopback_nets = {p: pooled(los[p]) for p in (Plane.BE, Plane.FE)}
     else:
         loopback_nets = {Plane.BE: (be_blocks[0],), Plane.FE: (fe_blocks[0],)}
     if a.ports:
-        by = defaultdict(list)
-        plane_of = {(lk.a, lk.a_port): (lk.plane, lk.rail) for lk in fabric.links}
-        for key, (leaf_side, _) in own.link_addr.items():
-            by[plane_of[key]].append(leaf_side.network)
-        rail_nets = tuple(tuple(ipaddress.collapse_addresses(by[(Plane.BE, r)])) for r in range(len(be_blocks) - 1))
-        fe = [net for (plane, _), nets in by.items() if plane is Plane.FE for net in nets]
-        fe_nets = tuple(ipaddress.collapse_addresses(fe)) or (fe_blocks[1],)
+        rail_nets = tuple(pooled(by[(Plane.BE, r)]) for r in rails)
+        fe_nets = pooled(links[Plane.FE]) or (fe_blocks[1],)
+        link_nets = {Plane.BE: pooled(links[Plane.BE]), Plane.FE: fe_nets}
     else:
         rail_nets, fe_nets = tuple((b,) for b in be_blocks[1:]), (fe_blocks[1],)
+        link_nets = {Plane.BE: tuple(be_blocks[1:]), Plane.FE: fe_nets}
     plane_nets: dict[Plane, tuple[IPv4Network, ...]] = {}
-    for plane, rng, links in ((Plane.BE, be_net, [n for r in rail_nets for n in r]), (Plane.FE, fe_net, list(fe_nets))):
+    for plane, rng in ((Plane.BE, be_net), (Plane.FE, fe_net)):
         allocated = not (a.ports and a.loopbacks)
         parts = ([rng] if allocated else []) + (list(loopback_nets[plane]) if a.loopbacks else []) \
-            + (links if a.ports else [])
+            + (list(link_nets[plane]) if a.ports else [])
         plane_nets[plane] = tuple(ipaddress.collapse_addresses(parts))
     plane_nets[Plane.MGMT] = (own.mgmt_net,)
-    return loopback_nets, rail_nets, fe_nets, plane_nets
+    return loopback_nets, rail_nets, fe_nets, link_nets, plane_nets
+
+
+def _pooled(nets: list[IPv4Network], others: list[IPv4Network]) -> tuple[IPv4Network, ...]:
+    """The pool a set of the engineer's prefixes comes from, as far as it can be told: each widened
+    towards the smallest prefix spanning them all while it takes in nothing of `others` (another
+    plane's, rail's or kind's addresses). Loopbacks of two planes from one /24 stay /32s; /31s of
+    one plane handed out from a /24 become that /24, as the engineer's own filters write it."""
+    nets = list(ipaddress.collapse_addresses(nets))
+    if not nets:
+        return ()
+    span = nets[0]
+    while not all(n.subnet_of(span) for n in nets):
+        span = span.supernet()
+    out = []
+    for n in nets:
+        while n.prefixlen > span.prefixlen and not any(n.supernet().overlaps(o) for o in others):
+            n = n.supernet()
+        out.append(n)
+    return tuple(ipaddress.collapse_addresses(out))

@@ -89,7 +89,8 @@ def make_plan(fabric: Fabric) -> Plan:
                 tenant_mtus=_tenant_mtus(switches, tenants),
                 host_block=n.fe_blocks[2] if c.frontend.dual_homed else None,
                 host_routes=_host_routes(switches, n.host_lo),
-                loopback_nets=n.loopback_nets, rail_nets=n.rail_nets, fe_nets=n.fe_nets, plane_nets=n.plane_nets)
+                loopback_nets=n.loopback_nets, rail_nets=n.rail_nets, fe_nets=n.fe_nets, link_nets=n.link_nets,
+                plane_nets=n.plane_nets)
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class _Numbering:
     loopback_nets: dict[Plane, tuple[IPv4Network, ...]]
     rail_nets: tuple[tuple[IPv4Network, ...], ...]
     fe_nets: tuple[IPv4Network, ...]
+    link_nets: dict[Plane, tuple[IPv4Network, ...]]
     plane_nets: dict[Plane, tuple[IPv4Network, ...]]
 
     @property

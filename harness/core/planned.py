@@ -268,6 +268,7 @@ class Plan:
     loopback_nets: Mapping[Plane, tuple[IPv4Network, ...]] = field(default_factory=dict, hash=False)
     rail_nets: tuple[tuple[IPv4Network, ...], ...] = ()
     fe_nets: tuple[IPv4Network, ...] = ()
+    link_nets: Mapping[Plane, tuple[IPv4Network, ...]] = field(default_factory=dict, hash=False)  # each plane's host links
     plane_nets: Mapping[Plane, tuple[IPv4Network, ...]] = field(default_factory=dict, hash=False)
 
     def plane_of(self, net: IPv4Network) -> Plane | None:

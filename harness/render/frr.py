@@ -47,7 +47,7 @@ class PrefixRule:
 def plane_rules(plan: Plan, plane: Plane) -> tuple[PrefixRule, ...]:
     """The prefixes a plane's sessions may carry: loopback /32s, and host links as /31s or
     as the summaries its leaves advertise (down to the shortest of them)."""
-    hosts = [n for nets in plan.rail_nets for n in nets] if plane is Plane.BE else list(plan.fe_nets)
+    hosts = list(plan.link_nets[plane])
     loopbacks = sorted(plan.loopback_nets[plane])
     shortest = min((p.prefixlen for s in plan.switches if s.plane is plane for p in plan.originated(s)[1:]),
                    default=31)

@@ -1,7 +1,8 @@
 """Your fabric in your numbering (issue 66): docs/examples/plan's cabling with the configs an
-engineer's automation writes for it in its own numbering (docs/examples/numbered/numbering.csv: a
-loopback /24 of its own, host /31s from pools handed out in a shuffled order, 4-byte ASNs by
-group and rail; mgmt from the devices file), in SONiC's own style. The plan itself carries no
+engineer's automation writes for it in its own numbering (docs/examples/numbered/numbering.csv:
+loopbacks from a /24 a plane, host /31s from a /24 a plane handed out in a shuffled order, 4-byte
+ASNs by group and rail; mgmt from the devices file), in SONiC's own style, its plane filters
+written for those pools (`permit 10.77.0.0/24 ge 31 le 31`). The plan itself carries no
 numbering: `--configs` brings it. The directory diffs as the plan; the lab boots their addresses
 (a GPU NIC's is the other end of its leaf port's /31), converges, and the checks pass in it, their
 evidence naming those addresses. One lab for every assertion."""
@@ -83,4 +84,4 @@ def test_the_checks_pass_in_their_numbering(lab, tmp_path):
     doc = json.loads(run.stdout)
     assert run.returncode == 0 and doc["passed"] and doc["failed"] == [], run.stdout[-3000:]
     evidence = " ".join(p.read_text() for p in tmp_path.rglob("*.observation.json"))
-    assert "10.77.0." in evidence and "10.255.255." in evidence and "10.0.1." not in evidence
+    assert "10.77.0." in evidence and "10.255.254." in evidence and "10.0.1." not in evidence

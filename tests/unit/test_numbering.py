@@ -306,3 +306,21 @@ def test_spines_of_two_pods_sharing_an_asn_are_refused():
         make_plan(build(dataclasses.replace(base.fabric.cluster, addressing=dataclasses.replace(
             base.fabric.cluster.addressing, asns=tuple(asns.items())))))
     assert any("spines of pods 1, 2 share ASN 4200000001" in p.message for p in e.value.problems), e.value.problems
+
+
+def test_the_planes_filters_follow_the_engineers_pools(base):
+    """/31s and loopbacks from a /24 a plane give that /24, as the engineer's own filters write it;
+    loopbacks of both planes from one /24 stay apart (a BE rule never takes in an FE loopback)."""
+    pools = make_plan(load_fabric(str(EXAMPLE.parent / "numbered" / "sonic_lab_links.csv")))
+    assert {str(r) for r in plane_rules(pools, Plane.BE)} == {"10.255.254.0/24 ge 32 le 32", "10.77.0.0/24 ge 31 le 31"}
+    assert {str(r) for r in plane_rules(pools, Plane.FE)} == {"10.255.255.0/24 ge 32 le 32", "10.78.0.0/24 ge 31 le 31"}
+    shared = _plan(base, **_numbering(base))  # both planes' loopbacks in 10.255.255.0/24
+    fe_loopbacks = [s.loopback.ip for s in shared.switches if s.plane is Plane.FE]
+    be_rules = plane_rules(shared, Plane.BE)
+    assert not any(ip in r.block for ip in fe_loopbacks for r in be_rules)
+    assert all(any(s.loopback.ip in r.block for r in be_rules) for s in shared.switches if s.plane is Plane.BE)
+    # each rail's pool holds none of the other rail's links: a GPU NIC routes only its own rail
+    for r, nets in enumerate(shared.rail_nets):
+        others = [p.address.network for s in shared.switches for p in s.host_ports
+                  if s.plane is Plane.BE and p.rail is not None and p.rail != r]
+        assert not any(o.overlaps(n) for o in others for n in nets)
