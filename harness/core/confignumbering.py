@@ -26,6 +26,7 @@ class ConfigNumbering:
     asns: tuple[tuple[str, int], ...]
     loopbacks: tuple[tuple[str, str], ...]
     ports: tuple[tuple[str, str, str], ...]
+    allowas_in: int = 0  # the most any config's `neighbor ... allowas-in [N]` allows (FRR's default N: 3)
 
     @property
     def empty(self) -> bool:
@@ -82,7 +83,16 @@ def numbering_of(frr: dict[str, str], dbs: dict[str, str]) -> ConfigNumbering:
             loopbacks.append((sw, str(lo[0])))
         addressed = _keyed(db.get("INTERFACE")) or [(n, i) for n, i in _from_frr(cfg) if n != "lo"]
         ports += [(sw, name, str(i)) for name, i in addressed]
-    return ConfigNumbering(tuple(asns), tuple(loopbacks), tuple(ports))
+    return ConfigNumbering(tuple(asns), tuple(loopbacks), tuple(ports), max(map(_allowas_in, frr.values()), default=0))
+
+
+def _allowas_in(text: str) -> int:
+    found = 0
+    for line in text.splitlines():
+        w = line.split()
+        if len(w) >= 3 and w[0] == "neighbor" and w[2] == "allowas-in":
+            found = max(found, int(w[3]) if len(w) > 3 and w[3].isdigit() else 1 if w[3:4] == ["origin"] else 3)
+    return found
 
 
 def _from_frr(cfg) -> list[tuple[str, IPv4Interface]]:

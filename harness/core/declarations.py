@@ -219,6 +219,7 @@ class Routing:
     summarize_hosts: bool = False  # leaves advertise the fewest prefixes covering their host links
     keepalive_s: int = 3  # BGP keepalive, >= 1 and at most a third of hold_s
     hold_s: int = 9  # BGP hold time, >= 3
+    allowas_in: int = 0  # leaves accept their own ASN this many times in a path (1..10; 0: never), for leaves sharing one
 
 
 @dataclass(frozen=True)

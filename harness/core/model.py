@@ -206,6 +206,9 @@ def _check_declaration(c: Cluster, ok) -> list[Problem]:
     if ok("bfd.interval_ms", "bfd.multiplier") and (c.bfd.interval_ms < 10 or c.bfd.multiplier < 1):
         p.append(Problem("bfd", f"interval {c.bfd.interval_ms} ms × {c.bfd.multiplier}",
                          "use interval_ms >= 10 and multiplier >= 1"))
+    if ok("routing.allowas_in") and not 0 <= c.routing.allowas_in <= 10:
+        p.append(Problem("routing.allowas_in", f"{c.routing.allowas_in} is not 0..10 (FRR's allowas-in takes 1-10)",
+                         "1 where leaves share an ASN (RFC 7938 gives each its own; then 0)"))
     if ok("routing.keepalive_s", "routing.hold_s") and not (
             c.routing.hold_s >= 3 and 1 <= c.routing.keepalive_s <= c.routing.hold_s // 3):
         p.append(Problem("routing", f"BGP keepalive {c.routing.keepalive_s} s, hold {c.routing.hold_s} s",

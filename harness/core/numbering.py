@@ -112,7 +112,8 @@ def number(a: Addressing, ends: list[LinkEnd], routed: dict[str, tuple[Plane, st
            alloc_links: dict[tuple[str, str], tuple[IPv4Interface, IPv4Interface]],
            alloc_loopbacks: dict[str, IPv4Interface], alloc_asns: dict[str, int],
            alloc_mgmt: dict[str, IPv4Interface], mgmt_net: IPv4Network,
-           ranges: dict[Plane, IPv4Network], tenants: IPv4Network | None) -> tuple[Numbered, list[Problem]]:
+           ranges: dict[Plane, IPv4Network], tenants: IPv4Network | None,
+           allowas_in: int = 0) -> tuple[Numbered, list[Problem]]:
     """The numbering to use, and every problem of it. routed: switch -> (its plane, its role's
     value, its pod); fabric_cables: (switch, port, switch, port) of every cable between two switches."""
     if not own_numbering(a):
@@ -133,7 +134,7 @@ def number(a: Addressing, ends: list[LinkEnd], routed: dict[str, tuple[Plane, st
     if a.asns:
         asns, more = _given_per_switch("asns", dict(a.asns), routed)
         p += more
-        p += _asn_problems(asns, routed, fabric_cables)
+        p += _asn_problems(asns, routed, fabric_cables, allowas_in)
     mgmt, net, more = _mgmt({d: _iface(v) for d, v in a.mgmt_ips}, nodes, alloc_mgmt, mgmt_net)
     p += more
     if not p:
@@ -206,7 +207,7 @@ def _given_per_switch(fname: str, given: dict, routed: dict[str, tuple[Plane, st
 
 
 def _asn_problems(asns: dict[str, int], routed: dict[str, tuple[Plane, str, int | None]],
-                  fabric_cables: list[tuple[str, str, str, str]]) -> list[Problem]:
+                  fabric_cables: list[tuple[str, str, str, str]], allowas_in: int = 0) -> list[Problem]:
     p: list[Problem] = []
     said = set()
     for a, a_port, b, b_port in fabric_cables:
@@ -224,10 +225,11 @@ def _asn_problems(asns: dict[str, int], routed: dict[str, tuple[Plane, str, int 
         if role == Role.BE_SPINE.value and pod is not None and s in asns:
             spines[asns[s]].add((pod, s))
     for asn, names in leaves.items():
-        if len(names) > 1:
+        if len(names) > 1 and not allowas_in:
             p.append(Problem("addressing.asns", f"leaves {', '.join(names)} share ASN {asn}: each drops the others' "
-                             "routes as an AS-path loop (fablab's configs carry no allowas-in)",
-                             "give each leaf its own ASN (RFC 7938), e.g. base + group * 100 + rail"))
+                             "routes as an AS-path loop (no allowas-in is declared)",
+                             "give each leaf its own ASN (RFC 7938), e.g. base + group * 100 + rail, or declare "
+                             "Routing(allowas_in=1) (your configs' `neighbor ... allowas-in`)"))
     for asn, found in spines.items():
         pods = sorted({pod for pod, _ in found})
         if len(pods) > 1:  # a route from one pod reaches the other's spines with their own ASN in its path
@@ -366,7 +368,7 @@ def own_numbering_of(fabric: Fabric, rows_of, link_addr, loopbacks, asns, mgmt_a
     cables = [(lk.a, a_port(lk), lk.b, leaf_port(lk)) for lk in fabric.links if lk.a in routed and lk.b in routed]
     return number(c.addressing, ends, routed, cables, [node.name for node in fabric.nodes], link_addr, loopbacks,
                   asns, mgmt_addr, mgmt_net, {Plane.BE: be_net, Plane.FE: fe_net},
-                  IPv4Network(c.addressing.tenants) if c.tenants else None)
+                  IPv4Network(c.addressing.tenants) if c.tenants else None, c.routing.allowas_in)
 
 
 def planned_nets(fabric: Fabric, own: Numbered, be_net: IPv4Network, fe_net: IPv4Network, be_blocks, fe_blocks) -> tuple:

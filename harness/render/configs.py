@@ -81,6 +81,8 @@ def numbered_by(plan: Plan, configs: SwitchConfigs) -> Plan:
     addressing = with_numbering(cluster.addressing, found, {s.name for s in plan.switches})
     if addressing == cluster.addressing:
         return plan
+    if found.allowas_in and not cluster.routing.allowas_in:  # leaves that share an ASN, as their configs allow
+        cluster = replace(cluster, routing=replace(cluster.routing, allowas_in=found.allowas_in))
     theirs = make_plan(build(replace(cluster, addressing=addressing)))
     if _same_numbers(plan, theirs):
         return plan

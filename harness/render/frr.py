@@ -84,7 +84,7 @@ def frr_conf(plan: Plan, sw: SwitchPlan) -> str:
         out_list="ORIGINATED" if leaf else plane_list, max_prefix=session_limit(plan, sw),
         max_prefix_warning=MAX_PREFIX_WARNING, headroom=MAX_PREFIX_HEADROOM,
         tenants=bool(plan.tenants) and sw.plane is Plane.FE, vnis=[t for t in plan.tenants if t.vni in sw.vnis],
-        rt_asn=plan.fabric.cluster.addressing.fe_asn)
+        rt_asn=plan.fabric.cluster.addressing.fe_asn, allowas_in=plan.fabric.cluster.routing.allowas_in)
 
 
 def _aggregates(plan: Plan, sw: SwitchPlan) -> tuple[IPv4Network, ...]:

@@ -324,3 +324,26 @@ def test_the_planes_filters_follow_the_engineers_pools(base):
         others = [p.address.network for s in shared.switches for p in s.host_ports
                   if s.plane is Plane.BE and p.rail is not None and p.rail != r]
         assert not any(o.overlaps(n) for o in others for n in nets)
+
+
+def test_leaves_sharing_an_asn_route_with_allowas_in(base, tmp_path, capsys):
+    """Leaves of one rail sharing an ASN: refused with no allowas-in, naming Routing(allowas_in=1);
+    declared, fablab's leaves carry `neighbor fabric allowas-in 1`; configs that carry it give it."""
+    from harness.cli.main import main
+    from harness.render import artifacts
+
+    given = _numbering(base)
+    asns = tuple((n, 4200100000 + 100 + int(n[-1]) if n.startswith("be-g") else a) for n, a in given["asns"])
+    said = _problems(base, asns=asns)
+    assert "share ASN" in said and "Routing(allowas_in=1)" in said
+    cluster = base.fabric.cluster
+    plan = make_plan(build(dataclasses.replace(
+        cluster, routing=dataclasses.replace(cluster.routing, allowas_in=1),
+        addressing=dataclasses.replace(cluster.addressing, **{**given, "asns": asns}))))
+    leaf, spine = frr_conf(plan, plan.switch("be-g1-r0")), frr_conf(plan, plan.switch("be-s1"))
+    assert "neighbor fabric allowas-in 1" in leaf and "allowas-in" not in spine
+    for rel, text in artifacts(plan).items():
+        if rel.startswith("configs/") and rel.endswith(("frr.conf", "config_db.json")):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+    assert main(["diff", "ai-cluster", str(tmp_path)]) == 0, capsys.readouterr()
