@@ -73,6 +73,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     from harness.core.numbering import own_numbering
 
     plan = make_plan(load_fabric(args.topology))
+    if args.configs:  # the plan in the numbering those configs carry, audited
+        from harness.render.configs import load_configs, numbered_by
+        plan = numbered_by(plan, load_configs(plan, args.configs))
     s = summary(plan)
     # what the checks cannot exercise on this design, and what a verdict would rest on unsaid
     s["not_applicable"] = not_applicable(plan)
@@ -245,6 +248,8 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="nodes, links, oversubscription and BOM of a topology")
     s.add_argument("topology", help=TOPOLOGY_HELP)
     s.add_argument("--json", action="store_true")
+    s.add_argument("--configs", metavar="DIR", help="show it in the numbering DIR's configs carry (their ASNs, "
+                                                    "loopbacks and port addresses), audited as `up --configs` does")
     s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("render", help="write the clab file, config_db.json, frr.conf, cabling and diagram")

@@ -347,3 +347,16 @@ def test_leaves_sharing_an_asn_route_with_allowas_in(base, tmp_path, capsys):
             (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / rel).write_text(text)
     assert main(["diff", "ai-cluster", str(tmp_path)]) == 0, capsys.readouterr()
+
+
+def test_show_with_configs_shows_their_numbering(tmp_path, capsys):
+    from harness.cli.main import main
+
+    numbered = EXAMPLE.parent / "numbered" / "sonic_lab_links.csv"
+    assert main(["render", str(numbered), "-o", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    assert main(["show", str(EXAMPLE / "sonic_lab_links.csv"), "--configs", str(tmp_path / "r"), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["asn"]["rtsw-g1-r0"] == 4200100100 and "10.77.0.0/24" in shown["ranges"]["planes"]["be"]
+    assert main(["show", str(EXAMPLE / "sonic_lab_links.csv"), "--json"]) == 0  # the control: fablab's ASNs
+    assert json.loads(capsys.readouterr().out)["asn"]["rtsw-g1-r0"] < 4200000000
