@@ -9,28 +9,13 @@ Pure: it reads texts, the caller reads the files.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from ipaddress import IPv4Interface
 
-from harness.core.declarations import Addressing
+from harness.core.cabling.numbering_csv import NumberingRows
 from harness.core.meaning.frr import parse
 
-__all__ = ["ConfigNumbering", "numbering_of", "with_numbering"]
-
-
-@dataclasses.dataclass(frozen=True)
-class ConfigNumbering:
-    """What the configs number, item by item, as Addressing's fields take them."""
-
-    asns: tuple[tuple[str, int], ...]
-    loopbacks: tuple[tuple[str, str], ...]
-    ports: tuple[tuple[str, str, str], ...]
-    allowas_in: int = 0  # the most any config's `neighbor ... allowas-in [N]` allows (FRR's default N: 3)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.asns or self.loopbacks or self.ports)
+__all__ = ["numbering_of"]
 
 
 def _db(text: str | None) -> dict:
@@ -61,7 +46,7 @@ def _keyed(table: object) -> list[tuple[str, IPv4Interface]]:
     return out
 
 
-def numbering_of(frr: dict[str, str], dbs: dict[str, str]) -> ConfigNumbering:
+def numbering_of(frr: dict[str, str], dbs: dict[str, str]) -> NumberingRows:
     """switch -> frr.conf text and switch -> config_db.json text: the numbering they carry. A switch
     whose configs say nothing of an item leaves it out (the audit then names what is missing)."""
     asns: list[tuple[str, int]] = []
@@ -83,7 +68,8 @@ def numbering_of(frr: dict[str, str], dbs: dict[str, str]) -> ConfigNumbering:
             loopbacks.append((sw, str(lo[0])))
         addressed = _keyed(db.get("INTERFACE")) or [(n, i) for n, i in _from_frr(cfg) if n != "lo"]
         ports += [(sw, name, str(i)) for name, i in addressed]
-    return ConfigNumbering(tuple(asns), tuple(loopbacks), tuple(ports), max(map(_allowas_in, frr.values()), default=0))
+    return NumberingRows(tuple(asns), tuple(loopbacks), tuple(ports),
+                         allowas_in=max(map(_allowas_in, frr.values()), default=0))
 
 
 def _allowas_in(text: str) -> int:
@@ -103,17 +89,3 @@ def _from_frr(cfg) -> list[tuple[str, IPv4Interface]]:
             if w[:2] == ["ip", "address"] and len(w) > 2 and (iface := _v4(w[2])) is not None:
                 out.append((name, iface))
     return out
-
-
-def with_numbering(addressing: Addressing, found: ConfigNumbering, switches: set[str]) -> Addressing:
-    """The declaration's addressing with the configs' numbering in place of fablab's allocation,
-    for every item the configs give (hosts' ends stay the other end of their leaf port's subnet)."""
-    if found.empty:
-        return addressing
-    ours = {(d, p) for d, p, _ in found.ports}
-    kept = tuple(x for x in addressing.ports if (x[0], x[1]) not in ours and x[0] not in switches)
-    return dataclasses.replace(
-        addressing,
-        asns=tuple(x for x in found.asns if x[0] in switches) or addressing.asns,
-        loopbacks=tuple(x for x in found.loopbacks if x[0] in switches) or addressing.loopbacks,
-        ports=(tuple(x for x in found.ports if x[0] in switches) + kept) if found.ports else addressing.ports)

@@ -54,7 +54,6 @@ class Numbered:
     asns: dict[str, int]
     mgmt: dict[str, IPv4Interface]
     mgmt_net: IPv4Network
-    given: bool  # any address given (not only allocated)
 
 
 def own_numbering(a: Addressing) -> bool:
@@ -103,10 +102,6 @@ def field_problems(a: Addressing) -> list[Problem]:
     return p
 
 
-def _iface(text: str) -> IPv4Interface:
-    return IPv4Interface(text)
-
-
 def number(a: Addressing, ends: list[LinkEnd], routed: dict[str, tuple[Plane, str, int | None]],
            fabric_cables: list[tuple[str, str, str, str]], nodes: list[str],
            alloc_links: dict[tuple[str, str], tuple[IPv4Interface, IPv4Interface]],
@@ -117,16 +112,16 @@ def number(a: Addressing, ends: list[LinkEnd], routed: dict[str, tuple[Plane, st
     """The numbering to use, and every problem of it. routed: switch -> (its plane, its role's
     value, its pod); fabric_cables: (switch, port, switch, port) of every cable between two switches."""
     if not own_numbering(a):
-        return Numbered(alloc_links, alloc_loopbacks, alloc_asns, alloc_mgmt, mgmt_net, False), []
+        return Numbered(alloc_links, alloc_loopbacks, alloc_asns, alloc_mgmt, mgmt_net), []
     p: list[Problem] = []
-    ports = {(d, port): _iface(v) for d, port, v in a.ports}
+    ports = {(d, port): IPv4Interface(v) for d, port, v in a.ports}
     links = dict(alloc_links)
     if a.ports:
         links, more = _links(ports, ends)
         p += more
     loopbacks = dict(alloc_loopbacks)
     if a.loopbacks:
-        loopbacks, more = _given_per_switch("loopbacks", {s: _iface(v) for s, v in a.loopbacks}, routed)
+        loopbacks, more = _given_per_switch("loopbacks", {s: IPv4Interface(v) for s, v in a.loopbacks}, routed)
         p += more
         p += [Problem("addressing.loopbacks", f"{s}'s loopback {lo} is not a /32", f"write {lo.ip}/32")
               for s, lo in loopbacks.items() if lo.network.prefixlen != 32]
@@ -135,13 +130,13 @@ def number(a: Addressing, ends: list[LinkEnd], routed: dict[str, tuple[Plane, st
         asns, more = _given_per_switch("asns", dict(a.asns), routed)
         p += more
         p += _asn_problems(asns, routed, fabric_cables, allowas_in)
-    mgmt, net, more = _mgmt({d: _iface(v) for d, v in a.mgmt_ips}, nodes, alloc_mgmt, mgmt_net)
+    mgmt, net, more = _mgmt({d: IPv4Interface(v) for d, v in a.mgmt_ips}, nodes, alloc_mgmt, mgmt_net)
     p += more
     if not p:
         p += _used_twice(links, ends, loopbacks, mgmt)
         p += _loopbacks_in_links(loopbacks, links, ends)
         p += _planes_overlap(links, ends, loopbacks, routed, net, ranges, tenants, a)
-    return Numbered(links, loopbacks, asns, mgmt, net, True), p
+    return Numbered(links, loopbacks, asns, mgmt, net), p
 
 
 def _links(given: dict[tuple[str, str], IPv4Interface], ends: list[LinkEnd]

@@ -69,24 +69,22 @@ def with_configs(files: dict[str, str], configs: SwitchConfigs) -> dict[str, str
 def numbered_by(plan: Plan, configs: SwitchConfigs) -> Plan:
     """The plan in the numbering the engineer's configs carry (harness.core.confignumbering):
     their ASNs, loopbacks and port addresses, audited before anything boots (a TopologyError
-    names device and port). Configs that number the fabric as fablab would leave the plan as it is."""
+    names device and port). Configs that number the fabric as fablab would (most of each kind of
+    number as fablab allocates it) leave the plan as it is."""
     from dataclasses import replace
 
-    from harness.core.confignumbering import numbering_of, with_numbering
+    from harness.core.confignumbering import numbering_of
     from harness.core.model import build
     from harness.core.plan import make_plan
 
     found = _theirs_where_they_differ(plan, numbering_of(dict(configs.frr), dict(configs.config_db)))
     cluster = plan.fabric.cluster
-    addressing = with_numbering(cluster.addressing, found, {s.name for s in plan.switches})
+    addressing = found.laid_over(cluster.addressing)
     if addressing == cluster.addressing:
         return plan
     if found.allowas_in and not cluster.routing.allowas_in:  # leaves that share an ASN, as their configs allow
         cluster = replace(cluster, routing=replace(cluster.routing, allowas_in=found.allowas_in))
-    theirs = make_plan(build(replace(cluster, addressing=addressing)))
-    if _same_numbers(plan, theirs):
-        return plan
-    return theirs
+    return make_plan(build(replace(cluster, addressing=addressing)))
 
 
 def _theirs_where_they_differ(plan: Plan, found):
@@ -107,10 +105,3 @@ def _theirs_where_they_differ(plan: Plan, found):
     return replace(found, asns=found.asns if own(found.asns, ours_asn, lambda x: x[0]) else (),
                    loopbacks=found.loopbacks if own(found.loopbacks, ours_lo, lambda x: x[0]) else (),
                    ports=found.ports if own(found.ports, ours_port, lambda x: (x[0], x[1])) else ())
-
-
-def _same_numbers(a: Plan, b: Plan) -> bool:
-    def numbers(p: Plan) -> tuple:
-        return (tuple((s.name, s.asn, s.loopback, tuple((x.name, x.address) for x in s.ports)) for s in p.switches),
-                tuple((h.name, tuple((n.name, n.address) for n in h.nics)) for h in p.hosts))
-    return numbers(a) == numbers(b)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.core.cabling.infer import Inferred, Placed, natural, place
+from harness.core.cabling.numbering_csv import NumberingRows
 from harness.core.cabling.plan import CablingPlan, End
 from harness.core.cabling.shape import shape
 from harness.core.declarations import LAB_NAME_MAX, Cable, Cabling, Cluster, Role
@@ -59,14 +60,10 @@ def cluster_of(plan: CablingPlan, name: str, source: str = "") -> Cluster:
                                             cables, source, shaped.hwskus))
 
 
-def _numbered(addressing, mgmt: tuple[tuple[str, str], ...], rows):
+def _numbered(addressing, mgmt: tuple[tuple[str, str], ...], rows: NumberingRows | None):
     """The devices file's mgmt addresses, then numbering.csv's rows over them (by device)."""
-    if rows is None:
-        return replace(addressing, mgmt_ips=mgmt) if mgmt else addressing
-    theirs = {d for d, _ in rows.mgmt_ips}
-    return replace(addressing, asns=rows.asns or addressing.asns, loopbacks=rows.loopbacks or addressing.loopbacks,
-                   ports=rows.ports or addressing.ports,
-                   mgmt_ips=tuple(x for x in mgmt if x[0] not in theirs) + rows.mgmt_ips)
+    addressing = NumberingRows(mgmt_ips=mgmt).laid_over(addressing)
+    return rows.laid_over(addressing) if rows is not None else addressing
 
 
 def mgmt_ips(plan: CablingPlan, nodes: set[str]) -> tuple[tuple[tuple[str, str], ...], list[Problem]]:

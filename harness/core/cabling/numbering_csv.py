@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from ipaddress import IPv4Interface
 
+from harness.core.declarations import Addressing
 from harness.core.errors import Problem
 
 __all__ = ["FILE", "NumberingRows", "read_numbering"]
@@ -30,12 +31,29 @@ _LOOPBACK = ("loopback", "loopback0", "lo")
 
 @dataclass(frozen=True)
 class NumberingRows:
-    """What numbering.csv gives, as Addressing's fields take it."""
+    """The engineer's numbering item by item, as Addressing's fields take it: what numbering.csv,
+    a devices file or a directory of configs (harness.core.confignumbering) gives."""
 
     asns: tuple[tuple[str, int], ...] = ()
     loopbacks: tuple[tuple[str, str], ...] = ()
     ports: tuple[tuple[str, str, str], ...] = ()
     mgmt_ips: tuple[tuple[str, str], ...] = ()
+    allowas_in: int = 0  # configs only: the most any `neighbor ... allowas-in [N]` allows
+
+    @property
+    def empty(self) -> bool:
+        return not (self.asns or self.loopbacks or self.ports or self.mgmt_ips)
+
+    def laid_over(self, addressing: Addressing) -> Addressing:
+        """`addressing` with these items in place of its own of the same device (and port)."""
+        def over(theirs: tuple, ours: tuple, key) -> tuple:
+            given = {key(x) for x in theirs}
+            return tuple(x for x in ours if key(x) not in given) + theirs
+
+        return replace(addressing, asns=over(self.asns, addressing.asns, lambda x: x[0]),
+                       loopbacks=over(self.loopbacks, addressing.loopbacks, lambda x: x[0]),
+                       ports=over(self.ports, addressing.ports, lambda x: (x[0], x[1])),
+                       mgmt_ips=over(self.mgmt_ips, addressing.mgmt_ips, lambda x: x[0]))
 
 
 def read_numbering(text: str, name: str) -> tuple[NumberingRows, list[Problem]]:
