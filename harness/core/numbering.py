@@ -13,6 +13,7 @@ Pure: plan.py hands it the links and fablab's allocation, it returns the numberi
 """
 from __future__ import annotations
 
+import bisect
 import ipaddress
 from collections import defaultdict
 from dataclasses import dataclass
@@ -281,10 +282,18 @@ def _used_twice(links, ends: list[LinkEnd], loopbacks, mgmt) -> list[Problem]:
 
 def _loopbacks_in_links(loopbacks, links, ends: list[LinkEnd]) -> list[Problem]:
     by_host = {(e.host, e.nic): e for e in ends}
-    nets = [(leaf_side.network, by_host[key]) for key, (leaf_side, _) in links.items()]
-    return [Problem("addressing.loopbacks", f"{s}'s loopback {lo.ip} is inside the subnet of {e.label} ({net})",
-                    "take loopbacks from a range of their own") for s, lo in sorted(loopbacks.items())
-            for net, e in nets if lo.ip in net]
+    # a link's subnet by (its length, its first address): a loopback is looked up once per length
+    nets = {(leaf_side.network.prefixlen, int(leaf_side.network.network_address)): (leaf_side.network, by_host[key])
+            for key, (leaf_side, _) in links.items()}
+    lengths = sorted({plen for plen, _ in nets})
+    out = []
+    for s, lo in sorted(loopbacks.items()):
+        for plen in lengths:
+            hit = nets.get((plen, int(lo.ip) >> (32 - plen) << (32 - plen)))
+            if hit is not None:
+                out.append(Problem("addressing.loopbacks", f"{s}'s loopback {lo.ip} is inside the subnet of "
+                                   f"{hit[1].label} ({hit[0]})", "take loopbacks from a range of their own"))
+    return out
 
 
 def _planes_overlap(links, ends: list[LinkEnd], loopbacks, routed, mgmt_net: IPv4Network,
@@ -307,14 +316,29 @@ def _planes_overlap(links, ends: list[LinkEnd], loopbacks, routed, mgmt_net: IPv
         areas["tenant"] = [(tenants, "addressing.tenants")]
     p: list[Problem] = []
     names = list(areas)
+    spans = {y: _Spans([n for n, _ in areas[y]]) for y in names}
     for i, x in enumerate(names):
         for y in names[i + 1:]:
-            hit = next(((nx, wx, ny, wy) for nx, wx in areas[x] for ny, wy in areas[y] if nx.overlaps(ny)), None)
-            if hit is not None:
-                nx, wx, ny, wy = hit
+            nx, wx = next(((nx, wx) for nx, wx in areas[x] if spans[y].overlaps(nx)), (None, ""))
+            if nx is not None:
+                ny, wy = next((ny, wy) for ny, wy in areas[y] if nx.overlaps(ny))
                 p.append(Problem("addressing", f"the {x} and {y} planes overlap: {wx} {nx} and {wy} {ny}",
                                  "each plane needs addresses of its own (the planes are apart)"))
     return p
+
+
+class _Spans:
+    """Networks as disjoint, sorted address spans: whether a network overlaps any of them is one
+    bisect, not a scan of them all (xlarge numbered: thousands of /31s against each other)."""
+
+    def __init__(self, nets: list[IPv4Network]):
+        self._spans = [(int(n.network_address), int(n.broadcast_address)) for n in ipaddress.collapse_addresses(nets)]
+        self._starts = [a for a, _ in self._spans]
+
+    def overlaps(self, net: IPv4Network) -> bool:
+        first, last = int(net.network_address), int(net.broadcast_address)
+        i = bisect.bisect_right(self._starts, last) - 1  # the last span starting at or before `last`
+        return i >= 0 and self._spans[i][1] >= first
 
 
 # ---------------------------------------------------------------- for make_plan
@@ -418,9 +442,10 @@ def _pooled(nets: list[IPv4Network], others: list[IPv4Network]) -> tuple[IPv4Net
     span = nets[0]
     while not all(n.subnet_of(span) for n in nets):
         span = span.supernet()
+    taken = _Spans(others)
     out = []
     for n in nets:
-        while n.prefixlen > span.prefixlen and not any(n.supernet().overlaps(o) for o in others):
+        while n.prefixlen > span.prefixlen and not taken.overlaps(n.supernet()):
             n = n.supernet()
         out.append(n)
     return tuple(ipaddress.collapse_addresses(out))
