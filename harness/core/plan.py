@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv4Network
 
 from harness.core.acl import compile_acl
-from harness.core.numbering import allocated_asns, allocated_loopbacks, own_numbering_of, planned_nets
+from harness.core.numbering import allocated_asns, allocated_loopbacks, own_numbering_of
+from harness.core.pools import planned_nets
 from harness.core.errors import Problem, TopologyError
 from harness.core.portmap import assign_rows
 from harness.core.declarations import NicRole
@@ -163,7 +164,7 @@ def _number(fabric: Fabric) -> _Numbering:
     if problems:
         raise TopologyError(problems, source=fabric.name)
     link_addr, asn_of, mgmt_addr, mgmt_net = own.link_addr, own.asns, own.mgmt, own.mgmt_net
-    nets = planned_nets(fabric, own, be_net, fe_net, be_blocks, fe_blocks)
+    nets = planned_nets(fabric, own.loopbacks, own.link_addr, own.mgmt_net, be_net, fe_net, be_blocks, fe_blocks)
     host_asn = {h: HOST_ASN + k for k, h in enumerate(host_lo, 1)}
     clash = next((n for n, a in asn_of.items() if a in host_asn.values()), None)
     if clash is not None:

@@ -22,9 +22,9 @@ from harness.runtime import tenants as rt
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 # The only modules allowed to derive these facts: the plan computes them (its numbering in
-# core/numbering.py), and the ACL module
+# core/numbering.py and core/pools.py), and the ACL module
 # holds the compiler the plan calls.
-DERIVERS = {"compile_acl": {"core/plan.py"}, "collapse_addresses": {"core/plan.py", "core/numbering.py"}}  # make_plan's numbering
+DERIVERS = {"compile_acl": {"core/plan.py"}, "collapse_addresses": {"core/plan.py", "core/numbering.py", "core/pools.py"}}  # make_plan's numbering
 
 
 @pytest.fixture(scope="module")
