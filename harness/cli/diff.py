@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
 
 from harness.catalog import TOPOLOGY_HELP, load_fabric
@@ -20,12 +21,30 @@ if TYPE_CHECKING:
     from harness.core.meaning.difference import Difference
 
 
+@dataclass(frozen=True)
+class Found:
+    """What `fablab diff` found: the differences, how many switches, and how FRR read the files
+    (their refused lines; why fablab's model read them instead, where FRR could not)."""
+    differences: list[Difference]
+    switches: int
+    refused: list[str] = field(default_factory=list)  # file:line: `statement`: FRR's message
+    note: str = ""
+
+
 def differences(topology: str, directory: Path) -> tuple[list[Difference], int]:
     """Every difference between DIR's configs and TOPOLOGY's render, and how many switches."""
+    found = directory_differences(topology, directory)
+    return found.differences, found.switches
+
+
+def directory_differences(topology: str, directory: Path) -> Found:
+    """DIR's configs against TOPOLOGY's render, each frr.conf as FRR itself reads it."""
     # here, not at the top: every fablab command builds the parser that names this module
     from harness.core.meaning.compare import diff_frr, fold_uncabled
     from harness.core.meaning.configdb import diff_config_db
     from harness.core.meaning.difference import Difference
+    from harness.core.meaning.frr_form import FrrForm
+    from harness.plumbing.frr_reader import readings
     from harness.render import artifacts
 
     directory = Path(directory)
@@ -43,26 +62,32 @@ def differences(topology: str, directory: Path) -> tuple[list[Difference], int]:
             plan = numbered_by(plan, configs)  # a numbering fault: exit 2, naming device and port
     ours = artifacts(plan)
     found: list[Difference] = _strays(plan, topology, directory)
-    for sw in plan.switches:
-        where = directory / "configs" / sw.name
-        label = f"{directory}/configs/{sw.name}"
-        frr = where / "frr.conf"
-        if not frr.is_file():
-            found.append(Difference(sw.name, f"{label}/frr.conf", "switch", "configs",
-                                    "an frr.conf (fablab renders one)", "absent"))
-        else:
-            found += diff_frr(plan, sw.name, ours[f"configs/{sw.name}/frr.conf"], frr.read_text(),
-                              f"{label}/frr.conf")
-        db = where / "config_db.json"
-        if db.is_file():  # optional: the netns runtime reads only frr.conf
-            found += fold_uncabled(plan, sw.name, diff_config_db(
-                sw.name, json.loads(ours[f"configs/{sw.name}/config_db.json"]), db.read_text(), f"{label}/config_db.json"))
-    for host in (h for h in plan.hosts if h.routed):  # a dual-homed host's BGP, where DIR has it
-        frr = directory / "configs" / host.name / "frr.conf"
-        if frr.is_file():
-            found += diff_frr(plan, host.name, ours[f"configs/{host.name}/frr.conf"], frr.read_text(),
-                              f"{directory}/configs/{host.name}/frr.conf")
-    return found, len(plan.switches)
+    routed = [h.name for h in plan.hosts if h.routed]
+    files = {name: directory / "configs" / name / "frr.conf" for name in [s.name for s in plan.switches] + routed}
+    theirs = {name: f.read_text() for name, f in files.items() if f.is_file()}
+    # FRR reads the engineer's files; fablab's render is already in FRR's form (a lab booted from it
+    # diffs as the same as FRR runs it: `fablab diff T LAB`), and a file the same as the render to
+    # the byte does the same, so FRR reads only the others
+    other = [n for n, t in theirs.items() if t != ours[f"configs/{n}/frr.conf"]]
+    read = readings({f"theirs/{n}": theirs[n] for n in other})
+    same = {f"theirs/{n}": FrrForm(t) for n, t in theirs.items() if n not in other}
+    same |= {f"ours/{n}": FrrForm(ours[f"configs/{n}/frr.conf"]) for n in theirs}
+    for name in files:
+        label = f"{directory}/configs/{name}/frr.conf"
+        if name not in theirs:
+            if name not in routed:  # a dual-homed host's BGP is compared where DIR has it
+                found.append(Difference(name, label, "switch", "configs", "an frr.conf (fablab renders one)",
+                                        "absent"))
+            continue
+        mine, yours = ({**same, **read.files}[f"{side}/{name}"] for side in ("ours", "theirs"))
+        found += diff_frr(plan, name, mine, yours, label)
+        db = directory / "configs" / name / "config_db.json"
+        if name not in routed and db.is_file():  # optional: the netns runtime reads only frr.conf
+            found += fold_uncabled(plan, name, diff_config_db(
+                name, json.loads(ours[f"configs/{name}/config_db.json"]), db.read_text(), f"{label[:-8]}config_db.json"))
+    refused = [f"{directory}/configs/{key.split('/', 1)[1]}/frr.conf:{r}" for key, r in read.refused()
+               if key.startswith("theirs/")]
+    return Found(found, len(plan.switches), refused, read.note)
 
 
 def _strays(plan: Plan, topology: str, directory: Path) -> list[Difference]:
@@ -122,7 +147,7 @@ def lab_differences(topology: str, lab_name: str) -> tuple[list[Difference], int
 def cmd_diff(args: argparse.Namespace) -> int:
     target = Path(args.target)
     if target.is_dir():
-        found, switches = differences(args.topology, target)
+        found = directory_differences(args.topology, target)
     else:
         from harness.lab import Lab
 
@@ -130,22 +155,31 @@ def cmd_diff(args: argparse.Namespace) -> int:
             raise InputError(f"{args.target!r} is neither a directory nor a running lab (running: "
                              f"{', '.join(Lab.names()) or 'none'}); `fablab render TOPOLOGY -o DIR` lays out a "
                              "directory")
-        found, switches = lab_differences(args.topology, args.target)
+        found = Found(*lab_differences(args.topology, args.target))  # FRR's own running config already
     if args.json:
-        print(json.dumps({"topology": args.topology, "target": args.target, "switches": switches,
-                          "differences": [asdict(d) | {"source": d.source} for d in found]}, indent=2))
-        return 3 if found else 0
-    if not found:
-        out.print(f"no difference: {switches} switches of {args.topology}, by behaviour (BGP sessions, what they "
+        print(json.dumps({"topology": args.topology, "target": args.target, "switches": found.switches,
+                          "read_by": "fablab's model" if found.note else "FRR", "note": found.note,
+                          "frr_refused": found.refused,
+                          "differences": [asdict(d) | {"source": d.source} for d in found.differences]}, indent=2))
+        return 3 if found.differences else 0
+    if found.note:
+        out.print(f"[yellow]note:[/yellow] {escape(found.note)}", soft_wrap=True)
+    for line in found.refused:  # what FRR does with the file is what is judged: these are warnings
+        out.print(f"[yellow]warning:[/yellow] FRR refuses {escape(line)}", soft_wrap=True)
+    if found.refused:
+        out.print(f"{len(found.refused)} line(s) FRR refuses: judged as FRR runs the file without them", soft_wrap=True)
+    if not found.differences:
+        out.print(f"no difference: {found.switches} switches of {args.topology}, by behaviour (BGP sessions, what they "
                   "accept and advertise, multipath, BFD, timers; QoS, PFC, buffers, MTUs, ACLs, VXLAN)")
         return 0
-    table = Table("switch", "what", "behaviour", "expected", "found", "where", title=f"{len(found)} difference(s)")
-    for d in found:
+    table = Table("switch", "what", "behaviour", "expected", "found", "where",
+                  title=f"{len(found.differences)} difference(s)")
+    for d in found.differences:
         table.add_row(d.switch, d.subject, d.behaviour, d.expected or "—", d.found or "—", d.source)
     out.print(table)
-    behaviours = sorted({d.behaviour for d in found})
-    out.print(f"{len(found)} difference(s) on {len({d.switch for d in found})} of {switches} switches: "
-              + ", ".join(behaviours), soft_wrap=True)
+    behaviours = sorted({d.behaviour for d in found.differences})
+    out.print(f"{len(found.differences)} difference(s) on {len({d.switch for d in found.differences})} of "
+              f"{found.switches} switches: " + ", ".join(behaviours), soft_wrap=True)
     return 3
 
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from harness.catalog import load_fabric
-from harness.cli.labs import _not_applied
+from harness.cli.upconfigs import _not_applied
 from harness.core.plan import make_plan
 from harness.render import artifacts
 from harness.render.configs import load_configs

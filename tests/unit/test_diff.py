@@ -44,13 +44,17 @@ def _rewritten(text: str) -> str:
     blocks in another order, and the peer-group's settings written on every neighbour."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("!")]
     neighbours = [m.group(1) for ln in lines if (m := re.match(r"neighbor (\S+) interface peer-group fabric", ln))]
-    out = []
+    out, waiting, declared = [], [], False
     for ln in lines:
         m = re.match(r"neighbor fabric (.+)$", ln)
         if m and m.group(1) != "peer-group":
-            out += [f"neighbor {n} {m.group(1)}" for n in neighbours]
+            # after the neighbours exist: FRR refuses a setting of a neighbour it does not have yet
+            (out if declared else waiting).extend(f"neighbor {n} {m.group(1)}" for n in neighbours)
         else:
             out.append(ln)
+        if ln == f"neighbor {neighbours[-1]} interface peer-group fabric":
+            out += waiting
+            declared = True
     prefix = [ln for ln in out if ln.startswith("ip prefix-list")]
     renumbered = [re.sub(r" seq (\d+) ", lambda m: f" seq {int(m.group(1)) * 5} ", ln) for ln in prefix]
     return "\n".join(renumbered[::-1] + [ln for ln in out if not ln.startswith("ip prefix-list")]) + "\n"

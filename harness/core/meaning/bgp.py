@@ -21,9 +21,11 @@ default filled in, every name resolved.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.core.meaning.frr import BgpInstance, FrrConfig, PeerConf, Statement
+from harness.core.meaning.frr_form import PeerFacts
 from harness.core.meaning.policy import Decision, Lists, Prefix
 
 MULTIPATH_NUM = 256
@@ -100,8 +102,9 @@ class Instance:
 class Behaviour(Lists):
     """A parsed config's behaviour: sessions, policies (evaluated on demand), origination."""
 
-    def __init__(self, cfg: FrrConfig) -> None:
+    def __init__(self, cfg: FrrConfig, peers: Mapping[tuple[str, str], PeerFacts] | None = None) -> None:
         self.cfg = cfg
+        self.peers = peers or {}  # what bgpd itself holds, where FRR read the file: it settles
         self.profile = _PROFILES.get(cfg.profile, _PROFILES["traditional"])
         self._flag_cache: dict[int, dict[str, tuple[bool, int | None]]] = {}  # the config never changes
 
@@ -127,14 +130,12 @@ class Behaviour(Lists):
         flags = self._flags(inst)
         settings: dict[str, str] = {}
         router_id = None
-        keepalive, hold = self.profile["keepalive"], self.profile["hold"]
+        # `timers bgp` here is only each session's default: judged per session, where a peer
+        # group's or a neighbour's own timers override it, never as the instance's
         for st in inst.statements:
             w = st.words
             if w[:2] == ["bgp", "router-id"] and len(w) > 2:
                 router_id = w[2]
-            elif w[:2] == ["timers", "bgp"] and len(w) > 3:
-                keepalive, hold = int(w[2]), int(w[3])
-        settings["timers"] = f"keepalive {keepalive} s, hold {hold} s"
         for name, default in _FLAGS.items():
             if default is None:
                 default = self.profile.get(name)
@@ -213,6 +214,16 @@ class Behaviour(Lists):
             keepalive, hold = int(t.words[3]), int(t.words[4])
         if (t := settings.get("timers connect")) is not None and len(t.words) > 4:
             connect = int(t.words[4])
+        bfd = self._bfd(settings)
+        facts = self.peers.get((inst.vrf, peer.name))
+        if facts is not None:
+            keepalive, hold, connect = facts.timers
+            if bfd is not None and facts.bfd is not None and "bfd profile" not in settings:
+                bfd = Bfd(*facts.bfd, bfd.other)  # with a profile, bfdd's profile decides: bgpd shows its defaults
+        if bfd is not None and "ebgp-multihop" not in settings:
+            # a profile's minimum-ttl is for multi-hop sessions only (bfdd/bfdd_cli.c refuses it on a
+            # single-hop peer: "Minimum TTL is only available for multi hop sessions")
+            bfd = Bfd(bfd.multiplier, bfd.rx_ms, bfd.tx_ms, tuple(o for o in bfd.other if not o.startswith("minimum-ttl")))
         for key, st in sorted(settings.items()):
             if key in ("timers", "timers connect", "bfd", "bfd profile", "shutdown") or key.startswith("no "):
                 continue
@@ -224,7 +235,7 @@ class Behaviour(Lists):
                 continue  # eBGP's default
             extras.append(" ".join(st.words[2:]))
         return Session(peer.name, inst.vrf, peer.interface, remote, "shutdown" in settings,
-                       frozenset(families), self._bfd(settings), (keepalive, hold, connect),
+                       frozenset(families), bfd, (keepalive, hold, connect),
                        tuple(sorted(max_prefix)), tuple(sorted(extras)), tuple(sorted(set(lines))))
 
     def _bfd(self, settings: dict[str, Statement]) -> Bfd | None:

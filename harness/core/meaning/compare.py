@@ -22,6 +22,7 @@ from harness.core.emulation import emulation_only
 from harness.core.meaning.bgp import Behaviour, Decision, Session
 from harness.core.meaning.difference import Difference
 from harness.core.meaning.frr import COSMETIC, BgpInstance, parse
+from harness.core.meaning.frr_form import FrrForm, form_of
 from harness.core.meaning.speaker import Speaker, peer_of, session_state, speaker
 from harness.core.plan import Plan
 
@@ -117,9 +118,10 @@ def _describe(plan: Plan, prefixes: set[Prefix], most: int = 3) -> str:
 
 
 class _Judge:
-    def __init__(self, plan: Plan, sw: Speaker, ours: str, theirs: str, file: str) -> None:
+    def __init__(self, plan: Plan, sw: Speaker, ours: FrrForm, theirs: FrrForm, file: str) -> None:
         self.plan, self.sw, self.file = plan, sw, file
-        self.a, self.b = Behaviour(parse(ours, "fablab's render")), Behaviour(parse(theirs, file))
+        self.a = Behaviour(parse(ours.text, "fablab's render", ours.origin), ours.peers)
+        self.b = Behaviour(parse(theirs.text, file, theirs.origin), theirs.peers)
         self.probes = probes(plan, self.a, self.b, near=sw.name)
         self.out: list[Difference] = []
         # what `redistribute connected` sees: the management port's subnet too (in the default
@@ -382,18 +384,23 @@ def _grouped(found: list[Difference]) -> list[Difference]:
     return out
 
 
-def diff_frr(plan: Plan, switch: str, ours: str, theirs: str, file: str = "frr.conf") -> list[Difference]:
-    """What `theirs` does differently from `ours` (fablab's render) on `switch` of `plan`."""
-    if theirs == ours:
+def diff_frr(plan: Plan, switch: str, ours: str | FrrForm, theirs: str | FrrForm,
+             file: str = "frr.conf") -> list[Difference]:
+    """What `theirs` does differently from `ours` (fablab's render) on `switch` of `plan`: each
+    a file's text (read by fablab's model of FRR) or what FRR itself made of it
+    (harness.plumbing.frr_reader), said at the engineer's lines."""
+    a, b = form_of(ours), form_of(theirs)
+    if a.text == b.text and a.peers == b.peers:
         return []  # the same text does the same: no need to evaluate it
-    return _Judge(plan, speaker(plan, switch), ours, theirs, file).run()
+    return _Judge(plan, speaker(plan, switch), a, b, file).run()
 
 
-def sessions_down(plan: Plan, switch: str, theirs: str, file: str = "frr.conf") -> list[Difference]:
+def sessions_down(plan: Plan, switch: str, theirs: str | FrrForm, file: str = "frr.conf") -> list[Difference]:
     """What `fablab up --configs` says before it boots: each session of `theirs` that cannot come
     up on the planned fabric, and each planned session it has no neighbour for."""
     sw = speaker(plan, switch)
-    side = Behaviour(parse(theirs, file))
+    form = form_of(theirs)
+    side = Behaviour(parse(form.text, file, form.origin), form.peers)
     out = []
     have = set()
     for inst, s in side.sessions():

@@ -14,6 +14,10 @@ class Difference:
     found: str  # what the config does ("" when it does nothing here)
     lines: tuple[int, ...] = ()  # the lines of `file` behind it (1-based), where they can be named
 
+    def __post_init__(self) -> None:
+        # 0: a line FRR wrote itself in its own form of the file (frr_origin), which no line names
+        object.__setattr__(self, "lines", tuple(n for n in self.lines if n))
+
     @property
     def source(self) -> str:
         """file:line(s), as an editor takes them."""

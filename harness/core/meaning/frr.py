@@ -121,6 +121,11 @@ class _Reader:
     def __init__(self) -> None:
         self.cfg = FrrConfig()
         self.stack: list[tuple[Node, object]] = [(Node.TOP, None)]
+        self.trace: list[tuple[int, tuple, str]] = []  # line, the node it ran in (by identity), text
+
+    def path(self) -> tuple:
+        """The open nodes by what they are (not by how their header was worded)."""
+        return tuple(_identity(node, data) for node, data in self.stack[1:])
 
     def feed(self, no: int, raw: str) -> None:
         text = " ".join(raw.split())
@@ -135,6 +140,7 @@ class _Reader:
         while depth > 0 and not _takes(self.stack[depth][0], words, (af.afi, af.safi) if af else None):
             depth -= 1
         del self.stack[depth + 1:]
+        self.trace.append((no, self.path(), text))
         self.handle(Statement(no, text))
 
     def close(self, word: str) -> None:
@@ -169,13 +175,15 @@ class _Reader:
             if inst is None:
                 inst = cfg.bgp[vrf] = BgpInstance(w[2], vrf, st.line)
             self.stack.append((Node.BGP, inst))
+        elif w == ["router", "bgp"] and "default" in cfg.bgp:  # FRR re-enters the instance it has
+            self.stack.append((Node.BGP, cfg.bgp["default"]))
         elif w[0] == "interface" and len(w) > 1:
             cfg.interfaces.setdefault(w[1], [])
             if len(w) > 3 and w[2] == "vrf":
                 cfg.interface_vrfs[w[1]] = w[3]
             self.stack.append((Node.INTERFACE, w[1]))
         elif w[0] == "route-map" and len(w) > 3:
-            entry = RouteMapEntry(int(w[3]), w[2] == "permit", st.line)
+            entry = RouteMapEntry(int(w[3]), w[2] == "permit", st.line, name=w[1])
             entries = cfg.route_maps.setdefault(w[1], [])
             entries[:] = [e for e in entries if e.seq != entry.seq]
             entries.append(entry)
@@ -371,13 +379,39 @@ class _Reader:
         self.cfg.blocks[header].append(st)
 
 
-def parse(text: str, source: str = "frr.conf") -> FrrConfig:
-    """Raises InputError naming source:line for a statement FRR would refuse as malformed
-    (a prefix that is no prefix, a number that is none)."""
+def _identity(node: Node, data) -> tuple:
+    if node is Node.BGP:
+        return ("bgp", data.vrf)
+    if node is Node.AF:
+        return ("af", data.afi, data.safi)
+    if node is Node.VNI:
+        return ("vni", data[1])
+    if node is Node.ROUTE_MAP:
+        return ("route-map", data.name, data.seq)
+    return (node.value, data)
+
+
+def trace(text: str) -> list[tuple[int, tuple, str]]:
+    """Each statement of `text`: its line, the nodes it runs in (by what they are), its words."""
     reader = _Reader()
     for no, raw in enumerate(text.splitlines(), 1):
         try:
             reader.feed(no, raw)
+        except (ValueError, IndexError):
+            continue
+    return reader.trace
+
+
+def parse(text: str, source: str = "frr.conf", origin: tuple[int, ...] | None = None) -> FrrConfig:
+    """Raises InputError naming source:line for a statement FRR would refuse as malformed
+    (a prefix that is no prefix, a number that is none). With `origin`, `text` is FRR's own
+    form of a file (harness.plumbing.frr_reader) and each statement carries the line of the
+    file it came from (origin[n - 1] for line n; 0 where none)."""
+    reader = _Reader()
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = no if origin is None else (origin[no - 1] if no <= len(origin) else 0)
+        try:
+            reader.feed(line, raw)
         except (ValueError, IndexError) as e:
             raise InputError(f"{source}:{no}: FRR would refuse `{raw.strip()}` ({e}); fix the line "
                              f"(`vtysh --dryrun -f {source}` shows what FRR makes of the file)") from None

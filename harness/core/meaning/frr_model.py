@@ -91,6 +91,7 @@ class RouteMapEntry:
     matches: list[Statement] = field(default_factory=list)
     sets: list[Statement] = field(default_factory=list)
     flow: list[Statement] = field(default_factory=list)  # call, on-match, continue
+    name: str = ""  # the route map's
 
 
 @dataclass
