@@ -5,97 +5,36 @@ SONiC validates a config_db.json by turning each table T into the container
 split on '|' into the list's key leaves, in the order the list declares them), and a
 map-like entry (a DSCP_TO_TC_MAP, a CABLE_LENGTH set) into the entries of the list nested
 in it. This module does the same from the .yang files themselves: it reads them with a small
-parser of its own, finds which module holds each table, and writes the data as XML (libyang
-2.1 rejects numbers given as JSON strings, and every config_db value is a string).
+parser (scripts/gen_yang_defaults.py's, which writes SONiC's defaults from the same models),
+finds which module holds each table, and writes the data as XML (libyang 2.1 rejects numbers
+given as JSON strings, and every config_db value is a string).
 """
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 
-class YangError(Exception):
-    """config_db data that has no place in the YANG models at all."""
+def _parser():
+    """scripts/gen_yang_defaults.py, whose YANG parser this reads the models with."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gen_yang_defaults.py"
+    spec = importlib.util.spec_from_file_location("gen_yang_defaults", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return sys.modules[spec.name]
 
 
-# --------------------------------------------------------------------------- .yang parsing
-
-
-@dataclass(frozen=True)
-class Stmt:
-    keyword: str
-    arg: str | None
-    children: tuple[Stmt, ...]
-
-    def all(self, keyword: str) -> Iterator[Stmt]:
-        return (c for c in self.children if c.keyword == keyword)
-
-    def first(self, keyword: str) -> Stmt | None:
-        return next(self.all(keyword), None)
-
-
-_TOKEN = re.compile(r"""
-    (?P<skip>\s+|//[^\n]*|/\*.*?\*/)
-  | (?P<dq>"(?:[^"\\]|\\.)*")
-  | (?P<sq>'[^']*')
-  | (?P<punct>[{};+])
-  | (?P<word>[^\s{};"']+)
-""", re.S | re.X)
-
-
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            raise YangError(f"cannot tokenise YANG at {text[pos:pos + 40]!r}")
-        pos = m.end()
-        kind = m.lastgroup
-        if kind == "skip":
-            continue
-        value = m.group()
-        if kind == "dq":
-            value = re.sub(r"\\(.)", r"\1", value[1:-1])
-        elif kind == "sq":
-            value = value[1:-1]
-        out.append(("str" if kind in ("dq", "sq", "word") else value, value))
-    return out
-
-
-def parse_yang(text: str) -> Stmt:
-    tokens = _tokens(text)
-    pos = 0
-
-    def block() -> tuple[Stmt, ...]:
-        nonlocal pos
-        stmts = []
-        while pos < len(tokens) and tokens[pos][0] != "}":
-            keyword = tokens[pos][1]
-            pos += 1
-            arg = None
-            if tokens[pos][0] == "str":
-                arg = tokens[pos][1]
-                pos += 1
-                while tokens[pos][0] == "+":  # "a" + "b" concatenation
-                    arg += tokens[pos + 1][1]
-                    pos += 2
-            if tokens[pos][0] == "{":
-                pos += 1
-                children = block()
-                pos += 1  # the closing brace
-            else:
-                children = ()
-                pos += 1  # the semicolon
-            stmts.append(Stmt(keyword, arg, children))
-        return tuple(stmts)
-
-    (module,) = block()
-    return module
+_yang = _parser()
+YangError = _yang.YangError  # also config_db data that has no place in the YANG models at all
+Stmt = _yang.Stmt
+parse_yang = _yang.parse_yang
 
 
 # --------------------------------------------------------------------------- the schema

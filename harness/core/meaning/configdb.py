@@ -22,27 +22,23 @@ from ipaddress import ip_interface
 
 from harness.core.errors import InputError
 from harness.core.meaning import configdb_acl, configdb_qos, configdb_vlan
-from harness.core.meaning.configdb_norm import (ConfigDb, Fact, Row, check_shape, described, fields, norm, norm_list,
-                                                runs, rows_of)
+from harness.core.meaning.configdb_norm import (ConfigDb, Fact, Row, check_shape, described, fields, metadata_only,
+                                                norm, norm_list, rows_of, runs, sonic_defaults)
 from harness.core.meaning.difference import Difference
 
 # the lab's, the schema's version, or the cabling (what a port reaches: the cabling check's, not a behaviour)
 SKIPPED = ("MGMT_INTERFACE", "MGMT_PORT", "MGMT_VRF_CONFIG", "VERSIONS", "DEVICE_NEIGHBOR")
-PORT_DEFAULTS = {"admin_status": "down", "mtu": "9100", "dhcp_rate_limit": "300", "role": "Ext",
-                 "fast_linkup": "false"}
+# An absent field is SONiC's default: its YANG's (yang_defaults, generated) or, where that states
+# none, what its daemons apply (configdb_norm.APPLIED: mtu 9100, tpid 0x8100, pfc_asym off, ...).
+PORT_DEFAULTS = sonic_defaults("PORT")
 PORT_LABELS = ("alias", "description", "index")
-DEVICE_DEFAULTS = {"default_bgp_status": "up", "docker_routing_config_mode": "unified",
-                   "default_pfcwd_status": "disable", "synchronous_mode": "enable", "timezone": "UTC",
-                   "buffer_model": "traditional", "frr_mgmt_framework_config": "false",
-                   "yang_config_validation": "disable", "suppress-fib-pending": "disabled",
-                   "nexthop_group": "disabled"}
+DEVICE_DEFAULTS = sonic_defaults("DEVICE_METADATA")
 # Tables of routed interfaces: "name" rows (settings) and "name|prefix" rows (addresses).
-ROUTED = {"INTERFACE": {"ipv6_use_link_local_only": "disable", "nat_zone": "0"},
-          "LOOPBACK_INTERFACE": {"nat_zone": "0", "admin_status": "up"},
-          "PORTCHANNEL_INTERFACE": {"ipv6_use_link_local_only": "disable", "nat_zone": "0"},
-          "VLAN_SUB_INTERFACE": {"admin_status": "up"}}
+ROUTED = {t: sonic_defaults(t) for t in ("INTERFACE", "LOOPBACK_INTERFACE", "PORTCHANNEL_INTERFACE",
+                                         "VLAN_SUB_INTERFACE")}
 MODELLED = ("PORT", "DEVICE_METADATA", "BREAKOUT_CFG", "ACL_TABLE", "ACL_RULE", *ROUTED, *configdb_qos.TABLES,
             *configdb_vlan.TABLES)
+_BREAKOUT = sonic_defaults("BREAKOUT_CFG")
 _FIX = "give the switch's config_db.json as SONiC loads it ({TABLE: {KEY: {field: value}}})"
 
 
@@ -89,8 +85,8 @@ def _ports(db: ConfigDb) -> Iterator[Fact]:
                    "" if "mtu" in row else "(mtu not set: SONiC's default)")
         yield Fact("port", port, "", "", tuple(sorted(settings.items())), (Row("PORT", port),), "no such port")
     for port, row in rows_of(db, "BREAKOUT_CFG").items():
-        yield Fact("breakout", port, "", "", tuple(sorted(fields(row).items())), (Row("BREAKOUT_CFG", port),),
-                   "no breakout mode")
+        yield Fact("breakout", port, "", "", tuple(sorted(fields(row, _BREAKOUT).items())),
+                   (Row("BREAKOUT_CFG", port),), "no breakout mode")
 
 
 def _device(db: ConfigDb) -> Iterator[Fact]:
@@ -109,11 +105,13 @@ def _address(text: str) -> str:
 def _addresses(db: ConfigDb) -> Iterator[Fact]:
     for table, defaults in ROUTED.items():
         names: dict[str, tuple[set[str], dict[str, str], list[Row]]] = {}
+        metadata = metadata_only(table)  # an address row's family and scope: intfmgrd reads neither
         for key, row in rows_of(db, table).items():
             name, _, prefix = str(key).partition("|")
             addresses, settings, rows = names.setdefault(name, (set(), dict(defaults), []))
             if prefix:
-                addresses.add(_address(prefix) + (f" {described(tuple(sorted(fields(row).items())))}" if row else ""))
+                told = fields(row, ignore=metadata)
+                addresses.add(_address(prefix) + (f" {described(tuple(sorted(told.items())))}" if told else ""))
             else:
                 settings.update(fields(row))
             rows.append(Row(table, key))

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
-from harness.core.meaning.configdb_norm import ConfigDb, Row, norm, norm_list, number, rows_of
+from harness.core.meaning.configdb_norm import ConfigDb, Row, norm, norm_list, number, rows_of, sonic_defaults
 
 _MODELLED = {"PRIORITY", "PACKET_ACTION", "SRC_IP", "DST_IP", "IP_PROTOCOL", "L4_SRC_PORT", "L4_DST_PORT",
              "L4_SRC_PORT_RANGE", "L4_DST_PORT_RANGE", "IP_TYPE", "MIRROR_ACTION", "MIRROR_INGRESS_ACTION",
@@ -23,6 +23,7 @@ _SPORT = 49152  # an ephemeral source port: what most probes come from
 _DEFAULT_ADDRESSES = (IPv4Address("192.0.2.1"),)  # an address no fabric uses (TEST-NET-1)
 _DEFAULT_PORTS = (80,)
 _DEFAULT_PROTOCOLS = (6, 17, 1)
+_TABLE_DEFAULTS = sonic_defaults("ACL_TABLE")  # stage INGRESS, ports none (yang_defaults)
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,10 @@ def acl_tables(db: ConfigDb) -> tuple[AclTable, ...]:
     out = []
     for name, row in sorted(rows_of(db, "ACL_TABLE").items()):
         ordered = sorted(rules.get(name, []), key=lambda r: (-r.priority, r.row.key))
-        out.append(AclTable(name, norm(row.get("type", "")).upper(), norm(row.get("stage", "ingress")).lower(),
-                            tuple(sorted(set(norm_list(row.get("ports"))))), tuple(ordered), Row("ACL_TABLE", name)))
+        stage = norm(row.get("stage", _TABLE_DEFAULTS["stage"])).lower()
+        ports = norm_list(row.get("ports", _TABLE_DEFAULTS["ports"]))
+        out.append(AclTable(name, norm(row.get("type", "")).upper(), stage, tuple(sorted(set(ports))), tuple(ordered),
+                            Row("ACL_TABLE", name)))
     return tuple(out)
 
 

@@ -1,7 +1,9 @@
 """How SONiC reads a config_db.json, whatever form it was written in: values as strings or
 numbers, booleans in any case, lists as JSON lists or comma strings, a row keyed by one port
 or by a list of them, queue and PG indexes one by one or as ranges, references by name or as
-"[TABLE|name]". Also the one shape every part of a meaning is held in: a Fact."""
+"[TABLE|name]"; a field left out as SONiC's default (SONiC's YANG, generated in yang_defaults, and
+what its daemons apply where the YANG states none). Also the one shape every part of a meaning is
+held in: a Fact."""
 from __future__ import annotations
 
 import re
@@ -9,12 +11,35 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from harness.core.errors import InputError
+from harness.core.meaning import yang_defaults
 
 ConfigDb = Mapping[str, Mapping[str, Mapping[str, object]]]
 
 _INT = re.compile(r"^[+-]?\d+$")
 _REF = re.compile(r"^\[([A-Z_]+)\|(.+)\]$")  # SONiC's older reference form: "[SCHEDULER|scheduler.0]"
 _SHAPE_FIX = "SONiC's config_db.json is {TABLE: {KEY: {field: value}}}; render again or fix the file"
+
+# What SONiC's daemons do with a field left out where its YANG states no default (read in
+# sonic-net/sonic-swss @ e6b0c5b5d2 and sonic-buildimage):
+APPLIED = {
+    # cfgmgr/portmgr.h DEFAULT_MTU_STR "9100", set by portmgrd on a port's first PORT row;
+    # orchagent/port.h DEFAULT_TPID 0x8100; Port::m_pfc_asym starts COMBINED, which
+    # orchagent/port/porthlpr.cpp's portPfcAsymMap spells "off"
+    "PORT": {"mtu": "9100", "tpid": "0x8100", "pfc_asym": "off"},
+    # dockers/docker-orchagent/buffermgrd.sh (sonic-buildimage) starts buffermgrd dynamic only
+    # when buffer_model is "dynamic"; the YANG leaf's description: traditional is the default model
+    "DEVICE_METADATA": {"buffer_model": "traditional"},
+    # cfgmgr/intfmgr.cpp IntfMgr::doIntfGeneralTask: an empty admin_status of a loopback or a
+    # sub-interface is "up" (master's YANG states it for LOOPBACK_INTERFACE too)
+    "LOOPBACK_INTERFACE": {"admin_status": "up"},
+    "VLAN_SUB_INTERFACE": {"admin_status": "up"},
+    # cfgmgr/vlanmgr.cpp doVlanMemberTask: tagging_mode "untagged" unless the row says (YANG: mandatory)
+    "VLAN_MEMBER": {"tagging_mode": "untagged"},
+}
+# YANG defaults SONiC does not apply: BUFFER_PG's and BUFFER_QUEUE's `profile` default 0 names no
+# profile; orchagent/bufferorch.cpp processPriorityGroup/processQueue fail a row without one
+# (resolveFieldRefValue: field_not_found), so such a row sets no buffer.
+NOT_APPLIED = {"BUFFER_PG": ("profile",), "BUFFER_QUEUE": ("profile",)}
 
 
 @dataclass(frozen=True)
@@ -138,6 +163,21 @@ def resolve(db: ConfigDb, table: str, value: object) -> Mapping[str, object] | N
         return None
     row = rows_of(db, table).get(reference(value))
     return row if isinstance(row, Mapping) else None
+
+
+def sonic_defaults(table: str) -> dict[str, str]:
+    """What SONiC reads a field of `table` left out as, normalised as a row's values are: the YANG
+    default of the release fablab targets (yang_defaults.DEFAULTS); where only master's YANG gives
+    a field a default, master's (a config for a newer switch may write it); APPLIED over both."""
+    release = yang_defaults.DEFAULTS.get(table, {})
+    newer = {f: v for f, v in yang_defaults.MASTER_DIFFERS.get(table, {}).items() if v is not None and f not in release}
+    out = {f: norm(v) for f, v in {**newer, **release}.items() if f not in NOT_APPLIED.get(table, ())}
+    return dict(sorted({**out, **APPLIED.get(table, {})}.items()))
+
+
+def metadata_only(table: str) -> tuple[str, ...]:
+    """Fields of `table`'s address rows that change nothing (yang_defaults.METADATA_ONLY)."""
+    return tuple(yang_defaults.METADATA_ONLY.get(table, {}))
 
 
 def fields(row: Mapping[str, object] | None, defaults: Mapping[str, str] = {},  # noqa: B006 - read only

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 
 from harness.core.meaning.configdb_norm import (ConfigDb, Fact, Row, fields, indexed_rows, norm, norm_list, number,
-                                                port_rows, reference, resolve, rows_of)
+                                                port_rows, reference, resolve, rows_of, sonic_defaults)
 
 MAPS = {"dscp_to_tc_map": "DSCP_TO_TC_MAP", "tc_to_queue_map": "TC_TO_QUEUE_MAP",
         "tc_to_pg_map": "TC_TO_PRIORITY_GROUP_MAP", "pfc_to_queue_map": "MAP_PFC_PRIORITY_TO_QUEUE"}
@@ -24,12 +24,13 @@ _MAP_INDEX = {f: i for i, f in enumerate(MAPS)}
 REFERENCED = (*MAPS.values(), *OTHER_MAPS.values(), "SCHEDULER", "WRED_PROFILE", "BUFFER_PROFILE", "BUFFER_POOL")
 TABLES = (*REFERENCED, "PORT_QOS_MAP", "QUEUE", "BUFFER_PG", "BUFFER_QUEUE", "PFC_WD", "CABLE_LENGTH")
 
-SCHEDULER_DEFAULTS = {"type": "WRR", "weight": "1", "meter_type": "bytes"}
-WRED_DEFAULTS = {"ecn": "ecn_none", "wred_green_enable": "false", "wred_yellow_enable": "false",
-                 "wred_red_enable": "false", "green_drop_probability": "100", "yellow_drop_probability": "100",
-                 "red_drop_probability": "100"}
-PROFILE_DEFAULTS = {"xon": "0", "xoff": "0", "xon_offset": "0", "headroom_type": "static"}
-POOL_DEFAULTS = {"xoff": "0"}
+# A field a profile leaves out is its YANG default (yang_defaults, generated from SONiC's models)
+SCHEDULER_DEFAULTS = sonic_defaults("SCHEDULER")
+WRED_DEFAULTS = sonic_defaults("WRED_PROFILE")
+PROFILE_DEFAULTS = sonic_defaults("BUFFER_PROFILE")
+POOL_DEFAULTS = sonic_defaults("BUFFER_POOL")
+_PFC_WD_DEFAULTS = sonic_defaults("PFC_WD")
+_QUEUE_DEFAULTS = sonic_defaults("QUEUE")
 _WRED_ORDER = ("ecn", "wred_green_enable", "green_min_threshold", "green_max_threshold", "green_drop_probability",
                "wred_yellow_enable", "yellow_min_threshold", "yellow_max_threshold", "yellow_drop_probability",
                "wred_red_enable", "red_min_threshold", "red_max_threshold", "red_drop_probability")
@@ -267,8 +268,8 @@ def facts(db: ConfigDb) -> Iterator[Fact]:
             value = q.wred.settings if q.wred else (("wred_profile", f"'{q.wred_ref}' (undefined)"),)
             yield Fact("WRED/ECN", port, where, "", value, rows + ((q.wred.row,) if q.wred else ()),
                        "no WRED profile (no WRED, no ECN marking)")
-        others = tuple((k, norm(v)) for k, v in sorted(rows_of(db, "QUEUE")[q.key].items())
-                       if k not in ("scheduler", "wred_profile"))
+        others = tuple(sorted(fields(rows_of(db, "QUEUE")[q.key], _QUEUE_DEFAULTS,
+                                     ignore=("scheduler", "wred_profile")).items()))
         if others:
             yield Fact("queue", port, where, "", others, rows)
     for table, label in (("BUFFER_PG", "PG"), ("BUFFER_QUEUE", "queue")):
@@ -278,11 +279,11 @@ def facts(db: ConfigDb) -> Iterator[Fact]:
                 value += (("pool", f"'{b.pool}' (undefined)"),)
             yield Fact("buffers", port, f"{label} {i}", "", value, b.rows, "no buffer profile")
     for port, (key, row) in sorted(port_rows(db, "PFC_WD").items()):
+        settings = tuple(sorted(fields(row, _PFC_WD_DEFAULTS).items()))
         if port == "GLOBAL":
-            yield Fact("PFC watchdog", "device", "", "", tuple(sorted(fields(row).items())), (Row("PFC_WD", key),))
+            yield Fact("PFC watchdog", "device", "", "", settings, (Row("PFC_WD", key),))
         else:
-            yield Fact("PFC watchdog", port, "", "", tuple(sorted(fields(row).items())), (Row("PFC_WD", key),),
-                       "no PFC watchdog")
+            yield Fact("PFC watchdog", port, "", "", settings, (Row("PFC_WD", key),), "no PFC watchdog")
     for port, (key, length) in sorted(cable_lengths(db).items()):
         yield Fact("cable length", port, "", "", (("", length),), (Row("CABLE_LENGTH", key, port),),
                    "none (SONiC's default)")

@@ -8,11 +8,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from harness.core.meaning.configdb_norm import ConfigDb, Fact, Row, fields, norm, number, rows_of
+from harness.core.meaning.configdb_norm import ConfigDb, Fact, Row, fields, norm, number, rows_of, sonic_defaults
 
 TABLES = ("VLAN", "VLAN_MEMBER", "VLAN_INTERFACE", "VXLAN_TUNNEL", "VXLAN_TUNNEL_MAP", "VXLAN_EVPN_NVO")
 _VLAN_NAME = re.compile(r"^Vlan(\d+)$")
 _LABELS = ("description", "alias", "vlanid")
+# A field left out is SONiC's default (yang_defaults; tagging_mode: vlanmgrd's, configdb_norm.APPLIED)
+_VLAN = sonic_defaults("VLAN")
+_TAGGING = sonic_defaults("VLAN_MEMBER")["tagging_mode"]
+_SVI = sonic_defaults("VLAN_INTERFACE")
 
 
 def vlan_ids(db: ConfigDb) -> dict[str, int]:
@@ -49,7 +53,7 @@ def members(db: ConfigDb) -> tuple[Member, ...]:
     for key, row in rows_of(db, "VLAN_MEMBER").items():
         name, _, port = str(key).partition("|")
         vid = ids.get(name) if name in ids else vlan_id(db, name)
-        out.append(Member(vid, port, norm(row.get("tagging_mode", "untagged")), Row("VLAN_MEMBER", key)))
+        out.append(Member(vid, port, norm(row.get("tagging_mode", _TAGGING)), Row("VLAN_MEMBER", key)))
     return tuple(sorted(out, key=lambda m: (m.port, m.vlan or 0)))
 
 
@@ -89,11 +93,11 @@ def svis(db: ConfigDb) -> dict[int | str, tuple[tuple[str, ...], dict[str, str],
         name, _, address = str(key).partition("|")
         vid = vlan_id(db, name)
         at: int | str = vid if vid is not None else name
-        addresses, settings, rows = out.get(at, ((), {}, ()))
+        addresses, settings, rows = out.get(at, ((), dict(_SVI), ()))
         if address:
             addresses = tuple(sorted({*addresses, address}))
         else:
-            settings = fields(row)
+            settings = fields(row, _SVI)
         out[at] = (addresses, settings, rows + (Row("VLAN_INTERFACE", key),))
     return out
 
@@ -101,7 +105,7 @@ def svis(db: ConfigDb) -> dict[int | str, tuple[tuple[str, ...], dict[str, str],
 def facts(db: ConfigDb) -> Iterator[Fact]:
     ids = vlan_ids(db)
     for key, vid in sorted(ids.items(), key=lambda kv: kv[1]):
-        settings = tuple(sorted(fields(rows_of(db, "VLAN")[key], ignore=_LABELS).items()))
+        settings = tuple(sorted(fields(rows_of(db, "VLAN")[key], _VLAN, ignore=_LABELS).items()))
         yield Fact("VLAN", f"VLAN {vid}", "", "", settings or (("", "defined"),), (Row("VLAN", key),), "no such VLAN")
     by_port: dict[str, list[Member]] = {}
     for m in members(db):
