@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,7 @@ def directory_differences(topology: str, directory: Path) -> Found:
     from harness.core.meaning.frr_form import FrrForm
     from harness.plumbing.frr_reader import readings
     from harness.render import artifacts
+    from harness.render.configs import frr_conf_of
 
     directory = Path(directory)
     if not directory.is_dir():
@@ -64,7 +65,7 @@ def directory_differences(topology: str, directory: Path) -> Found:
     found: list[Difference] = _strays(plan, topology, directory)
     routed = [h.name for h in plan.hosts if h.routed]
     files = {name: directory / "configs" / name / "frr.conf" for name in [s.name for s in plan.switches] + routed}
-    theirs = {name: f.read_text() for name, f in files.items() if f.is_file()}
+    theirs = {name: text for name in files if (text := frr_conf_of(directory / "configs" / name)) is not None}
     # FRR reads the engineer's files; fablab's render is already in FRR's form (a lab booted from it
     # diffs as the same as FRR runs it: `fablab diff T LAB`), and a file the same as the render to
     # the byte does the same, so FRR reads only the others
@@ -72,19 +73,22 @@ def directory_differences(topology: str, directory: Path) -> Found:
     read = readings({f"theirs/{n}": theirs[n] for n in other})
     same = {f"theirs/{n}": FrrForm(t) for n, t in theirs.items() if n not in other}
     same |= {f"ours/{n}": FrrForm(ours[f"configs/{n}/frr.conf"]) for n in theirs}
+    forms = {**same, **read.files}
     for name in files:
         label = f"{directory}/configs/{name}/frr.conf"
+        db = directory / "configs" / name / "config_db.json"
         if name not in theirs:
             if name not in routed:  # a dual-homed host's BGP is compared where DIR has it
-                found.append(Difference(name, label, "switch", "configs", "an frr.conf (fablab renders one)",
-                                        "absent"))
+                found.append(Difference(name, label, "switch", "configs", "an frr.conf, or BGP tables in its "
+                                        "config_db.json (fablab renders an frr.conf)", "absent"))
             continue
-        mine, yours = ({**same, **read.files}[f"{side}/{name}"] for side in ("ours", "theirs"))
-        found += diff_frr(plan, name, mine, yours, label)
-        db = directory / "configs" / name / "config_db.json"
+        yours = forms[f"theirs/{name}"]
+        if not files[name].is_file():  # BGP in CONFIG_DB (unified mode): the rows, not lines, say it
+            label, yours = f"{db} (its BGP tables)", replace(yours, origin=())
+        found += diff_frr(plan, name, forms[f"ours/{name}"], yours, label)
         if name not in routed and db.is_file():  # optional: the netns runtime reads only frr.conf
             found += fold_uncabled(plan, name, diff_config_db(
-                name, json.loads(ours[f"configs/{name}/config_db.json"]), db.read_text(), f"{label[:-8]}config_db.json"))
+                name, json.loads(ours[f"configs/{name}/config_db.json"]), db.read_text(), str(db)))
     refused = [f"{directory}/configs/{key.split('/', 1)[1]}/frr.conf:{r}" for key, r in read.refused()
                if key.startswith("theirs/")]
     return Found(found, len(plan.switches), refused, read.note)

@@ -26,12 +26,6 @@ def load_configs(plan: Plan, directory: str | Path) -> SwitchConfigs:
     h = hashlib.sha256()
     for sw in plan.switches:
         where = root / "configs" / sw.name
-        path = where / "frr.conf"
-        if not path.is_file():
-            missing.append(sw.name)
-            continue
-        frr[sw.name] = path.read_text()
-        h.update(f"{sw.name}/frr.conf\0".encode() + frr[sw.name].encode())
         db = where / "config_db.json"
         if db.is_file():
             text = db.read_text()
@@ -41,11 +35,35 @@ def load_configs(plan: Plan, directory: str | Path) -> SwitchConfigs:
                 raise InputError(f"{db}: not JSON ({e}); fix it, or leave it out to boot fablab's") from e
             dbs[sw.name] = text
             h.update(f"{sw.name}/config_db.json\0".encode() + text.encode())
+        found = frr_conf_of(where)
+        if found is None:
+            missing.append(sw.name)
+            continue
+        frr[sw.name] = found
+        h.update(f"{sw.name}/frr.conf\0".encode() + frr[sw.name].encode())
     if missing:
         raise InputError(f"--configs {directory}: no frr.conf for {len(missing)} of {len(plan.switches)} switches "
                          f"({', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''}); every switch of the "
-                         f"declaration needs configs/<switch>/frr.conf (`fablab render TOPOLOGY -o DIR` lays one out)")
+                         f"declaration needs configs/<switch>/frr.conf, or a config_db.json holding its BGP as SONiC's "
+                         f"unified mode does (BGP_GLOBALS, BGP_NEIGHBOR, ...); `fablab render TOPOLOGY -o DIR` lays one out")
     return SwitchConfigs(str(directory), frr, dbs, h.hexdigest())
+
+
+def frr_conf_of(where: Path) -> str | None:
+    """A switch directory's frr.conf: the file, or, without one, what SONiC's frrcfgd starts FRR
+    with from the BGP tables of its config_db.json (unified mode: harness.core.meaning.unified);
+    None when it has neither."""
+    from harness.core.meaning.configdb import parse
+    from harness.core.meaning.unified import frr_conf, holds_bgp
+
+    path = where / "frr.conf"
+    if path.is_file():
+        return path.read_text()
+    db = where / "config_db.json"
+    if not db.is_file():
+        return None
+    tables = parse(db.read_text(), str(db))
+    return frr_conf(tables) if holds_bgp(tables) else None
 
 
 # What a switch's config_db keeps of fablab's render under the engineer's: the management

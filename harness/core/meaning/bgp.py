@@ -57,7 +57,10 @@ _AF_BOOKKEEPING = {"soft-reconfiguration inbound"}
 _AF_STATEMENT_DEFAULTS = {"distance bgp 20 200 200"}
 _DISPLAY = ("log-neighbor-changes", "default show-hostname", "default show-nexthop-hostname", "no-rib",
             # what it does is in each session's families already
-            "default ipv4-unicast")
+            "default ipv4-unicast",
+            # what it does is in each session's policies already: an eBGP session with no policy in
+            # a direction carries nothing that way (evaluated per session, `policy`)
+            "ebgp-requires-policy")
 
 
 

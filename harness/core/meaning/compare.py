@@ -319,8 +319,14 @@ class _Judge:
                     at = w.index("route-map")
                     w = w[:at] + [f"route-map <{side.canonical_route_map(w[at + 1])}>"] + w[at + 2:]
                 out[" ".join(w)] = st.line
+            # bgpd itself sends router advertisements every 10 s on a port with an unnumbered
+            # neighbour (bgpd/bgp_zebra.c bgp_zebra_initiate_radv, BGP_UNNUM_DEFAULT_RA_INTERVAL):
+            # written out there, they say what bgpd does anyway
+            unnumbered = {s.name for _, s in side.sessions() if s.interface}
             for name, lines in side.cfg.interfaces.items():
                 for st in lines:
+                    if name in unnumbered and st.text in _RA_BY_BGPD:
+                        continue
                     out[f"interface {name}: {st.text}"] = st.line
             for name, lines in side.cfg.vrfs.items():
                 for st in lines:
@@ -340,6 +346,9 @@ class _Judge:
             subject, _, what = text.partition(": ") if ": " in text else ("switch", "", text)
             self.diff(subject, "other settings", what if text in x else "", what if text in y else "",
                       (y[text],) if text in y else ())
+
+
+_RA_BY_BGPD = ("ipv6 nd ra-interval 10", "no ipv6 nd suppress-ra")
 
 
 def _timers(t: tuple[int, int, int]) -> str:

@@ -21,13 +21,17 @@ from dataclasses import dataclass
 from ipaddress import ip_interface
 
 from harness.core.errors import InputError
-from harness.core.meaning import configdb_acl, configdb_qos, configdb_vlan
+from harness.core.meaning import configdb_acl, configdb_qos, configdb_vlan, unified
 from harness.core.meaning.configdb_norm import (ConfigDb, Fact, Row, check_shape, described, fields, metadata_only,
                                                 norm, norm_list, rows_of, runs, sonic_defaults)
 from harness.core.meaning.difference import Difference
 
 # the lab's, the schema's version, or the cabling (what a port reaches: the cabling check's, not a behaviour)
-SKIPPED = ("MGMT_INTERFACE", "MGMT_PORT", "MGMT_VRF_CONFIG", "VERSIONS", "DEVICE_NEIGHBOR")
+SKIPPED = ("MGMT_INTERFACE", "MGMT_PORT", "MGMT_VRF_CONFIG", "VERSIONS", "DEVICE_NEIGHBOR",
+           # BGP held in CONFIG_DB (unified mode) is judged as the frr.conf frrcfgd writes of it (unified.py)
+           *unified.TABLES)
+# Where FRR's config is held (frr.conf or CONFIG_DB), not what it does: judged as FRR runs it
+DEVICE_LABELS = ("docker_routing_config_mode", "frr_mgmt_framework_config")
 # An absent field is SONiC's default: its YANG's (yang_defaults, generated) or, where that states
 # none, what its daemons apply (configdb_norm.APPLIED: mtu 9100, tpid 0x8100, pfc_asym off, ...).
 PORT_DEFAULTS = sonic_defaults("PORT")
@@ -92,7 +96,8 @@ def _ports(db: ConfigDb) -> Iterator[Fact]:
 def _device(db: ConfigDb) -> Iterator[Fact]:
     for key, row in rows_of(db, "DEVICE_METADATA").items():
         yield Fact("device", "device" if key == "localhost" else key, "", "",
-                   tuple(sorted(fields(row, DEVICE_DEFAULTS).items())), (Row("DEVICE_METADATA", key),))
+                   tuple(sorted(fields(row, DEVICE_DEFAULTS, ignore=DEVICE_LABELS).items())),
+                   (Row("DEVICE_METADATA", key),))
 
 
 def _address(text: str) -> str:
