@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -122,7 +123,9 @@ def lab_differences(topology: str, lab_name: str) -> tuple[list[Difference], int
     from harness.core.meaning.difference import Difference
     from harness.render import artifacts
 
+    from harness.core.meaning.frr_form import FrrForm
     from harness.lab import Lab
+    from harness.plumbing.frr_reader import peer_facts
 
     lab = Lab.attach(lab_name)
     plan = make_plan(load_fabric(topology))
@@ -135,7 +138,9 @@ def lab_differences(topology: str, lab_name: str) -> tuple[list[Difference], int
                                     f"not in lab {lab_name}"))
             continue
         text = lab.vtysh(sw.name, "show running-config")
-        found += diff_frr(plan, sw.name, ours[f"configs/{sw.name}/frr.conf"], text,
+        # bgpd's own view of each neighbour, as for a file FRR read: what its running config hides
+        peers = peer_facts(lab.vtysh(sw.name, "show bgp vrf all neighbors json")) if _LEGACY_BFD.search(text) else {}
+        found += diff_frr(plan, sw.name, ours[f"configs/{sw.name}/frr.conf"], FrrForm(text, peers=peers),
                           f"{lab_name}:{sw.name} running-config")
         db = lab.running_config_db(sw.name)
         if db:
@@ -146,6 +151,11 @@ def lab_differences(topology: str, lab_name: str) -> tuple[list[Difference], int
         found.append(Difference(name, f"lab {lab_name}", "switch", "switches", f"no switch {name} in {topology}",
                                 "a running switch"))
     return found, len(plan.switches)
+
+
+# a neighbour's BFD switched on without a profile: its timers may be legacy ones its running config
+# does not write out (bgpd/bgp_bfd.c)
+_LEGACY_BFD = re.compile(r"(?m)^\s*neighbor \S+ bfd$")
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
