@@ -10,7 +10,10 @@ property test in tests/unit/test_corpus.py. Each is grounded in how FRR 8.4 read
 - defaults written out: `frr defaults traditional` with the datacenter values given explicitly
   (bgpd/bgp_vty.c FRR_CFG_DEFAULT_*), `advertisement-interval 0`, `distance bgp 20 200 200`;
 - `seq` renumbered keeping the order; `ge 32 le 32` as `ge 32`; `address-family ipv4` for
-  `ipv4 unicast`; `router bgp N vrf default`; `neighbor X bfd` left out where `bfd profile` is given.
+  `ipv4 unicast`; `router bgp N vrf default`; `neighbor X bfd` left out where `bfd profile` is given;
+- what only FRR's own reading settles (`_frr_settles`): `link-detect`, `ra-interval msec`,
+  router-level timers every group overrides, `router bgp` again without its ASN, a match FRR
+  replaces, a member's `remote-as` bgpd refuses, a BFD profile's `minimum-ttl` on single-hop peers.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from hypothesis import strategies as st
 
 from harness.core.declarations import Bfd
 
-from .model import Conf, write_fablab
+from .model import Conf, Entry, write_fablab
 
 _WORDS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ_", min_size=3, max_size=10).filter(
     lambda s: s[0].isalpha())
@@ -130,6 +133,7 @@ def textual(draw, c: Conf) -> str:
             if re.match(r"^\s*maximum-paths \d+$", x):
                 extra.append("  distance bgp 20 200 200")
         lines = extra
+    lines = draw(_frr_settles(lines))
     drop = draw(st.sets(st.sampled_from(["exit", "exit-address-family", "exit-vni", "!"])))
     lines = [x for x in lines if x.strip() not in drop]
     if draw(st.booleans()):  # prefix-list lines with seq anywhere among themselves, at the top
@@ -146,6 +150,55 @@ def textual(draw, c: Conf) -> str:
     elif indent == "wide":
         lines = [re.sub(r"^( +)", lambda m: "   " * len(m.group(1)), x) for x in lines]
     return "\n".join(lines) + "\n"
+
+
+@st.composite
+def _frr_settles(draw, lines: list[str]) -> list[str]:
+    """Rewordings only FRR's own reading settles (issue 67): its defaults and units, a second
+    `router bgp` without its ASN, a match FRR replaces, and lines bgpd or bfdd refuse or ignore."""
+    if draw(st.booleans()):  # link-detect is FRR's default (lib/if.c); the RA interval in milliseconds
+        out = []
+        for x in lines:
+            m = re.match(r"^(\s*)ipv6 nd ra-interval (\d+)$", x)
+            out.append(f"{m.group(1)}ipv6 nd ra-interval msec {int(m.group(2)) * 1000}" if m else x)
+            if re.match(r"^interface \S+$", x):
+                out.append(" link-detect")
+        lines = out
+    groups = {m.group(1) for x in lines if (m := re.match(r"^\s*neighbor (\S+) peer-group$", x))}
+    timed = {m.group(1) for x in lines if (m := re.match(r"^\s*neighbor (\S+) timers \d+ \d+$", x))}
+    speakers = {m.group(1) for x in lines if (m := re.match(r"^\s*neighbor (\S+) (interface )?remote-as ", x))}
+    if groups and speakers <= groups <= timed and draw(st.booleans()):  # router-level timers every group overrides
+        i = next(i for i, x in enumerate(lines) if x.startswith("router bgp "))
+        lines = lines[:i + 1] + [" timers bgp 30 90"] + lines[i + 1:]
+    if draw(st.booleans()):  # bestpath and router-id given again under `router bgp` without its ASN
+        i = next(i for i, x in enumerate(lines) if x.startswith("router bgp "))
+        moved = [x for x in lines[i + 1:] if x.strip().startswith(("bgp bestpath ", "bgp router-id "))]
+        if moved and " vrf " not in lines[i]:
+            lines = [x for x in lines if x not in moved] + ["router bgp", *moved]
+    if draw(st.booleans()):  # a match FRR 8.4 replaces with the entry's next one of the same kind
+        out = []
+        for x in lines:
+            m = re.match(r"^(\s*)match ip address prefix-list (\S+)$", x)
+            if m:
+                out.append(f"{m.group(1)}match ip address prefix-list {m.group(2)}-REPLACED")
+            out.append(x)
+        lines = out
+    if groups and draw(st.booleans()):  # a member's own remote-as: bgpd refuses it (a warning, no effect)
+        out = []
+        for x in lines:
+            out.append(x)
+            m = re.match(r"^(\s*)neighbor (\S+) interface peer-group \S+$", x)
+            if m:
+                out.append(f"{m.group(1)}neighbor {m.group(2)} remote-as 65535")
+        lines = out
+    if draw(st.booleans()):  # a BFD profile's minimum-ttl, which single-hop sessions do not use
+        out = []
+        for x in lines:
+            out.append(x)
+            if re.match(r"^ profile \S+$", x):
+                out.append("  minimum-ttl 250")
+        lines = out
+    return lines
 
 
 # -- mutations: each changes what the config does -----------------------------------------------------
@@ -166,7 +219,8 @@ def mutated(draw, c: Conf, multipath_matters: bool = True) -> tuple[Conf, str]:
     one leaf, so its maximum-paths changes nothing it does)."""
     c = c.copy()
     kinds = (["maximum-paths"] if multipath_matters else []) + ["prefix-list entry dropped", "prefix-list entry denies", "BFD timers",
-             "remote-as", "vrf", "maximum-prefix", "timers", "not activated", "permit all"]
+             "remote-as", "vrf", "maximum-prefix", "timers", "not activated", "permit all"] \
+        + (["a second match replaces the filter"] if _matched(c) else [])
     kind = draw(st.sampled_from(kinds))
     b = c.bgp
     v4 = b.af("ipv4 unicast")
@@ -212,4 +266,14 @@ def mutated(draw, c: Conf, multipath_matters: bool = True) -> tuple[Conf, str]:
     elif kind == "permit all":
         who, d, pl = draw(st.sampled_from([f for f in _filtered(c) if f[1] == "in"]))
         c.in_permit_all.add(who)
+    elif kind == "a second match replaces the filter":  # FRR 8.4 keeps the last: the map then takes everything
+        rm = draw(st.sampled_from(_matched(c)))
+        c.prefix_lists["EVERYTHING"] = [Entry(5, "permit", "0.0.0.0/0", None, 32)]
+        rm.lines.append("match ip address prefix-list EVERYTHING")
     return c, kind
+
+
+def _matched(c: Conf) -> list:
+    """Route maps whose entry matches a prefix list (what a redistribution takes)."""
+    return [rm for rm in c.route_maps if rm.action == "permit"
+            and any(x.startswith("match ip address prefix-list ") for x in rm.lines)]

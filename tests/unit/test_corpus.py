@@ -32,6 +32,7 @@ from harness.core.declarations import Bfd
 from harness.cli.diff import differences
 from harness.core.meaning.compare import diff_frr
 from harness.core.plan import make_plan
+from harness.plumbing.frr_reader import readings
 from harness.render import artifacts
 
 STYLE_NAMES = sorted(STYLES)
@@ -191,7 +192,9 @@ def _one_switch_diff(renders, topology: str, switch: str, text: str, vtysh: str 
             run = subprocess.run([vtysh, "--dryrun", "-f", str(path)], capture_output=True, text=True, timeout=30)
             assert run.returncode == 0, (run.stdout + run.stderr, text)
         plan, ours = _rendered(topology)
-        return diff_frr(plan, switch, ours[f"configs/{switch}/frr.conf"], text, str(path))
+        read = readings({"theirs": text})  # what FRR itself makes of it, as `fablab diff` judges
+        assert read.model is None, read.note
+        return diff_frr(plan, switch, ours[f"configs/{switch}/frr.conf"], read.files["theirs"], str(path))
 
 
 # Modest and fast: the same 25 examples every run (derandomized), no shrinking (a failing example is
