@@ -595,12 +595,40 @@ def running_config_db(db: dict) -> dict:
     return json.loads(json.dumps(db, sort_keys=True))
 
 
+def sonic_samples_frr(c: Conf, asns: dict[str, str]) -> str:
+    """SONiC's style with zebra's interface statements as SONiC's sample configs and FRR's own
+    documentation write them: `link-detect` on every port (FRR's default: lib/if.c, a port's link
+    state is followed unless `no link-detect`), and the router-advertisement interval in
+    milliseconds (`ipv6 nd ra-interval msec 10000` = `ipv6 nd ra-interval 10`: zebra/rtadv.c)."""
+    text = sonic_frr(c, asns)
+    text = re.sub(r"(?m)^(\s*)ipv6 nd ra-interval (\d+)$",
+                  lambda m: f"{m.group(1)}ipv6 nd ra-interval msec {int(m.group(2)) * 1000}", text)
+    return re.sub(r"(?m)^(interface \S+)$", r"\1\n  link-detect", text)
+
+
+def sonic_samples_config_db(db: dict) -> dict:
+    """SONiC's sample config_db.json with the fields its samples write out at their YANG defaults:
+    PORT `pfc_asym` off and `tpid` 0x8100 (sonic-port.yang), and each INTERFACE address row's
+    `family` and `scope` (sonic-interface.yang), which describe the address and change nothing."""
+    db = sonic_config_db(db)
+    for fields in db.get("PORT", {}).values():
+        fields.setdefault("pfc_asym", "off")
+        fields.setdefault("tpid", "0x8100")
+    for table in ("INTERFACE", "LOOPBACK_INTERFACE"):
+        for key, fields in db.get(table, {}).items():
+            if "|" in key:
+                fields.setdefault("family", "IPv6" if ":" in key.split("|", 1)[1] else "IPv4")
+                fields.setdefault("scope", "global")
+    return db
+
+
 def _same_db(db: dict) -> dict:
     return db
 
 
 STYLES = {
     "sonic": (sonic_frr, sonic_config_db),
+    "sonic-samples": (sonic_samples_frr, sonic_samples_config_db),
     "frrdocs": (frrdocs_frr, _same_db),
     "nvue": (nvue_frr, _same_db),
     "running": (running_frr, running_config_db),
@@ -613,7 +641,7 @@ def write_switch(style: str, conf: Conf, db: dict | None, asns: dict[str, str], 
     dst.mkdir(parents=True, exist_ok=True)
     (dst / "frr.conf").write_text(frr_writer(conf, asns))
     if db is not None:
-        indent = 4 if style in ("sonic", "running") else 2
+        indent = 4 if style in ("sonic", "sonic-samples", "running") else 2
         (dst / "config_db.json").write_text(json.dumps(db_writer(db), indent=indent) + "\n")
 
 
