@@ -47,7 +47,7 @@ def directory_differences(topology: str, directory: Path) -> Found:
     from harness.core.meaning.frr_form import FrrForm
     from harness.plumbing.frr_reader import readings
     from harness.render import artifacts
-    from harness.render.configs import frr_conf_of
+    from harness.render.configs import frr_conf_of, refused_at
 
     directory = Path(directory)
     if not directory.is_dir():
@@ -90,7 +90,7 @@ def directory_differences(topology: str, directory: Path) -> Found:
         if name not in routed and db.is_file():  # optional: the netns runtime reads only frr.conf
             found += fold_uncabled(plan, name, diff_config_db(
                 name, json.loads(ours[f"configs/{name}/config_db.json"]), db.read_text(), str(db)))
-    refused = [f"{directory}/configs/{key.split('/', 1)[1]}/frr.conf:{r}" for key, r in read.refused()
+    refused = [refused_at(directory / "configs" / key.split("/", 1)[1], r) for key, r in read.refused()
                if key.startswith("theirs/")]
     return Found(found, len(plan.switches), refused, read.note)
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from rich.markup import escape
 
 from harness.cli.console import err, out
 from harness.core.kinds import RuntimeName
-from harness.render.configs import numbered_by
+from harness.render.configs import numbered_by, refused_at
 
 
 def before_boot(plan, configs, args: argparse.Namespace):
@@ -94,8 +95,8 @@ def _sessions_down(plan, configs, args: argparse.Namespace) -> list[str]:
     if read.note:
         err.print(f"note: {escape(read.note)}", soft_wrap=True)
     for name, refusal in read.refused():
-        err.print(f"[yellow]warning:[/yellow] FRR refuses {escape(f'{args.configs}/configs/{name}/frr.conf:{refusal}')}",
-                  soft_wrap=True)
+        where = refused_at(Path(args.configs) / "configs" / name, refusal)
+        err.print(f"[yellow]warning:[/yellow] FRR refuses {escape(where)}", soft_wrap=True)
     found = []
     for name in sorted(configs.frr):
         found += [f"{d.switch} {d.subject}: {d.found}" for d in

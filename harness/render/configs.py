@@ -66,6 +66,16 @@ def frr_conf_of(where: Path) -> str | None:
     return frr_conf(tables) if holds_bgp(tables) else None
 
 
+def refused_at(where: Path, refusal) -> str:
+    """Where a line FRR refused is, said as an editor takes it: `DIR/configs/SW/frr.conf:LINE: ...`,
+    or, for BGP held in config_db.json, the statement frrcfgd writes of its tables (no line)."""
+    from dataclasses import replace
+
+    if (where / "frr.conf").is_file():
+        return f"{where}/frr.conf:{refusal}"
+    return f"{where}/config_db.json (its BGP tables, as frrcfgd writes them): {replace(refusal, line=None)}"
+
+
 # What a switch's config_db keeps of fablab's render under the engineer's: the management
 # port and address, which the runtime chooses per lab.
 _MGMT_TABLES = ("MGMT_PORT", "MGMT_INTERFACE")

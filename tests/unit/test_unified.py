@@ -95,3 +95,22 @@ def test_a_fault_in_the_tables_is_named(unified, tmp_path, fault):
     assert {d.behaviour for d in found.differences} == {behaviour}, [str(d) for d in found.differences]
     assert {d.switch for d in found.differences} <= {LEAF, "be-s1", "be-s2"}
     assert all("config_db.json (its BGP tables)" in d.file for d in found.differences if d.switch == LEAF)
+
+
+@pytest.mark.skipif(unavailable() is not None, reason="FRR cannot read here")
+def test_what_frr_makes_of_the_tables_is_judged(unified, tmp_path):
+    """A member row's own `asn` is written before its `peer-group` (frrcfgd's order): binding it to
+    the group gives it the group's remote-as, silently (FRR 8.4), so no session differs. A member
+    naming a group that does not exist is refused by bgpd: a warning naming the tables, and the
+    session it leaves without a remote-as (nor the group's settings) is the difference."""
+    own_asn = _edit(unified, tmp_path / "a", "BGP_NEIGHBOR", "default|Ethernet0", lambda r: r.update(asn="65535"))
+    found = directory_differences("ai-cluster", own_asn)
+    assert (found.differences, found.refused) == ([], [])
+    no_group = _edit(unified, tmp_path / "b", "BGP_NEIGHBOR", "default|Ethernet0",
+                     lambda r: r.update(peer_group_name="NOPE"))
+    found = directory_differences("ai-cluster", no_group)
+    assert (LEAF, "comes up") in [(d.switch, d.behaviour) for d in found.differences], found.differences
+    assert {d.switch for d in found.differences} == {LEAF}
+    assert len(found.refused) == 1 and found.refused[0].startswith(
+        f"{no_group}/configs/{LEAF}/config_db.json (its BGP tables, as frrcfgd writes them): "
+        "`neighbor Ethernet0 interface peer-group NOPE`: %"), found.refused
