@@ -202,6 +202,8 @@ def register(sub) -> None:
                                     "(exit 3 on a difference)")
     s.add_argument("topology", help=TOPOLOGY_HELP + ": the declaration that judges")
     s.add_argument("target", help="a directory laid out as `fablab render` writes it (configs/<switch>/frr.conf "
-                                  "and config_db.json), or a running lab (what its switches hold now)")
+                                  "and config_db.json, or config_db.json alone with BGP in its tables as SONiC's "
+                                  "unified mode holds it), or a running lab (what its switches hold now); FRR itself "
+                                  "reads each frr.conf, without root")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_diff)

@@ -327,7 +327,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the clab runtime's deploy and switch boot have budgets of their own (docs/runtimes.md)")
     s.add_argument("--configs", metavar="DIR",
                    help="boot your own switch configs (DIR/configs/<switch>/frr.conf, and config_db.json where you "
-                        "have one) instead of fablab's render; the checks still expect what the declaration says. "
+                        "have one; config_db.json alone where it holds the switch's BGP as SONiC's unified mode does) "
+                        "instead of fablab's render; FRR itself reads each frr.conf first (the lines it refuses are "
+                        "warnings); the checks still expect what the declaration says. "
                         "If they do not converge the lab stays up and up exits 3, naming what is missing")
     s.add_argument("--mgmt-services", action=argparse.BooleanOptionalAction, default=None,
                    help="sshd and lldpd in every node and a management station on the OOB network, for `fablab check "
