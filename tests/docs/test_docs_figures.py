@@ -39,3 +39,12 @@ def test_the_check_order_in_the_docs_is_the_registrys():
     readme = (ROOT / "README.md").read_text()
     steps = readme.split("run every check (`fablab check`), in this order:")[1].split("\n3. ")[0]
     assert re.findall(r"^   - `([\w-]+)`:", steps, re.M) == [c.name for c in checks]
+
+
+def test_every_page_is_a_page():
+    """A page an edit garbled (a replacement of an empty string writes the new text between every
+    character: docs/performance.md once grew to 107 MB that way) is caught here, not by a reader."""
+    limit = 400_000  # bytes: four times the longest page
+    sizes = {p.relative_to(ROOT).as_posix(): p.stat().st_size for p in PAGES}
+    assert {p: s for p, s in sizes.items() if s > limit} == {}
+    assert max(sizes.values()) > limit // 8  # the control: the longest pages are near the limit's scale
