@@ -38,7 +38,9 @@ class _Progress(Console):
 def _console(cls: type[Console], stream) -> Console:
     # No file= here: rich then writes to whatever sys.stdout/sys.stderr is at print time.
     extra = {"color_system": None} if plain() else {}
-    return cls(stderr=stream is sys.stderr, highlight=False, width=_width(stream), **extra)
+    # emoji off: rich would print `links.csv:100:` as `links.csv💯`, eating the line number the
+    # engineer needs; nothing fablab says is an emoji code
+    return cls(stderr=stream is sys.stderr, highlight=False, emoji=False, width=_width(stream), **extra)
 
 
 out = _console(_Results, sys.stdout)
