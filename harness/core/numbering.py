@@ -20,6 +20,7 @@ from ipaddress import IPv4Interface, IPv4Network
 
 from harness.core.declarations import Addressing, Plane, Role
 from harness.core.errors import Problem
+from harness.core.declcheck import show
 from harness.core.fabric import Fabric, Link
 from harness.core.planned import SWITCH_ROLES_ORDER
 from harness.core.pools import Spans
@@ -68,14 +69,14 @@ def field_problems(a: Addressing) -> list[Problem]:
     for fname, size, example in shapes:
         items = getattr(a, fname)
         if not isinstance(items, (tuple, list)):
-            p.append(Problem(f"addressing.{fname}", f"{items!r} is not a list of items", f"e.g. ({example},)"))
+            p.append(Problem(f"addressing.{fname}", f"{show(items)} is not a list of items", f"e.g. ({example},)"))
             continue
         seen: dict[tuple, int] = {}
         for i, item in enumerate(items):
             where = f"addressing.{fname}[{i}]"
             if not (isinstance(item, (tuple, list)) and len(item) == size and all(isinstance(x, str) and x
                                                                                   for x in item[:size - 1])):
-                p.append(Problem(where, f"{item!r} is not {size} values", f"write {example}"))
+                p.append(Problem(where, f"{show(item)} is not {size} values", f"write {example}"))
                 continue
             key, value = tuple(item[:size - 1]), item[size - 1]
             if key in seen:
@@ -84,20 +85,20 @@ def field_problems(a: Addressing) -> list[Problem]:
             seen.setdefault(key, i)
             if fname == "asns":
                 if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ASN_MAX:
-                    p.append(Problem(where, f"{key[0]}'s ASN {value!r} is not 1..{ASN_MAX}",
+                    p.append(Problem(where, f"{key[0]}'s ASN {show(value)} is not 1..{ASN_MAX}",
                                      "a private ASN: 64512-65534, or 4200000000-4294967294 (RFC 6996)"))
                 continue
             try:
                 iface = IPv4Interface(value) if isinstance(value, str) else None
             except ValueError as e:
                 iface = None
-                p.append(Problem(where, f"{':'.join(key)}: {value!r} is not an IPv4 address with its prefix ({e})",
+                p.append(Problem(where, f"{':'.join(key)}: {show(value)} is not an IPv4 address with its prefix ({e})",
                                  "write it as 10.1.0.1/31"))
                 continue
             if iface is None:
-                p.append(Problem(where, f"{':'.join(key)}: {value!r} is not an address", "write it as 10.1.0.1/31"))
+                p.append(Problem(where, f"{':'.join(key)}: {show(value)} is not an address", "write it as 10.1.0.1/31"))
             elif "/" not in value:
-                p.append(Problem(where, f"{':'.join(key)}: {value!r} has no prefix length",
+                p.append(Problem(where, f"{':'.join(key)}: {show(value)} has no prefix length",
                                  "write it with its subnet, e.g. 10.1.0.1/31 (a loopback: /32)"))
     return p
 

@@ -26,16 +26,34 @@ def is_plan(path: Path) -> bool:
     return path.suffix.lower() in PLAN_SUFFIXES
 
 
+def text_of(path: Path) -> str:
+    """A plan file's text as an engineer's tools write it: UTF-8 with or without the BOM a
+    spreadsheet's "CSV UTF-8" puts first, UTF-16 by its BOM; anything else is refused naming the
+    file and the first byte that is not UTF-8 (never a traceback)."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}: not UTF-16 as its byte-order mark says (byte {e.start}); save it as "
+                             "UTF-8") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start} is 0x{data[e.start]:02x}, e.g. a Windows "
+                         "code page); save it as UTF-8 (a spreadsheet's \"CSV UTF-8\")") from None
+
+
 def read_plan(path: Path) -> CablingPlan:
     """The plan at `path`, with the devices file and `numbering.csv` beside it where they are."""
     plan = _read(path)
     numbering = path.with_name(NUMBERING)
     if not numbering.is_file():
         return plan
-    try:
-        text = numbering.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{numbering}: cannot be read as text ({e})") from None
+    text = text_of(numbering)
     rows, problems = read_numbering(text, str(numbering))
     if problems:
         raise TopologyError(problems, source=str(numbering))
@@ -45,22 +63,19 @@ def read_plan(path: Path) -> CablingPlan:
 def _read(path: Path) -> CablingPlan:
     if not path.is_file():
         raise InputError(f"no cabling plan at {path}")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot be read as text ({e})") from None
+    text = text_of(path)
     if path.suffix.lower() in (".yml", ".yaml"):
         return read_clab(text, str(path))
     fmt = sniff(text)
     if fmt is PlanFormat.SONIC_MGMT:
         devices = path.with_name(path.name.replace("_links", "_devices")) if "_links" in path.name else None
         if devices is not None and devices.is_file():
-            return read_sonic_mgmt(text, str(path), devices.read_text(), str(devices))
+            return read_sonic_mgmt(text, str(path), text_of(devices), str(devices))
         return read_sonic_mgmt(text, str(path))
     if fmt is PlanFormat.CABLE_CSV:
         devices = path.with_name("devices.csv")
         if devices.is_file() and devices != path:
-            return read_cable_csv(text, str(path), devices.read_text(), str(devices))
+            return read_cable_csv(text, str(path), text_of(devices), str(devices))
         return read_cable_csv(text, str(path))
     raise InputError(f"{path}: not a cabling plan fablab reads: its header is neither sonic-mgmt's "
                      "(StartDevice,StartPort,EndDevice,EndPort,...) nor a cable list's "
