@@ -16,6 +16,7 @@ from rich.table import Table
 from harness.catalog import TOPOLOGY_HELP, load_fabric
 from harness.cli.console import out
 from harness.core.errors import InputError
+from harness.core.inputfile import read_text
 from harness.core.plan import Plan, make_plan
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def directory_differences(topology: str, directory: Path) -> Found:
         found += diff_frr(plan, name, forms[f"ours/{name}"], yours, label)
         if name not in routed and db.is_file():  # optional: the netns runtime reads only frr.conf
             found += fold_uncabled(plan, name, diff_config_db(
-                name, json.loads(ours[f"configs/{name}/config_db.json"]), db.read_text(), str(db)))
+                name, json.loads(ours[f"configs/{name}/config_db.json"]), read_text(db), str(db)))
     refused = [refused_at(directory / "configs" / key.split("/", 1)[1], r) for key, r in read.refused()
                if key.startswith("theirs/")]
     return Found(found, len(plan.switches), refused, read.note)
@@ -175,17 +176,21 @@ def cmd_diff(args: argparse.Namespace) -> int:
                           "read_by": "fablab's model" if found.note else "FRR", "note": found.note,
                           "frr_refused": found.refused,
                           "differences": [asdict(d) | {"source": d.source} for d in found.differences]}, indent=2))
-        return 3 if found.differences else 0
+        return 3 if found.differences or found.refused else 0
     if found.note:
         out.print(f"[yellow]note:[/yellow] {escape(found.note)}", soft_wrap=True)
-    for line in found.refused:  # what FRR does with the file is what is judged: these are warnings
-        out.print(f"[yellow]warning:[/yellow] FRR refuses {escape(line)}", soft_wrap=True)
+    # Behaviour is judged as FRR runs the file, without these lines; a file with lines the
+    # router refuses is still not the file its author meant, so it does not pass (exit 3).
+    for line in found.refused:
+        out.print(f"[yellow]refused:[/yellow] FRR refuses {escape(line)}", soft_wrap=True)
     if found.refused:
-        out.print(f"{len(found.refused)} line(s) FRR refuses: judged as FRR runs the file without them", soft_wrap=True)
+        out.print(f"{len(found.refused)} line(s) FRR refuses: behaviour judged as FRR runs the file without them",
+                  soft_wrap=True)
     if not found.differences:
         out.print(f"no difference: {found.switches} switches of {args.topology}, by behaviour (BGP sessions, what they "
-                  "accept and advertise, multipath, BFD, timers; QoS, PFC, buffers, MTUs, ACLs, VXLAN)")
-        return 0
+                  "accept and advertise, multipath, BFD, timers; QoS, PFC, buffers, MTUs, ACLs, VXLAN)"
+                  + (f"; exit 3 for the {len(found.refused)} refused line(s)" if found.refused else ""), soft_wrap=True)
+        return 3 if found.refused else 0
     table = Table("switch", "what", "behaviour", "expected", "found", "where",
                   title=f"{len(found.differences)} difference(s)")
     for d in found.differences:
@@ -199,7 +204,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     s = sub.add_parser("diff", help="compare switch configs with what a declaration renders, by behaviour "
-                                    "(exit 3 on a difference)")
+                                    "(exit 3 on a difference, or a line FRR refuses)")
     s.add_argument("topology", help=TOPOLOGY_HELP + ": the declaration that judges")
     s.add_argument("target", help="a directory laid out as `fablab render` writes it (configs/<switch>/frr.conf "
                                   "and config_db.json, or config_db.json alone with BGP in its tables as SONiC's "

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from harness.cli.console import out
 from harness.core.errors import InputError
+from harness.core.inputfile import read_text
 from harness.core.inventory import Reach, check_against, parse_inventory
 from harness.core.model import Role
 from harness.core.plan import Plan
@@ -25,10 +26,7 @@ def load_reach(path: str) -> tuple[Reach, Plan]:
     from harness.core.plan import make_plan
 
     file = Path(path)
-    try:
-        text = file.read_text()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the inventory ({e.strerror or e})") from None
+    text = read_text(file)
     inventory = parse_inventory(text, path)
     topology = inventory.topology
     if not Path(topology).is_absolute() and (file.parent / topology).exists():

@@ -9,10 +9,11 @@ Pure: it reads texts, the caller reads the files.
 """
 from __future__ import annotations
 
-import json
 from ipaddress import IPv4Interface
 
 from harness.core.cabling.numbering_csv import NumberingRows
+from harness.core.errors import InputError
+from harness.core.inputfile import json_of
 from harness.core.meaning.frr import parse
 
 __all__ = ["numbering_of"]
@@ -22,8 +23,8 @@ def _db(text: str | None) -> dict:
     if not text:
         return {}
     try:
-        doc = json.loads(text)
-    except ValueError:
+        doc = json_of(text, "config_db.json")
+    except InputError:  # said where the file is read (render/configs.py); here it numbers nothing
         return {}
     return doc if isinstance(doc, dict) else {}
 

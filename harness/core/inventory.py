@@ -25,6 +25,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 import yaml
 
 from harness.core.errors import InputError, Problem, TopologyError
+from harness.core.inputfile import yaml_of
 
 
 class RemoteKind(StrEnum):
@@ -64,12 +65,7 @@ _TOP_FIELDS = {"topology", "defaults", "nodes", "known_hosts"}
 
 def parse_inventory(text: str, source: str) -> Inventory:
     """The inventory in `text` (YAML) read from `source`; every problem at once, by field."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise InputError(f"{where}: not YAML ({getattr(e, 'problem', e)})") from None
+    doc = yaml_of(text, source)
     if not isinstance(doc, dict):
         raise InputError(f"{source}: an inventory is a mapping with topology, defaults and nodes "
                          "(docs/staged.md)")

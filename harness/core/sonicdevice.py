@@ -15,13 +15,13 @@ sonic-buildimage checkout's device/ tree, or a folder of a few).
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core.breakout import Cage, Layout, ModeError, Mode, PortRow, child_ports, service_rows
 from harness.core.errors import Problem, TopologyError
+from harness.core.inputfile import FileFault, json_of, read_text
 
 PORT_CONFIG = "port_config.ini"
 HWSKU_JSON = "hwsku.json"
@@ -130,9 +130,9 @@ def _ini_rows(path: Path, speeds: dict[str, int]) -> tuple[PortRow, ...]:
 
 def _text(path: Path) -> str:
     try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise _error(str(path), f"cannot be read: {e}", "give a readable text file") from None
+        return read_text(path)
+    except FileFault as e:
+        raise _error(e.where, e.what, "give a readable UTF-8 text file") from None
 
 
 def _ints(text: str, where: str, column: str) -> tuple[int, ...]:
@@ -184,10 +184,9 @@ def derive(hwsku_json: Path, platform_json: Path) -> Derived:
 
 def _interfaces(path: Path) -> dict:
     try:
-        doc = json.loads(_text(path))
-    except json.JSONDecodeError as e:
-        raise _error(f"{path}:{e.lineno}", f"is no JSON: {e.msg}", "fix the file, or give a folder without it "
-                                                                   f"and with a {PORT_CONFIG}") from None
+        doc = json_of(_text(path), str(path))
+    except FileFault as e:
+        raise _error(e.where, e.what, f"fix the file, or give a folder without it and with a {PORT_CONFIG}") from None
     interfaces = doc.get("interfaces") if isinstance(doc, dict) else None
     if not isinstance(interfaces, dict):
         raise _error(str(path), "has no 'interfaces' object", "SONiC's files key every port under 'interfaces'")

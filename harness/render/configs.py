@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 
 from harness.core.errors import InputError
+from harness.core.inputfile import read_text
+from harness.core.meaning.configdb import parse
 from harness.core.switchconfigs import SwitchConfigs
 from harness.core.plan import Plan
 
@@ -28,11 +30,8 @@ def load_configs(plan: Plan, directory: str | Path) -> SwitchConfigs:
         where = root / "configs" / sw.name
         db = where / "config_db.json"
         if db.is_file():
-            text = db.read_text()
-            try:
-                json.loads(text)
-            except json.JSONDecodeError as e:
-                raise InputError(f"{db}: not JSON ({e}); fix it, or leave it out to boot fablab's") from e
+            text = read_text(db)
+            parse(text, str(db))
             dbs[sw.name] = text
             h.update(f"{sw.name}/config_db.json\0".encode() + text.encode())
         found = frr_conf_of(where)
@@ -53,16 +52,15 @@ def frr_conf_of(where: Path) -> str | None:
     """A switch directory's frr.conf: the file, or, without one, what SONiC's frrcfgd starts FRR
     with from the BGP tables of its config_db.json (unified mode: harness.core.meaning.unified);
     None when it has neither."""
-    from harness.core.meaning.configdb import parse
     from harness.core.meaning.unified import frr_conf, holds_bgp
 
     path = where / "frr.conf"
     if path.is_file():
-        return path.read_text()
+        return read_text(path)
     db = where / "config_db.json"
     if not db.is_file():
         return None
-    tables = parse(db.read_text(), str(db))
+    tables = parse(read_text(db), str(db))
     return frr_conf(tables) if holds_bgp(tables) else None
 
 

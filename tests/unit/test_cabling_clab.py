@@ -6,7 +6,7 @@ import pytest
 
 from harness.core.cabling.clab_plan import read_clab
 from harness.core.cabling.plan import End, PlanFormat
-from harness.core.errors import TopologyError
+from harness.core.errors import InputError, TopologyError
 
 ENGINEER = """\
 name: rail-lab
@@ -98,7 +98,7 @@ BAD = [  # (what, change to ENGINEER, words)
 def test_a_bad_clab_file_is_refused_naming_file_line_and_fix(what, change, words):
     bad = ENGINEER.replace(*change, 1)
     assert bad != ENGINEER
-    with pytest.raises(TopologyError) as e:
+    with pytest.raises(InputError) as e:  # a TopologyError, or not YAML at all
         read_clab(bad, "rail.clab.yml")
     assert all(w in str(e.value) for w in words), str(e.value)
     assert read_clab(ENGINEER, "rail.clab.yml").cables  # the control

@@ -42,7 +42,7 @@ def test_config_db_is_optional_but_must_be_json(ai_plan, rendered):
     (rendered / "configs" / "be-s1" / "config_db.json").unlink()
     assert "be-s1" not in load_configs(ai_plan, rendered).config_db
     (rendered / "configs" / "be-s2" / "config_db.json").write_text("{not json")
-    with pytest.raises(InputError, match="be-s2/config_db.json: not JSON"):
+    with pytest.raises(InputError, match="be-s2/config_db.json:1: not JSON"):
         load_configs(ai_plan, rendered)
 
 

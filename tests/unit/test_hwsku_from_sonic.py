@@ -212,7 +212,7 @@ def test_a_mode_the_platform_lacks_and_broken_json_are_refused(device, tmp_path)
                                                                                    "breakout mode '1x200G'")
     (sku / "hwsku.json").write_text('{\n  "interfaces": {\n    "Ethernet0": \n}\n')
     p = problem_of(sku)
-    assert p.field == f"{sku.resolve() / 'hwsku.json'}:4" and p.message.startswith("is no JSON")
+    assert p.field == f"{sku.resolve() / 'hwsku.json'}:4" and p.message.startswith("not JSON")
 
 
 # --------------------------------------------------------------------------- the catalogue, listed

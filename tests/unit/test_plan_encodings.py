@@ -31,7 +31,7 @@ def test_a_plan_in_a_windows_code_page_is_refused_naming_the_byte(tmp_path):
     text = PLAN.read_text().replace("gpu-a01", "gpu-a01\u2019", 1)  # a right quote, as Excel writes it
     saved = tmp_path / PLAN.name
     saved.write_bytes(text.encode("cp1252"))
-    with pytest.raises(InputError, match=rf"{saved}: not UTF-8 text \(byte \d+ is 0x92"):
+    with pytest.raises(InputError, match=rf"{saved}:\d+: not UTF-8 text \(byte \d+ is 0x92"):
         read_plan(saved)
     run = subprocess.run([sys.executable, "-m", "harness.cli", "show", str(saved)], capture_output=True, text=True,
                          timeout=60)

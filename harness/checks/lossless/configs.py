@@ -10,7 +10,6 @@ frame crosses (`tenants`), and every GPU NIC's MTU (the first and last hop of ev
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,7 +20,8 @@ from harness.checks.lossless.outcome import Finding, LosslessAudit
 from harness.checks.lossless.tenants import tenant_path_findings, tenant_table_findings
 from harness.core.errors import InputError
 from harness.core.meaning import configdb_qos
-from harness.core.meaning.configdb import port_settings
+from harness.core.inputfile import read_text
+from harness.core.meaning.configdb import parse, port_settings
 from harness.core.meaning.configdb_norm import check_shape
 from harness.core.plan import Plan
 from harness.plumbing.labview import LabView
@@ -90,13 +90,8 @@ def load_dir(directory: Path, contract: Contract) -> dict[str, dict]:
     configs = {}
     for name in contract.switches:
         path = directory / "configs" / name / "config_db.json"
-        try:
-            configs[name] = json.loads(path.read_text())
-            check_shape(str(path), configs[name])
-        except FileNotFoundError:
-            continue
-        except ValueError as e:
-            raise InputError(f"{path}: not JSON ({e})") from e
+        if path.is_file():
+            configs[name] = parse(read_text(path), str(path))
     return configs
 
 

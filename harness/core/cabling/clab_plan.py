@@ -21,11 +21,10 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-import yaml
-
 from harness.core.cabling.csv_plans import speed_mbps
 from harness.core.cabling.plan import CablingPlan, CableRow, Device, End, PlanFormat, Where
-from harness.core.errors import Problem, TopologyError
+from harness.core.errors import Problem, TopologyError, too_many
+from harness.core.inputfile import line_of, quoted, yaml_of
 from harness.core.hwsku import DEFAULT_HWSKU, HwSku, anchored, find, unknown_hint
 
 SONIC_KIND = "sonic-vs"
@@ -41,49 +40,62 @@ def _with_length(address: object, length: str) -> str | None:
 
 def read_clab(text: str, name: str) -> CablingPlan:
     problems: list[Problem] = []
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise TopologyError([Problem(f"{name}:{mark.line + 1 if mark else 1}", f"not YAML: {getattr(e, 'problem', e)}",
-                                     "containerlab's file format: name, topology.nodes, topology.links")],
-                            source=name) from None
-    topology = _get(root, "topology")
-    if topology is None or _get(topology, "nodes") is None:
-        raise TopologyError([Problem(f"{name}:1", "no topology.nodes",
-                                     "a containerlab file lists its nodes under topology.nodes")], source=name)
-    defaults = _plain(_get(topology, "defaults")) or {}
-    kinds = _plain(_get(topology, "kinds")) or {}
+    root = yaml_of(text, name)
+    if not isinstance(root, dict) or not isinstance(root.get("topology"), dict) or "nodes" not in root["topology"]:
+        raise TopologyError([Problem(f"{name}:{line_of(root) or 1}", "no topology.nodes",
+                                     "a containerlab file is a map: name, topology.nodes, topology.links")],
+                            source=name, what="containerlab file")
+    topology = root["topology"]
+    nodes = _map(topology, "nodes", "topology.", name, problems)
+    defaults = _map(topology, "defaults", "topology.", name, problems)
+    kinds = _map(topology, "kinds", "topology.", name, problems)
+    for kind in list(kinds):
+        kinds[kind] = _settings(kinds, kind, f"topology.kinds.{kind}", name, problems)
+    defaults = _settings({"defaults": defaults}, "defaults", "topology.defaults", name, problems)
     # a node's mgmt-ipv4 is a bare address on containerlab's mgmt network: its subnet gives the length
-    mgmt = _plain(_get(root, "mgmt")) or {}
-    subnet = str(mgmt.get("ipv4-subnet", "")) if isinstance(mgmt, dict) else ""
+    subnet = str(_map(root, "mgmt", "", name, problems).get("ipv4-subnet") or "")
     length = subnet.partition("/")[2] if "/" in subnet else ""
     devices: dict[str, Device] = {}
     key_to_name: dict[str, str] = {}
     sku_of: dict[str, HwSku | None] = {}
-    for key_node, body in _get(topology, "nodes").value:
-        key = key_node.value
-        node = _plain(body) or {}
+    for key in nodes:
+        where = Where(name, line_of(nodes, key))
+        if too_many(problems, str(where)):
+            break
+        if isinstance(key, bool) or not isinstance(key, (str, int)) or not str(key):
+            problems.append(Problem(str(where), f"topology.nodes: {key!r} is not a node name", "name it, e.g. leaf1"))
+            continue
+        node = _settings(nodes, key, f"topology.nodes.{key}", name, problems)
         kind = node.get("kind") or defaults.get("kind")
-        env = {**(defaults.get("env") or {}), **((kinds.get(kind) or {}).get("env") or {}), **(node.get("env") or {})}
-        labels = {**(defaults.get("labels") or {}), **((kinds.get(kind) or {}).get("labels") or {}),
-                  **(node.get("labels") or {})}
+        if kind is not None and not isinstance(kind, str):
+            problems.append(Problem(str(where), f"topology.nodes.{key}.kind {quoted(kind)} is not a kind",
+                                    f"write a containerlab kind, e.g. kind: {SONIC_KIND}"))
+            continue
+        key = str(key)
+        of_kind = kinds.get(kind) or {}
+        env = {**defaults.get("env", {}), **of_kind.get("env", {}), **node.get("env", {})}
+        labels = {**defaults.get("labels", {}), **of_kind.get("labels", {}), **node.get("labels", {})}
         # docker-sonic-vs reads HWSKU; on another kind (a defaults' env reaches every node) it means nothing
         runs = (str(env["HWSKU"]) if "HWSKU" in env else DEFAULT_HWSKU) if kind == SONIC_KIND else None
         folder = labels.get("fablab.hwsku") if kind == SONIC_KIND else None
         sku = anchored(str(folder), Path(name).parent) if folder else runs
         device = str(labels.get("fablab.node") or key)
-        where = Where(name, key_node.start_mark.line + 1)
         key_to_name[key] = device
         sku_of[key] = _sku(key, sku, runs, bool(folder), str(where), problems) if kind == SONIC_KIND else None
-        devices[device] = Device(device, where, hwsku=sku, kind=kind,
-                                 role=labels.get("fablab.role") or labels.get("role"),
+        role = labels.get("fablab.role") or labels.get("role")
+        devices[device] = Device(device, where, hwsku=sku, kind=kind, role=str(role) if role is not None else None,
                                  mgmt_ip=_with_length(node.get("mgmt-ipv4"), length))
     cables: list[CableRow] = []
     used: dict[End, Where] = {}
-    links = _get(topology, "links")
-    for link in (links.value if links is not None else ()):
-        where = Where(name, link.start_mark.line + 1)
+    links = topology.get("links") or []
+    if not isinstance(links, list):
+        problems.append(Problem(f"{name}:{line_of(topology, 'links')}", "topology.links is not a list",
+                                'write each link as - endpoints: ["node:eth1", "other:eth2"]'))
+        links = []
+    for i, link in enumerate(links):
+        where = Where(name, line_of(links, i))
+        if too_many(problems, str(where)):
+            break
         ends = _endpoints(link)
         if ends is None:
             problems.append(Problem(str(where), "a link without two endpoints",
@@ -114,13 +126,55 @@ def read_clab(text: str, name: str) -> CablingPlan:
             used.setdefault(end, where)
         speed = _speed(link)
         if speed == 0:
-            problems.append(Problem(str(where), f"vars.speed {_plain(_get(_get(link, 'vars'), 'speed'))!r} is not a "
-                                    "speed", "write 400G (or leave it out: the ports' own speed)"))
+            problems.append(Problem(str(where), f"vars.speed {quoted(link['vars']['speed'])} is not a speed",
+                                    "write 400G (or leave it out: the ports' own speed)"))
             continue
         cables.append(CableRow(row[0], row[1], where, speed))
     if problems:
-        raise TopologyError(problems, source=name)
+        raise TopologyError(problems, source=name, what="containerlab file")
     return CablingPlan(PlanFormat.CLAB, tuple(cables), tuple(devices.values()))
+
+
+def _map(parent: dict, key: str, prefix: str, name: str, problems: list[Problem]) -> dict:
+    """parent[key] when a map (empty when not given); a problem naming the field when not."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    problems.append(Problem(f"{name}:{line_of(parent, key)}", f"{prefix}{key} is a {_what(value)}, not a map",
+                            f"containerlab reads {prefix}{key} as a map: write it as key: value lines"))
+    return {}
+
+
+def _settings(parent: dict, key: object, field: str, name: str, problems: list[Problem]) -> dict:
+    """A node's (a kind's, the defaults') settings: kind, env, labels and mgmt-ipv4 checked for
+    their shape, as containerlab's NodeDefinition types them (env and labels map[string]string)."""
+    body = parent.get(key)
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        problems.append(Problem(f"{name}:{line_of(parent, key)}", f"{field} is a {_what(body)}, not a map",
+                                "write its settings as key: value lines (kind, image, env, labels)"))
+        return {}
+    out = dict(body)
+    for sub in ("env", "labels"):
+        given = _map(body, sub, f"{field}.", name, problems)
+        out[sub] = {str(k): v for k, v in given.items()}
+        bad = [k for k, v in given.items() if isinstance(v, (dict, list))]
+        if bad:
+            problems.append(Problem(f"{name}:{line_of(given, bad[0])}", f"{field}.{sub}.{bad[0]} is a "
+                                    f"{_what(given[bad[0]])}, not a value", "containerlab wants a string"))
+    for sub in ("kind", "mgmt-ipv4"):
+        if isinstance(body.get(sub), (dict, list)):
+            problems.append(Problem(f"{name}:{line_of(body, sub)}", f"{field}.{sub} is a {_what(body[sub])}, "
+                                    "not a value", "write a string"))
+            out.pop(sub)
+    return out
+
+
+def _what(value: object) -> str:
+    return "list" if isinstance(value, list) else "map" if isinstance(value, dict) else type(value).__name__
 
 
 def _sku(key: str, ref: str, runs: str, by_label: bool, where: str, problems: list[Problem]) -> HwSku | None:
@@ -142,38 +196,31 @@ def _sku(key: str, ref: str, runs: str, by_label: bool, where: str, problems: li
     return found
 
 
-def _get(node, key: str):
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    return next((v for k, v in node.value if k.value == key), None)
-
-
-def _plain(node):
-    return yaml.safe_load(yaml.serialize(node)) if node is not None else None
-
-
-def _speed(link) -> int | None:
+def _speed(link: dict) -> int | None:
     """A link's `vars: {speed: 400G}` in Mb/s (fablab's render writes it); None when not given,
     0 when not a speed."""
-    given = _plain(_get(_get(link, "vars"), "speed"))
+    given = link.get("vars", {}).get("speed") if isinstance(link.get("vars"), dict) else None
     if given is None:
         return None
+    if isinstance(given, (dict, list, bool)):
+        return 0
     try:
         return speed_mbps(str(given), "auto")
     except ValueError:
         return 0
 
 
-def _endpoints(link) -> list[tuple[str, str]] | None:
-    ends = _plain(_get(link, "endpoints"))
+def _endpoints(link: object) -> list[tuple[str, str]] | None:
+    ends = link.get("endpoints") if isinstance(link, dict) else None
     if not isinstance(ends, list) or len(ends) != 2:
         return None
     out = []
     for e in ends:
         if isinstance(e, str) and ":" in e:
             node, iface = e.split(":", 1)
-        elif isinstance(e, dict) and e.get("node") and e.get("interface"):
-            node, iface = str(e["node"]), str(e["interface"])
+        elif isinstance(e, dict) and isinstance(e.get("node"), (str, int)) and isinstance(e.get("interface"), str) \
+                and e["node"] != "" and e["interface"]:
+            node, iface = str(e["node"]), e["interface"]
         else:
             return None
         out.append((node, iface))

@@ -20,23 +20,23 @@ Every problem is reported at once, each as `file:line`, with a fix.
 """
 from __future__ import annotations
 
-import csv
 import difflib
-import io
+import ipaddress
 import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from harness.core.cabling.plan import CablingPlan, CableRow, Device, End, PlanFormat, Where
-from harness.core.errors import Problem, TopologyError
+from harness.core.errors import Problem, TopologyError, too_many
+from harness.core.inputfile import csv_rows, quoted
 from harness.core.hwsku import anchored
 
 SONIC_LINKS = ("StartDevice", "StartPort", "EndDevice", "EndPort")
 SONIC_DEVICES = ("Hostname",)
 CABLE_COLUMNS = ("a_device", "a_port", "b_device", "b_port")
 DEVICE_COLUMNS = ("name",)
-_SPEED = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([GMT]?)(?:b(?:ps|/s|it/s)?)?\s*$", re.IGNORECASE)
+_SPEED = re.compile(r"^\s*(\d{1,9}(?:\.\d{1,6})?)\s*([GMT]?)(?:b(?:ps|/s|it/s)?)?\s*$", re.IGNORECASE)
 
 
 def sniff(text: str) -> PlanFormat | None:
@@ -90,7 +90,7 @@ def read_cable_csv(cables: str, cables_name: str, devices: str | None = None,
 def _plan(fmt: PlanFormat, cables: list[CableRow], listed: dict[str, Device] | None, source: str,
           problems: list[Problem]) -> CablingPlan:
     if problems:
-        raise TopologyError(problems, source=source)
+        raise TopologyError(problems, source=source, what="cabling plan")
     return CablingPlan(fmt, tuple(cables), tuple(listed.values()) if listed else ())
 
 
@@ -98,19 +98,18 @@ def _key(column: str) -> str:
     return column.strip().lower()
 
 
-def _rows(text: str) -> Iterator[tuple[int, list[str]]]:
+def _rows(text: str, name: str = "the file") -> Iterator[tuple[int, list[str]]]:
     """(line, cells) of every row that is not blank or a comment."""
-    reader = csv.reader(io.StringIO(text))
-    for row in reader:
+    for line, row in csv_rows(text, name):
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
             continue
-        yield reader.line_num, [c.strip() for c in row]
+        yield line, [c.strip() for c in row]
 
 
 def _table(text: str, name: str, needed: tuple[str, ...], problems: list[Problem]
            ) -> Iterator[tuple[Where, dict[str, str]]]:
     """Rows as {column (lower case): cell}; nothing when the header lacks a needed column."""
-    rows = _rows(text)
+    rows = _rows(text, name)
     first = next(rows, None)
     if first is None:
         problems.append(Problem(f"{name}:1", "the file has no header and no rows",
@@ -130,6 +129,8 @@ def _table(text: str, name: str, needed: tuple[str, ...], problems: list[Problem
 def _devices(text: str, name: str, key: str, fields: dict[str, str], problems: list[Problem]) -> dict[str, Device]:
     out: dict[str, Device] = {}
     for where, row in _table(text, name, (key,), problems):
+        if too_many(problems, str(where)):
+            break
         dev = row[_key(key)]
         if not dev:
             problems.append(Problem(str(where), f"no {key}", f"give the device's name in the {key} column"))
@@ -139,8 +140,20 @@ def _devices(text: str, name: str, key: str, fields: dict[str, str], problems: l
                                     "keep one row per device"))
             continue
         d = Device(dev, where, **{f: row.get(_key(col)) or None for f, col in fields.items()})
+        if d.mgmt_ip and not _is_interface(d.mgmt_ip):
+            problems.append(Problem(str(where), f"{dev}'s {fields['mgmt_ip']} {quoted(d.mgmt_ip)} is not an IP address",
+                                    "write it as 10.250.0.10/24, or leave it empty for fablab's"))
+            d = replace(d, mgmt_ip=None)  # the device is still listed: its cables are not said twice
         out[dev] = replace(d, hwsku=anchored(d.hwsku, Path(name).parent)) if d.hwsku else d
     return out
+
+
+def _is_interface(text: str) -> bool:
+    try:
+        ipaddress.ip_interface(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _cables(text: str, name: str, columns: tuple[str, ...], speed_column: str, bare_unit: str,
@@ -149,6 +162,8 @@ def _cables(text: str, name: str, columns: tuple[str, ...], speed_column: str, b
     used: dict[End, Where] = {}
     a_dev, a_port, b_dev, b_port = (_key(c) for c in columns)
     for where, row in _table(text, name, columns, problems):
+        if too_many(problems, str(where)):
+            break
         empty = [c for c in columns if not row[_key(c)]]
         if empty:
             problems.append(Problem(str(where), f"{', '.join(empty)} empty", "every cable names both ends: "
@@ -164,7 +179,7 @@ def _cables(text: str, name: str, columns: tuple[str, ...], speed_column: str, b
             try:
                 speed = speed_mbps(row[_key(speed_column)], bare_unit)
             except ValueError:
-                problems.append(Problem(str(where), f"{speed_column} {row[_key(speed_column)]!r} is not a speed",
+                problems.append(Problem(str(where), f"{speed_column} {quoted(row[_key(speed_column)])} is not a speed",
                                         "write 400000 (Mb/s) or 400G"))
                 continue
         for end in (a, b):

@@ -17,6 +17,7 @@ from harness.core.cabling.csv_plans import read_cable_csv, read_sonic_mgmt, snif
 from harness.core.cabling.plan import CablingPlan, PlanFormat
 from harness.core.cabling.numbering_csv import FILE as NUMBERING, read_numbering
 from harness.core.errors import InputError, TopologyError
+from harness.core.inputfile import read_text
 
 PLAN_SUFFIXES = (".csv", ".yml", ".yaml")
 
@@ -27,24 +28,8 @@ def is_plan(path: Path) -> bool:
 
 
 def text_of(path: Path) -> str:
-    """A plan file's text as an engineer's tools write it: UTF-8 with or without the BOM a
-    spreadsheet's "CSV UTF-8" puts first, UTF-16 by its BOM; anything else is refused naming the
-    file and the first byte that is not UTF-8 (never a traceback)."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise InputError(f"{path}: cannot be read ({e.strerror or e})") from None
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError as e:
-            raise InputError(f"{path}: not UTF-16 as its byte-order mark says (byte {e.start}); save it as "
-                             "UTF-8") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte {e.start} is 0x{data[e.start]:02x}, e.g. a Windows "
-                         "code page); save it as UTF-8 (a spreadsheet's \"CSV UTF-8\")") from None
+    """A plan file's text (harness/core/inputfile.py: encoding, size)."""
+    return read_text(path)
 
 
 def read_plan(path: Path) -> CablingPlan:

@@ -15,13 +15,12 @@ a row that is not a number names its file:line.
 """
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, replace
 from ipaddress import IPv4Interface
 
 from harness.core.declarations import Addressing
-from harness.core.errors import Problem
+from harness.core.errors import Problem, too_many
+from harness.core.inputfile import csv_rows, quoted
 
 __all__ = ["FILE", "NumberingRows", "read_numbering"]
 
@@ -58,32 +57,34 @@ class NumberingRows:
 
 def read_numbering(text: str, name: str) -> tuple[NumberingRows, list[Problem]]:
     problems: list[Problem] = []
-    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
-    header = [c.strip().lower() for c in rows[0]] if rows else []
+    rows = list(csv_rows(text.lstrip("\ufeff"), name))
+    header = [c.strip().lower() for c in rows[0][1]] if rows else []
     if header[:3] != ["device", "item", "value"]:
         return NumberingRows(), [Problem(f"{name}:1", f"the header is {','.join(header) or 'missing'}",
                                          "write device,item,value (e.g. rtsw-g1-r0,asn,4200100101)")]
     asns, loopbacks, ports, mgmt = [], [], [], []
-    for line, row in enumerate(rows[1:], start=2):
+    for line, row in rows[1:]:
         cells = [c.strip() for c in row]
         if not any(cells) or cells[0].startswith("#"):
             continue
         where = f"{name}:{line}"
+        if too_many(problems, where):
+            break
         if len(cells) < 3 or not all(cells[:3]):
-            problems.append(Problem(where, f"{','.join(row)!r} is not device,item,value", "fill all three"))
+            problems.append(Problem(where, f"{quoted(','.join(row))} is not device,item,value", "fill all three"))
             continue
         device, item, value = cells[:3]
         if item.lower() == "asn":
-            if not value.isdigit() or not 1 <= int(value) <= 4294967294:
-                problems.append(Problem(where, f"{device}'s ASN {value!r} is not 1..4294967294",
+            if not (value.isascii() and value.isdigit() and len(value) <= 10) or not 1 <= int(value) <= 4294967294:
+                problems.append(Problem(where, f"{device}'s ASN {quoted(value)} is not 1..4294967294",
                                         "a private ASN: 64512-65534, or 4200000000-4294967294 (RFC 6996)"))
             else:
                 asns.append((device, int(value)))
             continue
         try:
             iface = IPv4Interface(value)
-        except ValueError as e:
-            problems.append(Problem(where, f"{device}:{item}: {value!r} is not an IPv4 address ({e})",
+        except ValueError:
+            problems.append(Problem(where, f"{device}:{item}: {quoted(value)} is not an IPv4 address",
                                     "write it as 10.77.0.4/31 (a loopback: /32)"))
             continue
         if "/" not in value:

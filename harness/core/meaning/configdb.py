@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from ipaddress import ip_interface
 
-from harness.core.errors import InputError
+from harness.core.inputfile import json_of
 from harness.core.meaning import configdb_acl, configdb_qos, configdb_vlan, unified
 from harness.core.meaning.configdb_norm import (ConfigDb, Fact, Row, check_shape, described, fields, metadata_only,
                                                 norm, norm_list, rows_of, runs, sonic_defaults)
@@ -59,10 +59,7 @@ class Meaning:
 
 def parse(text: str, file: str = "config_db.json") -> dict:
     """A config_db.json's text as SONiC's tables; InputError naming the file otherwise."""
-    try:
-        db = json.loads(text)
-    except ValueError as e:
-        raise InputError(f"{file}: not JSON ({e}); {_FIX}") from e
+    db = json_of(text, file, _FIX)
     check_shape(file, db)
     return db
 
