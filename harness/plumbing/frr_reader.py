@@ -181,8 +181,8 @@ def refusals(output: str, text: str) -> tuple[Refusal, ...]:
             found.append(Refusal(no, statement, f"% {described}"))
         else:
             pending.append(s)
-    if pending:
-        found.append(Refusal(None, "", " ".join(pending)))
+    # Words left without a `line N:` after them came from a command FRR took (bgpd's "The
+    # route-map 'X' does not exist." for a map defined further down): a warning, not a refusal.
     seen: set[tuple] = set()
     unique = []
     for r in found:  # a prefix list is every daemon's: each says the same
