@@ -27,6 +27,7 @@ from pathlib import Path
 from harness.core.errors import HarnessError
 from harness.core.meaning.frr_form import FrrForm, PeerFacts, Refusal
 from harness.core.meaning.frr_origin import origins
+from harness.core.meaning.frr_values import refused as model_form
 
 FRR_BIN = Path("/usr/lib/frr")
 WORKERS = 4  # mostly waiting on daemons' start: twice the machine's two cores
@@ -61,7 +62,7 @@ def readings(texts: Mapping[str, str]) -> Readings:
     try:
         return Readings(read(texts))
     except FrrUnavailable as e:
-        return Readings({name: FrrForm(text) for name, text in texts.items()}, str(e))
+        return Readings({name: model_form(text) for name, text in texts.items()}, str(e))
 
 
 def unavailable() -> str | None:
