@@ -26,6 +26,7 @@ import yaml
 from harness.core.errors import InputError
 
 MAX_BYTES = 32 * 1024 * 1024  # 64x xlarge's .clab.yml (docs/inputs.md); larger is refused unread
+MAX_YAML = 4 * 1024 * 1024  # YAML reads at ~0.5 MB/s in PyYAML: 4 MiB is 8 s, 8x xlarge's .clab.yml
 MAX_DEPTH = 64  # config_db.json nests 3 deep, a .clab.yml 6: deeper is not an engineer's file
 MAX_VALUES = 2_000_000  # what YAML aliases may expand to: a 10 MB file of plain values is ~1M
 
@@ -255,6 +256,10 @@ def _check_nodes(root: yaml.Node) -> None:
 
 def yaml_of(text: str, where: str) -> object:
     """The YAML document in `text` (None when empty); its faults said at `where`:line."""
+    if len(text) > MAX_YAML:
+        raise FileFault(where, f"{len(text):,} characters of YAML, over the {MAX_YAML / 2 ** 20:.2g} MiB fablab reads "
+                        "(YAML is slow to read: 10 MB takes 20 s); a plan this size reads in a second as a CSV "
+                        "cable list or sonic-mgmt's links CSV (docs/inputs.md)")
     loader = _Loader(text)
     try:
         root = loader.get_single_node()

@@ -217,7 +217,7 @@ class _Reader:
         if len(rest) < 2 or rest[0] not in ("permit", "deny"):
             return
         if seq is None:  # FRR numbers it after the highest so far, in steps of 5 (lib/plist.c)
-            top = max((e.seq for e in plist.entries), default=0)
+            top = plist.entries[-1].seq if plist.entries else 0  # entries are kept in seq order
             seq = (top // 5) * 5 + 5
         ge = le = None
         if rest[1] == "any":
@@ -231,8 +231,12 @@ class _Reader:
                 ge = int(opts[i + 1])
             elif word == "le":
                 le = int(opts[i + 1])
+        entry = PrefixEntry(seq, rest[0] == "permit", prefix, ge, le, st.line)
+        if not plist.entries or plist.entries[-1].seq < seq:  # in order, as files write them: no sort
+            plist.entries.append(entry)
+            return
         plist.entries = [e for e in plist.entries if e.seq != seq]
-        plist.entries.append(PrefixEntry(seq, rest[0] == "permit", prefix, ge, le, st.line))
+        plist.entries.append(entry)
         plist.entries.sort(key=lambda e: e.seq)  # first match wins, in seq order
 
     def _access_list(self, st: Statement) -> None:
