@@ -80,13 +80,26 @@ def _loaded(name: str, module: str) -> Check:
 
 
 def select(only: str | None) -> tuple[Check, ...]:
-    """The checks named in a comma-separated list (all of them for None), in registry order."""
-    asked = NAMES if only is None else [n.strip() for n in only.split(",") if n.strip()]
-    unknown = [n for n in asked if n not in NAMES]
-    if unknown or not asked:
-        raise UnknownCheck(f"--only {only!r}: unknown check(s) {', '.join(unknown) or '(none given)'}; "
-                           f"valid checks: {', '.join(NAMES)}")
-    return tuple(_loaded(name, module) for name, module in MODULES if name in asked)
+    """The checks named in a comma-separated list (all of them for None), in registry order. A
+    name may be a check's (every case of it) or one case's (`failover-gray`, as `fablab faults`
+    and the reports name them): that check then runs only the cases named."""
+    asked = list(NAMES) if only is None else [n.strip() for n in only.split(",") if n.strip()]
+    if not asked:
+        raise UnknownCheck(f"--only {only!r}: no check named; valid checks: {', '.join(NAMES)}")
+    loaded = [_loaded(name, module) for name, module in MODULES
+              if name in asked or any(n not in NAMES for n in asked)]
+    cases = {c.name: check.name for check in loaded for c in check.cases}
+    unknown = [n for n in asked if n not in NAMES and n not in cases]
+    if unknown:
+        raise UnknownCheck(f"--only {only!r}: no check or case {', '.join(unknown)}; the checks: {', '.join(NAMES)}; "
+                           f"the cases: {', '.join(c for c in cases if c not in NAMES)}")
+    out = []
+    for check in loaded:
+        if check.name in asked:
+            out.append(check)
+        elif any(cases.get(n) == check.name for n in asked):
+            out.append(dataclasses.replace(check, cases=tuple(c for c in check.cases if c.name in asked)))
+    return tuple(out)
 
 
 def not_applicable(plan, checks: tuple[Check, ...] | None = None) -> dict[str, str]:

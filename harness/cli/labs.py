@@ -282,7 +282,8 @@ def _report(args: argparse.Namespace, title: str, verdicts, plan, about: dict, r
 def _report_options(s: argparse.ArgumentParser) -> None:
     from harness.checks.registry import NAMES
 
-    s.add_argument("--only", metavar="NAME,...", help=f"run only these checks, of: {', '.join(NAMES)}")
+    s.add_argument("--only", metavar="NAME,...", help=f"run only these checks ({', '.join(NAMES)}), or these cases of them "
+                   "(failover-gray, as `fablab faults` names them)")
     s.add_argument("--results", default="results", metavar="DIR",
                    help="parent of the run's own results directory (DIR/<UTC time>-<lab>-<random>/: JSON, "
                         "PNG plots, summary.json with provenance); DIR/latest points at the newest run")

@@ -75,7 +75,7 @@ def cmd_faults(args: argparse.Namespace) -> int:
     last = None
     for f in FAULTS:  # listed grouped by what they teach
         t.add_row(f.teaches if f.teaches != last else "", f.name, f.what,
-                  f"check --only {check_of(f.caught_by)} ({f.caught_by})", f.on)
+                  f"check --only {f.caught_by}", f.on)
         last = f.teaches
     out.print(t)
     return 0
@@ -93,7 +93,7 @@ def cmd_break(args: argparse.Namespace) -> int:
         print(json.dumps(entry, indent=2))
     else:
         out.print(f"{lab.name}: {escape(entry['description'])}", soft_wrap=True)
-        out.print(f"find it: fablab check {lab.name} --only {check_of(f.caught_by)} (case {f.caught_by}); "
+        out.print(f"find it: fablab check {lab.name} --only {f.caught_by} (of check {check_of(f.caught_by)}); "
                   f"undo: fablab fix {lab.name} {args.fault}", soft_wrap=True)
     return 0
 

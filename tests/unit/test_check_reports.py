@@ -15,7 +15,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from harness.checks.cabling import CableFinding, CablingResult
-from harness.checks.registry import NAMES, Verdict, select
+from harness.checks.registry import NAMES, UnknownCheck, Verdict, select
 from harness.cli.main import main
 from harness.checks.base import pyplot
 from harness.report.results import check_document, junit_xml
@@ -69,7 +69,7 @@ def test_an_unknown_check_name_exits_2_listing_the_valid_ones(capsys):
 
 def test_validate_refuses_an_unknown_check_before_booting(capsys):
     code, _, err = run(capsys, "validate", "ai-cluster", "--only", "nope")
-    assert code == 2 and "valid checks: cabling" in err
+    assert code == 2 and "the checks: cabling" in err
 
 
 def test_a_lab_that_is_not_running_exits_2(capsys):
@@ -94,6 +94,12 @@ def test_a_lab_still_booting_exits_2(capsys, monkeypatch, tmp_path):
 def test_only_selects_in_registry_order():
     assert [c.name for c in select("failover, cabling")] == ["cabling", "failover"]
     assert [c.name for c in select(None)] == list(NAMES)
+    # a case, as `fablab faults` names the one that catches a fault: its check, that case alone
+    picked = select("failover-gray,routing")
+    assert [(c.name, [x.name for x in c.cases]) for c in picked] == [("routing", ["routing"]),
+                                                                     ("failover", ["failover-gray"])]
+    with pytest.raises(UnknownCheck, match="no check or case failover-grey"):
+        select("failover-grey")
 
 
 def test_json_document_holds_every_result_and_its_cost(tmp_path):
