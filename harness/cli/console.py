@@ -8,10 +8,23 @@ being booted or torn down is never interrupted by its reader going away.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
 from rich.console import Console
+from rich.segment import Segment
+
+# What no input may write to a terminal: C0 and C1 controls but newline and tab (an escape
+# sequence in a hostname would recolour, move the cursor or retitle the window), and lone
+# surrogates (a JSON "\udfff" escape), which no terminal encoding can carry.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def visible(text: str) -> str:
+    """`text` with every control character and lone surrogate written as its escape (\\x1b)."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+                       if not "\ud800" <= m.group() <= "\udfff" else f"\\u{ord(m.group()):04x}", text)
 
 
 def _width(stream) -> int | None:
@@ -24,13 +37,22 @@ def plain() -> bool:
     return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb"
 
 
-class _Results(Console):
+class _Safe(Console):
+    """A console that prints what fablab read from a file as it is, never as terminal control:
+    every segment of text (not rich's own styling, which is added after) made visible."""
+
+    def _render_buffer(self, buffer) -> str:
+        return super()._render_buffer(Segment(visible(s.text), s.style, s.control) if not s.control else s
+                                      for s in buffer)
+
+
+class _Results(_Safe):
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError
 
 
-class _Progress(Console):
+class _Progress(_Safe):
     def on_broken_pipe(self) -> None:
         self.quiet = True  # nobody reads it any more: carry on without it
 

@@ -87,10 +87,14 @@ class HwSku:
         return self.rows[:self.data_ports]
 
     def row(self, name: str) -> PortRow | None:
+        return self._by_name.get(name)
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, PortRow]:  # a plan asks for thousands of ports: not a scan each
+        out: dict[str, PortRow] = {}
         for r in self.rows:
-            if r.name == name:
-                return r
-        return None
+            out.setdefault(r.name, r)
+        return out
 
     @property
     def span(self) -> str:

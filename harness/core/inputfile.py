@@ -112,6 +112,12 @@ def json_of(text: str, where: str, fix: str = "") -> object:
         raise FileFault(where, f"not JSON fablab reads: {said}{fix}") from None
     except RecursionError:
         raise FileFault(where, f"nested deeper than {MAX_DEPTH} levels: not a config fablab reads{fix}") from None
+    if _SURROGATE_ESCAPE.search(text):  # only an escape can make one: a pair is one character, half is none
+        for path, value in _strings(doc):
+            if _LONE.search(value):
+                raise FileFault(f"{where}:{_line_of_text(text, _SURROGATE_ESCAPE)}",
+                                f"{_dotted(path)}: a \\u escape of half a character (a lone UTF-16 surrogate), "
+                                f"no text SONiC or a terminal can hold{fix}")
     for path, value, depth in _walk(doc):
         if depth > MAX_DEPTH:
             raise FileFault(where, f"{_dotted(path)}: nested deeper than {MAX_DEPTH} levels: not a config "
@@ -121,6 +127,26 @@ def json_of(text: str, where: str, fix: str = "") -> object:
             raise FileFault(f"{where}:{_line_of_key(text, key, 2)}", f"{_dotted((*path, key))} is given twice in one "
                              "object; JSON readers keep only the last silently: keep one")
     return doc
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _line_of_text(text: str, pattern: re.Pattern) -> int:
+    found = pattern.search(text)
+    return text.count("\n", 0, found.start()) + 1 if found else 1
+
+
+def _strings(doc: object):
+    """(path, text) of every key and string value in `doc`."""
+    for path, value, _ in _walk(doc):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for k, v in items:
+            if isinstance(k, str):
+                yield path, k
+            if isinstance(v, str):
+                yield (*path, str(k) if isinstance(value, dict) else f"[{k}]"), v
 
 
 def _line_of_key(text: str, key: str, nth: int) -> int:

@@ -25,7 +25,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 import yaml
 
 from harness.core.errors import InputError, Problem, TopologyError
-from harness.core.inputfile import yaml_of
+from harness.core.inputfile import quoted, yaml_of
 
 
 class RemoteKind(StrEnum):
@@ -106,16 +106,17 @@ def _node(name: str, fields: object, defaults: dict) -> tuple[InventoryNode | No
     problems = [Problem(f"{where}.{k}", "is not a node field", f"use {', '.join(sorted(_NODE_FIELDS))}")
                 for k in fields if k not in _NODE_FIELDS]
     merged = {**defaults, **fields}
-    address = str(merged.get("address", ""))
+    address = merged.get("address", "")
+    address = str(address) if isinstance(address, (str, int)) and not isinstance(address, bool) else repr(address)
     try:
         parsed: IPv4Address | IPv6Address = ip_address(address)
         address = str(parsed)
     except ValueError:
-        problems.append(Problem(f"{where}.address", f"{address!r} is not an IP address",
+        problems.append(Problem(f"{where}.address", f"{quoted(address)} is not an IP address",
                                 "the node's management address"))
     kind = merged.get("kind")
-    if kind is not None and kind not in {k.value for k in RemoteKind}:
-        problems.append(Problem(f"{where}.kind", f"{kind!r} is not a kind", ", ".join(k.value for k in RemoteKind)))
+    if kind is not None and (not isinstance(kind, str) or kind not in {k.value for k in RemoteKind}):
+        problems.append(Problem(f"{where}.kind", f"{quoted(kind)} is not a kind", ", ".join(k.value for k in RemoteKind)))
         kind = None
     port = merged.get("port", 22)
     if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core.errors import HarnessError
@@ -43,26 +43,70 @@ class FrrUnavailable(HarnessError):
 @dataclass(frozen=True)
 class Readings:
     """Every file of a set as FRR read it, or, where FRR cannot read here, as written (`model`
-    says why: fablab's own model of FRR 8.4 reads them then)."""
+    says why: fablab's own model of FRR 8.4 reads them then); `slow`, the files FRR would take
+    minutes over, which the model reads."""
     files: Mapping[str, FrrForm]
     model: str | None = None
+    slow: tuple[str, ...] = ()
 
     @property
     def note(self) -> str:
-        """The line a command prints first when FRR did not read the files."""
-        return "" if self.model is None else (f"FRR could not read the configs here ({self.model}): judged by "
-                                              "fablab's own model of FRR 8.4 instead")
+        """The line a command prints first when FRR did not read (some of) the files."""
+        if self.model is not None:
+            return (f"FRR could not read the configs here ({self.model}): judged by fablab's own model of FRR 8.4 "
+                    "instead")
+        if self.slow:
+            return (f"{', '.join(self.slow)}: over {SLOW_PREFIX_LISTS} prefix-list entries or {SLOW_LINES:,} lines, "
+                    "which FRR takes minutes to load (vtysh -f: 2,000 entries took 72 s here): judged by fablab's "
+                    "own model of FRR 8.4")
+        return ""
 
     def refused(self) -> list[tuple[str, Refusal]]:
         return [(name, r) for name, reading in sorted(self.files.items()) for r in reading.refusals]
 
 
+# FRR reads a config line into VTY_BUFSIZ (lib/vty.h: 4,096 bytes); given a longer one, vtysh -f
+# did not return here in 60 s. Such a line is refused before FRR sees it.
+LINE_MAX = 4095
+# What FRR 8.4 loads slowly through vtysh -f (measured here: 2,000 prefix-list entries 72 s,
+# 700 interfaces of 3 lines 7.5 s): a file over either is read by the model, and said.
+SLOW_PREFIX_LISTS = 300
+SLOW_LINES = 3000  # physical lines, comments too: 10 MB of `!` lines kept vtysh -f past a minute
+
+
+def _long_lines(text: str) -> tuple[str, tuple[Refusal, ...]]:
+    """`text` with each line FRR cannot take for its length made a comment (the numbering of the
+    rest kept), and those lines refused."""
+    lines = text.splitlines()
+    long = [i for i, line in enumerate(lines) if len(line) > LINE_MAX]
+    if not long:
+        return text, ()
+    said = tuple(Refusal(i + 1, " ".join(lines[i].split()[:3])[:60] + " ...",
+                         f"% a line of {len(lines[i]):,} characters: FRR reads a config line into 4,096 bytes "
+                         "(lib/vty.h VTY_BUFSIZ)") for i in long)
+    for i in long:
+        lines[i] = "!"
+    return "\n".join(lines) + "\n", said
+
+
+def _slow(text: str) -> bool:
+    lines = text.splitlines()
+    return len(lines) > SLOW_LINES or sum(" prefix-list " in f" {line.strip()} " for line in lines) > SLOW_PREFIX_LISTS
+
+
 def readings(texts: Mapping[str, str]) -> Readings:
-    """`read`, or the files as written with the reason where FRR cannot read them here."""
+    """`read`, or the files as written with the reason where FRR cannot read them here; a file
+    FRR would take minutes over is read by the model, a line too long for FRR refused first."""
+    cut = {name: _long_lines(text) for name, text in texts.items()}
+    slow = tuple(sorted(name for name, (text, _) in cut.items() if _slow(text)))
     try:
-        return Readings(read(texts))
+        files = {**read({name: text for name, (text, _) in cut.items() if name not in slow}),
+                 **{name: model_form(cut[name][0]) for name in slow}}
+        model = None
     except FrrUnavailable as e:
-        return Readings({name: model_form(text) for name, text in texts.items()}, str(e))
+        files, model, slow = {name: model_form(text) for name, (text, _) in cut.items()}, str(e), ()
+    return Readings({name: replace(form, refusals=cut[name][1] + form.refusals) if cut[name][1] else form
+                     for name, form in files.items()}, model, slow)
 
 
 def unavailable() -> str | None:
@@ -105,6 +149,7 @@ _KEEP = 4096
 
 def _read(texts: Mapping[str, str], names: list[str], workers: int, timeout: float | None) -> dict[str, FrrForm]:
     scratch = Path(tempfile.mkdtemp(prefix="fablab-frr-read-"))
+    procs: list[subprocess.Popen] = []
     try:
         jobs = {}
         for i, name in enumerate(names):
@@ -115,7 +160,7 @@ def _read(texts: Mapping[str, str], names: list[str], workers: int, timeout: flo
         count = max(1, min(workers, len(names)))
         shares = [[f"job{i}" for i in range(k, len(names), count)] for k in range(count)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")])}
-        procs = [subprocess.Popen([*_unshare(), sys.executable, "-m", "harness.plumbing.frr_read_worker",
+        procs += [subprocess.Popen([*_unshare(), sys.executable, "-m", "harness.plumbing.frr_read_worker",
                                    str(scratch), *share], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, env=env, cwd=scratch)
                  for share in shares]
@@ -125,9 +170,6 @@ def _read(texts: Mapping[str, str], names: list[str], workers: int, timeout: flo
             try:
                 outputs.append(p.communicate(timeout=limit)[0])
             except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                    q.wait()
                 raise FrrUnavailable(f"FRR took over {limit:.0f} s to read {len(names)} configs") from None
         failed = [(p.returncode, out) for p, out in zip(procs, outputs) if p.returncode != 0]
         if failed:
@@ -144,6 +186,12 @@ def _read(texts: Mapping[str, str], names: list[str], workers: int, timeout: flo
                                   peer_facts((job / "neighbors.json").read_text()))
         return found
     finally:
+        # Whatever ends the read (a timeout, Ctrl-C, SIGTERM): each worker is PID 1 of its own
+        # namespace and unshare --kill-child takes it down with unshare, so nothing is left running.
+        for q in procs:
+            if q.poll() is None:
+                q.kill()
+                q.wait()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

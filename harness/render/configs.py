@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from harness.core.errors import InputError
-from harness.core.inputfile import read_text
+from harness.core.inputfile import FileFault, read_text
 from harness.core.meaning.configdb import parse
 from harness.core.switchconfigs import SwitchConfigs
 from harness.core.plan import Plan
@@ -56,7 +57,12 @@ def frr_conf_of(where: Path) -> str | None:
 
     path = where / "frr.conf"
     if path.is_file():
-        return read_text(path)
+        text = read_text(path)
+        if (bare := re.search("\r(?!\n)", text)) is not None:  # CRLF is read as LF; a CR alone ends no line
+            raise FileFault(f"{path}:{text.count(chr(10), 0, bare.start()) + 1}", "a carriage return that ends no line "
+                            "(classic Mac line ends): FRR reads lines that end in a line feed; save it with Unix (LF) "
+                            "or Windows (CRLF) line ends")
+        return text
     db = where / "config_db.json"
     if not db.is_file():
         return None

@@ -160,7 +160,7 @@ def test_a_sonic_mgmt_graph_with_types_and_an_oob_switch():
         ["str-leaf-r0", "str-leaf-r1", "str-spine-1", "str-fe-1", "str-fe-sp"])]
     devices = ["Hostname,ManagementIp,HwSku,Type"]
     devices += [f"str-gpu-{n},10.0.0.{n + 1}/24,,Server" for n in range(2)]
-    devices += [f"{d},10.0.1.{k}/24,Force10-S6000,DevSonic" for k, d in enumerate(
+    devices += [f"{d},10.0.1.{k + 1}/24,Force10-S6000,DevSonic" for k, d in enumerate(
         ["str-leaf-r0", "str-leaf-r1", "str-spine-1", "str-fe-1", "str-fe-sp", "str-mgmt"])]
     got = infer(read_sonic_mgmt("\n".join(links) + "\n", "sonic_str_links.csv", "\n".join(devices) + "\n"))
     assert got.device("str-mgmt").role is Role.OOB

@@ -201,3 +201,23 @@ def _read_as_nobody(tmp_path: Path) -> None:
     assert " neighbor Ethernet0 interface peer-group X" in text.splitlines()
     assert refused == ["5: `neighbor Ethernet0 remote-as 65009`: % Peer-group member cannot override remote-as of "
                        "peer-group."]
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=f"FRR cannot read configs here: {unavailable()}")
+def test_a_read_ended_by_ctrl_c_leaves_nothing_running(monkeypatch):
+    """Ctrl-C (or SIGTERM, which the CLI turns into it) while FRR reads: every worker is ended,
+    not only on a timeout; the positive control is that they had started."""
+    started: list[subprocess.Popen] = []
+
+    class Interrupted(subprocess.Popen):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+        def communicate(self, *args, **kwargs):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(frr_reader.subprocess, "Popen", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        frr_reader._read({"a": "router bgp 65000\n", "b": "router bgp 65001\n"}, ["a", "b"], 2, None)
+    assert len(started) == 2 and all(p.poll() is not None for p in started)

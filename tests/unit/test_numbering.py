@@ -225,7 +225,7 @@ EXAMPLE = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "
 
 @pytest.mark.parametrize("value, code, said", [
     (None, 0, ""),  # the control: the devices file's own addresses
-    ("10.250.0.300/24", 2, "sonic_lab_devices.csv:3: ctsw-01's ManagementIp '10.250.0.300/24' is not an IP address"),
+    ("10.250.0.300/24", 2, "sonic_lab_devices.csv:3: ctsw-01's ManagementIp '10.250.0.300/24' is not a host's IP address"),
     ("10.250.1.11/24", 2, "the mgmt addresses are in 2 subnets"),
     ("10.250.0.10/24", 2, "10.250.0.10 is used twice: cpu-x1's mgmt and ctsw-01's mgmt"),
 ])

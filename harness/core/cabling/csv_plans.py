@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from harness.core.cabling.numbering_csv import host_address
 from harness.core.cabling.plan import CablingPlan, CableRow, Device, End, PlanFormat, Where
 from harness.core.errors import Problem, TopologyError, too_many
 from harness.core.inputfile import csv_rows, quoted
@@ -141,7 +142,7 @@ def _devices(text: str, name: str, key: str, fields: dict[str, str], problems: l
             continue
         d = Device(dev, where, **{f: row.get(_key(col)) or None for f, col in fields.items()})
         if d.mgmt_ip and not _is_interface(d.mgmt_ip):
-            problems.append(Problem(str(where), f"{dev}'s {fields['mgmt_ip']} {quoted(d.mgmt_ip)} is not an IP address",
+            problems.append(Problem(str(where), f"{dev}'s {fields['mgmt_ip']} {quoted(d.mgmt_ip)} is not a host's IP address",
                                     "write it as 10.250.0.10/24, or leave it empty for fablab's"))
             d = replace(d, mgmt_ip=None)  # the device is still listed: its cables are not said twice
         out[dev] = replace(d, hwsku=anchored(d.hwsku, Path(name).parent)) if d.hwsku else d
@@ -149,11 +150,12 @@ def _devices(text: str, name: str, key: str, fields: dict[str, str], problems: l
 
 
 def _is_interface(text: str) -> bool:
+    """An address, with or without its length; with it, a host's (not the network's or broadcast)."""
     try:
-        ipaddress.ip_interface(text)
+        iface = ipaddress.ip_interface(text)
     except ValueError:
         return False
-    return True
+    return "/" not in text or host_address(iface)
 
 
 def _cables(text: str, name: str, columns: tuple[str, ...], speed_column: str, bare_unit: str,

@@ -102,11 +102,14 @@ def port_names(plan: CablingPlan) -> CablingPlan:
     where the device's HwSKU has a row of that alias and none of that name."""
     alias: dict[str, dict[str, str]] = {}
     read: dict[str, HwSku | str | None] = {}  # many devices name one HwSKU: looked for once
+    aliases: dict[str, dict[str, str]] = {}
     for d in plan.devices:
         if d.hwsku and d.hwsku not in read:
-            read[d.hwsku] = _quietly(d.hwsku)
-        if d.hwsku and isinstance(h := read[d.hwsku], HwSku):
-            alias[d.name] = {r.alias: r.name for r in h.rows if h.row(r.alias) is None}
+            read[d.hwsku] = h = _quietly(d.hwsku)
+            aliases[d.hwsku] = {r.alias: r.name for r in h.rows if h.row(r.alias) is None} \
+                if isinstance(h, HwSku) else {}
+        if d.hwsku and aliases[d.hwsku]:
+            alias[d.name] = aliases[d.hwsku]
 
     def end(e: End) -> End:
         name = alias.get(e.device, {}).get(e.port)

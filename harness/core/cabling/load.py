@@ -9,6 +9,7 @@ beside it.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from harness.core.cabling.clab_plan import read_clab
 from harness.core.cabling.csv_plans import read_cable_csv, read_sonic_mgmt, sniff
 from harness.core.cabling.plan import CablingPlan, PlanFormat
 from harness.core.cabling.numbering_csv import FILE as NUMBERING, read_numbering
-from harness.core.errors import InputError, TopologyError
+from harness.core.errors import InputError, Problem, TopologyError, too_many
 from harness.core.inputfile import read_text
 
 PLAN_SUFFIXES = (".csv", ".yml", ".yaml")
@@ -40,9 +41,29 @@ def read_plan(path: Path) -> CablingPlan:
         return plan
     text = text_of(numbering)
     rows, problems = read_numbering(text, str(numbering))
+    if not problems:
+        problems = _unknown(rows, plan, str(numbering))
     if problems:
         raise TopologyError(problems, source=str(numbering))
     return replace(plan, numbering=rows)
+
+
+def _unknown(rows, plan: CablingPlan, name: str) -> list[Problem]:
+    """Each numbering row naming a device the plan does not have (said once per device)."""
+    known = set(plan.device_names) | {d.name for d in plan.devices}
+    problems: list[Problem] = []
+    said: set[str] = set()
+    for device in (*(d for d, _ in rows.asns), *(d for d, _ in rows.loopbacks), *(d for d, *_ in rows.ports),
+                   *(d for d, _ in rows.mgmt_ips)):
+        if device in known or device in said:
+            continue
+        if too_many(problems, name):
+            break
+        said.add(device)
+        near = difflib.get_close_matches(device, sorted(known), n=1)
+        problems.append(Problem(name, f"{device} is no device of the plan",
+                                f"did you mean {near[0]}?" if near else "number only the plan's devices"))
+    return problems
 
 
 def _read(path: Path) -> CablingPlan:

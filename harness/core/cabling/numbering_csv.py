@@ -16,13 +16,13 @@ a row that is not a number names its file:line.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Interface, IPv6Interface
 
 from harness.core.declarations import Addressing
 from harness.core.errors import Problem, too_many
 from harness.core.inputfile import csv_rows, quoted
 
-__all__ = ["FILE", "NumberingRows", "read_numbering"]
+__all__ = ["FILE", "NumberingRows", "host_address", "not_host", "read_numbering"]
 
 FILE = "numbering.csv"
 _LOOPBACK = ("loopback", "loopback0", "lo")
@@ -59,10 +59,12 @@ def read_numbering(text: str, name: str) -> tuple[NumberingRows, list[Problem]]:
     problems: list[Problem] = []
     rows = list(csv_rows(text.lstrip("\ufeff"), name))
     header = [c.strip().lower() for c in rows[0][1]] if rows else []
-    if header[:3] != ["device", "item", "value"]:
-        return NumberingRows(), [Problem(f"{name}:1", f"the header is {','.join(header) or 'missing'}",
+    if not {"device", "item", "value"} <= set(header):  # in any order, as an IPAM exports them
+        return NumberingRows(), [Problem(f"{name}:1", f"the header is {quoted(','.join(header)) if header else 'missing'}",
                                          "write device,item,value (e.g. rtsw-g1-r0,asn,4200100101)")]
+    at = [header.index(c) for c in ("device", "item", "value")]
     asns, loopbacks, ports, mgmt = [], [], [], []
+    first: dict[tuple[str, str], int] = {}
     for line, row in rows[1:]:
         cells = [c.strip() for c in row]
         if not any(cells) or cells[0].startswith("#"):
@@ -70,10 +72,16 @@ def read_numbering(text: str, name: str) -> tuple[NumberingRows, list[Problem]]:
         where = f"{name}:{line}"
         if too_many(problems, where):
             break
-        if len(cells) < 3 or not all(cells[:3]):
+        device, item, value = (cells[i] if i < len(cells) else "" for i in at)
+        if not (device and item and value):
             problems.append(Problem(where, f"{quoted(','.join(row))} is not device,item,value", "fill all three"))
             continue
-        device, item, value = cells[:3]
+        key = (device, item.lower() if item.lower() in (*_LOOPBACK, "asn", "mgmt") else item)
+        if key in first:
+            problems.append(Problem(where, f"{device} {item} is given twice (first at line {first[key]})",
+                                    "keep one row for each device and item"))
+            continue
+        first[key] = line
         if item.lower() == "asn":
             if not (value.isascii() and value.isdigit() and len(value) <= 10) or not 1 <= int(value) <= 4294967294:
                 problems.append(Problem(where, f"{device}'s ASN {quoted(value)} is not 1..4294967294",
@@ -90,6 +98,8 @@ def read_numbering(text: str, name: str) -> tuple[NumberingRows, list[Problem]]:
         if "/" not in value:
             problems.append(Problem(where, f"{device}:{item}: {value} has no prefix length",
                                     "write it with its subnet, e.g. 10.77.0.4/31"))
+        elif (why := not_host(iface)) is not None:
+            problems.append(Problem(where, f"{device}:{item}: {value} is {why}", "give a host address of the subnet"))
         elif item.lower() in _LOOPBACK:
             loopbacks.append((device, str(iface)))
         elif item.lower() == "mgmt":
@@ -97,3 +107,26 @@ def read_numbering(text: str, name: str) -> tuple[NumberingRows, list[Problem]]:
         else:
             ports.append((device, item, str(iface)))
     return NumberingRows(tuple(asns), tuple(loopbacks), tuple(ports), tuple(mgmt)), problems
+
+
+def host_address(iface: IPv4Interface | IPv6Interface) -> bool:
+    """Whether an interface address is one a host's port may have (not_host says why not)."""
+    return not_host(iface) is None
+
+
+def not_host(iface: IPv4Interface | IPv6Interface) -> str | None:
+    """Why an address cannot be a port's: its subnet's network or broadcast address (a /31 and a
+    /32 have neither, RFC 3021), or no unicast address at all (multicast, loopback, unspecified,
+    reserved: 240/4 and 255.255.255.255)."""
+    ip, net = iface.ip, iface.network
+    for what, yes in (("multicast", ip.is_multicast), ("unspecified", ip.is_unspecified),
+                      ("loopback", ip.is_loopback), ("reserved", ip.is_reserved)):
+        if yes:
+            return f"{'an' if what[0] in 'aeiou' else 'a'} {what} address, no port's"
+    if net.prefixlen >= net.max_prefixlen - 1:
+        return None
+    if ip == net.network_address:
+        return f"the network address of {net}, no host's"
+    if iface.version == 4 and ip == net.broadcast_address:
+        return f"the broadcast address of {net}, no host's"
+    return None

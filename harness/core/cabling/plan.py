@@ -7,6 +7,7 @@ device only carries the words its file gave: a sonic-mgmt `Type`, a `role` colum
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from harness.core.cabling.numbering_csv import NumberingRows
@@ -65,7 +66,14 @@ class CablingPlan:
     numbering: NumberingRows | None = None  # numbering.csv beside the plan, when there is one
 
     def device(self, name: str) -> Device | None:
-        return next((d for d in self.devices if d.name == name), None)
+        return self._by_name.get(name)
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, Device]:  # asked once per device of a plan of thousands
+        out: dict[str, Device] = {}
+        for d in self.devices:
+            out.setdefault(d.name, d)
+        return out
 
     @property
     def device_names(self) -> tuple[str, ...]:
