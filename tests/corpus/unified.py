@@ -57,7 +57,7 @@ def _peer_af(settings: list[str]) -> dict[str, object]:
     for s in settings:
         w = s.split()
         if w == ["activate"]:
-            row["admin_status"] = "true"
+            row["admin_status"] = "up"  # stypes:admin_status (sonic-bgp-common.yang): up or down
         elif w[0] in ("prefix-list", "filter-list"):
             row[f"{w[0].replace('-', '_')}_{w[2]}"] = w[1]
         elif w[0] == "route-map":

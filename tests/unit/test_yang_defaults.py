@@ -9,12 +9,14 @@ import ast
 import copy
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from harness.core.meaning import configdb, configdb_norm, configdb_qos, yang_defaults
+from harness.core.errors import TopologyError
+from harness.core.meaning import configdb, configdb_norm, configdb_qos, configdb_yang, yang_defaults
 from harness.core.meaning.configdb import diff_config_db
 from harness.core.meaning.configdb_norm import APPLIED, norm, sonic_defaults
 
@@ -130,7 +132,7 @@ ROW = {"DEVICE_METADATA": "localhost", "PORT": "Ethernet0", "INTERFACE": "Ethern
 def _diff(expected: dict, change: dict[tuple[str, str], dict[str, object]]):
     found = copy.deepcopy(expected)
     for (table, key), fields in change.items():
-        found[table][key].update(fields)
+        found.setdefault(table, {}).setdefault(key, {}).update(fields)
     return diff_config_db("sw1", copy.deepcopy(expected), json.dumps(found, indent=4))
 
 
@@ -187,7 +189,39 @@ def _every_default() -> list[tuple[str, str, str]]:
 def test_every_default_of_every_table_compared_is_read_so(table, field, default):
     """Every default the generated table (and APPLIED) gives a compared table, written out, means
     what leaving it out means; any other value is one difference naming the field."""
-    _assert_default_and_control(table, field, default, f"{default}-other" if default else "other")
+    _assert_default_and_control(table, field, default, _another(table, field, default))
+
+
+def _another(table: str, field: str, default: str) -> object:
+    """A value other than the default that SONiC's YANG lets the field hold (a value it would
+    refuse is bad input, refused before anything is compared: configdb_yang.py)."""
+    spec = configdb_yang.FIELDS.get(table, {}).get(field)
+    tries = [f"{default}-other" if default else "other"]
+    if spec is not None:
+        flat = [spec[1]] if spec[0] == "list" else list(spec[1]) if spec[0] == "union" else [spec]
+        for s in flat:
+            if s[0] == "enum":
+                tries += [v for v in s[1] if v.lower() != str(default).lower()]
+            elif s[0] == "int":
+                tries += [str(n) for lo, hi in s[1] for n in (lo, lo + 1, hi) if str(n) != str(default)]
+            elif s[0] == "bool":
+                tries.append("false" if str(default).lower() == "true" else "true")
+            elif s[0] == "str":  # a pattern that is a list of words: `on|off`
+                tries += [w for p in s[1] if re.fullmatch(r"[\w.]+(\|[\w.]+)+", p) for w in p.split("|")
+                          if w.lower() != str(default).lower()]
+    good = [v for v in tries if spec is None or configdb_yang.holds(spec, v)]
+    assert good, f"{table}.{field}: no other value SONiC's YANG takes among {tries}"
+    return good[0]
+
+
+def test_a_value_sonics_yang_refuses_is_bad_input_before_any_comparison():
+    with pytest.raises(TopologyError, match=r"PORT\|Ethernet0: admin_status 'sideways' is not one of up, down"):
+        _diff(BASE, {("PORT", "Ethernet0"): {"admin_status": "sideways"}})
+    with pytest.raises(TopologyError, match=r"INTERFACE\|Ethernet0\|10.0.0.0/33: its ip-prefix"):
+        _diff(BASE, {("INTERFACE", "Ethernet0|10.0.0.0/33"): {}})
+    with pytest.raises(TopologyError, match=r"admin_status \['up'\] is not one of up, down"):
+        _diff(BASE, {("PORT", "Ethernet0"): {"admin_status": ["up"]}})
+    assert _diff(BASE, {("PORT", "Ethernet0"): {"admin_status": "up"}}) == []  # the control
 
 
 def test_an_address_rows_family_and_scope_change_nothing():

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from ipaddress import ip_interface
 
 from harness.core.inputfile import json_of
-from harness.core.meaning import configdb_acl, configdb_qos, configdb_vlan, unified
+from harness.core.errors import TopologyError
+from harness.core.meaning import configdb_acl, configdb_qos, configdb_vlan, configdb_yang, unified
 from harness.core.meaning.configdb_norm import (ConfigDb, Fact, Row, check_shape, described, fields, metadata_only,
                                                 norm, norm_list, rows_of, runs, sonic_defaults)
 from harness.core.meaning.difference import Difference
@@ -61,6 +62,9 @@ def parse(text: str, file: str = "config_db.json") -> dict:
     """A config_db.json's text as SONiC's tables; InputError naming the file otherwise."""
     db = json_of(text, file, _FIX)
     check_shape(file, db)
+    refused = configdb_yang.problems(db, text, file)
+    if refused:
+        raise TopologyError(refused, source=file, what="config_db.json (values SONiC's YANG refuses)")
     return db
 
 
