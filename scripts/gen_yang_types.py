@@ -146,6 +146,8 @@ def types(models: Models) -> tuple[dict, dict]:
             s = ("list", s) if is_list and s is not None else s
             found[field] = _merge(found[field], s) if field in found else s
         for owner, child, _ in models.data(module, node):
+            if child.keyword == "container":  # a row of its own name (DEVICE_METADATA|localhost)
+                keys.setdefault(table, set()).add(((child.arg, ("enum", (child.arg,))),))
             key = child.first("key") if child.keyword == "list" else None
             if key is None:
                 continue

@@ -311,7 +311,8 @@ def csv_rows(text: str, where: str):
     """(line, cells) of every row of the CSV in `text` (comma-separated, as a spreadsheet's CSV
     export writes it); a row the csv module cannot read (a field over its 128 KiB limit) is
     refused at its line."""
-    reader = csv.reader(io.StringIO(text))
+    # Line ends as an editor shows them: CRLF, LF, or a CR alone (csv would refuse a bare CR in a cell)
+    reader = csv.reader(io.StringIO(text.replace("\r\n", "\n").replace("\r", "\n")))
     try:
         for row in reader:
             yield reader.line_num, row

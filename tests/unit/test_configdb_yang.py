@@ -72,6 +72,14 @@ def test_fablab_takes_what_sonics_yang_takes(case):
     assert _fablab_takes(_changed(_config(), table, key, field, value)) is takes
 
 
+def test_a_key_no_list_of_its_table_takes_is_refused():
+    db = _changed(_config(), "BGP_PEER_GROUP_AF", "default|fabric|ipv4_unicast|extra", None, None)
+    with pytest.raises(TopologyError, match=r"a key of 4 parts; SONiC's YANG keys BGP_PEER_GROUP_AF rows as "
+                                            r"vrf_name\|peer_group_name\|afi_safi"):
+        parse(json.dumps(db), "config_db.json")
+    assert _fablab_takes(_changed(_config(), "DEVICE_METADATA", "localhost", "hostname", "be-g1-r0"))  # a container
+
+
 def test_yanglint_on_sonics_models_agrees(reference, tmp_path):
     yanglint = require_tool("yanglint", "libyang2-tools")
     models = reference / "sonic-yang" / "202411"

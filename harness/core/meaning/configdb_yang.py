@@ -99,11 +99,18 @@ def problems(db: Mapping[str, object], text: str, file: str) -> list[Problem]:
             continue
         for key, row in rows.items():
             parts = str(key).split("|")
-            shape = next((s for s in shapes if len(s) == len(parts)), None)
-            for (leaf, spec), part in zip(shape or (), parts):
-                if spec is not None and not holds(spec, part):
-                    out.append(Problem(f"{file}:{_line(text, table, key)}", f"{table}|{key}: its {leaf} {quoted(part)} "
-                                       f"is not {described(spec)}", "SONiC's YANG refuses it: fix the key"))
+            fits = [s for s in shapes if len(s) == len(parts)]
+            if shapes and not fits:
+                said = " or ".join("|".join(leaf for leaf, _ in s) for s in shapes)
+                out.append(Problem(f"{file}:{_line(text, table, key)}", f"{table}|{key}: a key of {len(parts)} parts; "
+                                   f"SONiC's YANG keys {table} rows as {said}", "fix the key"))
+                continue
+            wrong = [[(leaf, spec, part) for (leaf, spec), part in zip(s, parts)
+                      if spec is not None and not holds(spec, part)] for s in fits]
+            if fits and all(wrong):  # no list (or container) of the table takes this key
+                leaf, spec, part = wrong[0][0]
+                out.append(Problem(f"{file}:{_line(text, table, key)}", f"{table}|{key}: its {leaf} {quoted(part)} "
+                                   f"is not {described(spec)}", "SONiC's YANG refuses it: fix the key"))
             for name, value in (row.items() if isinstance(row, Mapping) else ()):
                 spec = fields.get(name.rstrip("@"))
                 if spec is not None and not holds(spec, value):
