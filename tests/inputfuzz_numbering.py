@@ -65,8 +65,10 @@ def _host_end(rng: Random, t: Target, header: list[str], rows: list[list[str]]) 
     how = rng.choice(["peer", "other", "same"])
     mine = {"peer": d ^ 1, "other": (d + 4) % 256, "same": d}[how]
     rows.append([host, nic, f"{a}.{b}.{c}.{mine}/{length}"])
+    # the peer's own address is what the /31 implies: the same plan (exit 0), though `import` then
+    # writes the row the engineer gave, as given
     return t.mut("same" if how == "peer" else "broken", write(header, rows),
-                 f"{host}:{nic} numbered {how} to {dev}:{port} {value}")
+                 f"{host}:{nic} numbered {how} to {dev}:{port} {value}", same_output=how != "peer")
 
 
 MUTATIONS = [numbering_value] * 3

@@ -124,6 +124,10 @@ def read_clab(text: str, name: str) -> CablingPlan:
                 problems.append(Problem(str(where), f"{end} is cabled twice (also at line {used[end].line})",
                                         "a port takes one cable: fix the port of one of the two links"))
             used.setdefault(end, where)
+        if link.get("vars") is not None and not isinstance(link["vars"], dict):
+            problems.append(Problem(str(where), f"the link's vars is a {_what(link['vars'])}, not a map",
+                                    "write vars: {speed: 400G} (or leave vars out)"))
+            continue
         speed = _speed(link)
         if speed == 0:
             problems.append(Problem(str(where), f"vars.speed {quoted(link['vars']['speed'])} is not a speed",
