@@ -47,7 +47,7 @@ def directory_differences(topology: str, directory: Path) -> Found:
     from harness.core.meaning.difference import Difference
     from harness.core.meaning.frr_form import FrrForm
     from harness.plumbing.frr_reader import readings
-    from harness.render import artifacts
+    from harness.render import switch_configs
     from harness.render.configs import frr_conf_of, refused_at
 
     directory = Path(directory)
@@ -63,7 +63,7 @@ def directory_differences(topology: str, directory: Path) -> Found:
             configs = None  # a switch without its frr.conf: named below, as a difference
         if configs is not None:
             plan = numbered_by(plan, configs)  # a numbering fault: exit 2, naming device and port
-    ours = artifacts(plan)
+    ours = switch_configs(plan)
     found: list[Difference] = _strays(plan, topology, directory)
     routed = [h.name for h in plan.hosts if h.routed]
     files = {name: directory / "configs" / name / "frr.conf" for name in [s.name for s in plan.switches] + routed}
@@ -122,7 +122,7 @@ def lab_differences(topology: str, lab_name: str) -> tuple[list[Difference], int
     from harness.core.meaning.compare import diff_frr, fold_uncabled
     from harness.core.meaning.configdb import diff_config_db
     from harness.core.meaning.difference import Difference
-    from harness.render import artifacts
+    from harness.render import switch_configs
 
     from harness.core.meaning.frr_form import FrrForm
     from harness.lab import Lab
@@ -130,7 +130,7 @@ def lab_differences(topology: str, lab_name: str) -> tuple[list[Difference], int
 
     lab = Lab.attach(lab_name)
     plan = make_plan(load_fabric(topology))
-    ours = artifacts(plan)
+    ours = switch_configs(plan)
     running = {s.name for s in lab.plan.switches}
     found: list[Difference] = []
     for sw in plan.switches:

@@ -44,9 +44,9 @@ def _not_applied(plan, configs, args: argparse.Namespace) -> list[str]:
     if args.runtime != RuntimeName.NETNS or not configs.config_db:
         return []
     from harness.core.meaning.configdb import diff_config_db
-    from harness.render import artifacts
+    from harness.render import switch_configs
 
-    ours = artifacts(plan)
+    ours = switch_configs(plan)
     found = []
     for name, text in sorted(configs.config_db.items()):
         for d in diff_config_db(name, json.loads(ours[f"configs/{name}/config_db.json"]), text,

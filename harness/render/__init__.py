@@ -25,7 +25,7 @@ from harness.render.lossless import CONTRACT_FILE, contract_of
 from harness.render.sonic import config_db_json
 from harness.render.sonic_init import init_sh
 
-__all__ = ["MANIFEST", "OutputDirRefused", "artifacts", "write_artifacts", "clab_yaml", "frr_conf",
+__all__ = ["MANIFEST", "OutputDirRefused", "artifacts", "switch_configs", "write_artifacts", "clab_yaml", "frr_conf",
            "config_db_json", "init_sh", "cabling_csv", "topology_svg"]
 
 
@@ -56,19 +56,34 @@ def artifacts(plan: Plan, lab: str | None = None, mgmt_network: IPv4Network | No
     numbering = numbering_csv(plan)
     if numbering is not None:  # the engineer's own numbering reads back with the cabling
         out["numbering.csv"] = numbering
-    for sw in plan.switches:
-        out[f"configs/{sw.name}/config_db.json"] = config_db_json(plan, sw)
-        out[f"configs/{sw.name}/frr.conf"] = frr_conf(plan, sw)
+    configs = switch_configs(plan)
+    for sw in plan.switches:  # each switch's files together, as they always were listed
+        for name in ("config_db.json", "frr.conf"):
+            out[f"configs/{sw.name}/{name}"] = configs[f"configs/{sw.name}/{name}"]
         out[f"configs/{sw.name}/init.sh"] = init_sh(plan, sw, init_step_s)
     for h in plan.hosts:
         if h.routed:
-            out[f"configs/{h.name}/frr.conf"] = host_frr_conf(plan, h)
+            out[f"configs/{h.name}/frr.conf"] = configs[f"configs/{h.name}/frr.conf"]
             out[f"configs/{h.name}/daemons"] = routed_host_daemons()
     # a HwSKU fablab does not ship: its port map, for the plan files and for docker-sonic-vs
     out.update(hwsku_files(plan))
     out.update(switch_hwsku_files(plan))
     if clabernetes:
         out[f"{lab}.clabernetes.yaml"] = clabernetes_yaml(plan, lab, out, sonic_image, host_image)
+    return out
+
+
+def switch_configs(plan: Plan) -> dict[str, str]:
+    """Only what a switch (and a dual-homed host) is configured with: configs/<node>/config_db.json
+    and frr.conf, as `artifacts` writes them. What `fablab diff` and `up --configs` compare an
+    engineer's configs with: not the clab file, the CSVs, the diagram or the init scripts."""
+    out: dict[str, str] = {}
+    for sw in plan.switches:
+        out[f"configs/{sw.name}/config_db.json"] = config_db_json(plan, sw)
+        out[f"configs/{sw.name}/frr.conf"] = frr_conf(plan, sw)
+    for h in plan.hosts:
+        if h.routed:
+            out[f"configs/{h.name}/frr.conf"] = host_frr_conf(plan, h)
     return out
 
 

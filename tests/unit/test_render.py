@@ -133,3 +133,16 @@ def test_declared_bgp_timers_are_on_every_session_and_the_default_is_frrs_datace
     assert {" neighbor fabric timers 10 30", " neighbor hosts timers 10 30"} <= set(frr_conf(plan, leaf).splitlines())
     assert " neighbor leaves timers 10 30" in host_frr_conf(plan, host).splitlines()
     assert not any("timers 3 9" in x for x in frr_conf(plan, leaf).splitlines() + host_frr_conf(plan, host).splitlines())
+
+
+def test_switch_configs_are_the_renders_own_and_nothing_else():
+    """What diff and up --configs compare with: each node's config_db.json and frr.conf, as the
+    whole render has them (dual-homed hosts' frr.conf too), no clab file, CSV or init script."""
+    from harness.render import switch_configs
+
+    plan = make_plan(build(BUILTINS["dual-homed"]()))
+    whole = artifacts(plan)
+    configs = switch_configs(plan)
+    assert configs == {k: v for k, v in whole.items()
+                       if k.startswith("configs/") and k.endswith(("/frr.conf", "/config_db.json"))}
+    assert any(h.routed and f"configs/{h.name}/frr.conf" in configs for h in plan.hosts)  # the control
