@@ -32,7 +32,8 @@ Models, Stmt, REFERENCE, RELEASES, ROOT = _gen.Models, _gen.Stmt, _gen.REFERENCE
 TARGET = ROOT / "harness" / "core" / "meaning" / "yang_types.json"
 COMMAND = ".venv/bin/python scripts/gen_yang_types.py"
 
-_INTS = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1),
+_INTS = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2 ** 31, 2 ** 31 - 1),
+         "int64": (-2 ** 63, 2 ** 63 - 1),
          "uint8": (0, 255), "uint16": (0, 65535), "uint32": (0, 2 ** 32 - 1), "uint64": (0, 2 ** 64 - 1)}
 _IETF = {  # RFC 6991's types, which SONiC's directory does not hold, by name
     "ipv4-address": ("ip", 4, "address"), "ipv6-address": ("ip", 6, "address"), "ip-address": ("ip", 0, "address"),
@@ -182,7 +183,8 @@ def module_text(target: Path, other: Path | None) -> str:
     doc = {"about": [f"What SONiC's YANG models of {releases} let each CONFIG_DB field and key part hold.",
                      f"GENERATED: do not edit; run {COMMAND} {args}",
                      "(<reference>: $FABLAB_REFERENCE or ../shared/reference).",
-                     "A spec: ['enum', values], ['int', [[low, high], ...]], ['bool'], ['ip', 4|6|0, 'address'|'prefix'],",
+                     "A spec: ['enum', values], ['int', [[low, high], ...]], ['bool'],",
+                     "['ip', 4|6|0, 'address'|'prefix'],",
                      "['str', patterns, lengths] (XSD patterns, each matching the whole value), ['union', specs],",
                      "['list', spec] for a leaf-list. A field or key part not here is not checked.",
                      f"fields: {len(fields)} tables, {sum(len(f) for f in fields.values())} fields; keys: each list's "

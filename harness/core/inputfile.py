@@ -46,7 +46,8 @@ def read_bytes(path: Path) -> bytes:
         if path.is_dir():
             raise FileFault(str(path), "a directory, not a file")
         if size > MAX_BYTES:
-            raise FileFault(str(path), f"{size:,} bytes, over the {MAX_BYTES / 2 ** 20:.2g} MiB fablab reads of one file; "
+            raise FileFault(str(path), f"{size:,} bytes, over the {MAX_BYTES / 2 ** 20:.2g} MiB fablab reads of one "
+                            "file; "
                              "split it, or remove what repeats (docs/inputs.md)")
         return path.read_bytes()
     except OSError as e:

@@ -142,7 +142,8 @@ def _devices(text: str, name: str, key: str, fields: dict[str, str], problems: l
             continue
         d = Device(dev, where, **{f: row.get(_key(col)) or None for f, col in fields.items()})
         if d.mgmt_ip and not _is_interface(d.mgmt_ip):
-            problems.append(Problem(str(where), f"{dev}'s {fields['mgmt_ip']} {quoted(d.mgmt_ip)} is not a host's IP address",
+            problems.append(Problem(str(where), f"{dev}'s {fields['mgmt_ip']} {quoted(d.mgmt_ip)} is not a host's IP "
+                                    "address",
                                     "write it as 10.250.0.10/24, or leave it empty for fablab's"))
             d = replace(d, mgmt_ip=None)  # the device is still listed: its cables are not said twice
         out[dev] = replace(d, hwsku=anchored(d.hwsku, Path(name).parent)) if d.hwsku else d

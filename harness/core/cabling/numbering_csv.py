@@ -60,7 +60,8 @@ def read_numbering(text: str, name: str) -> tuple[NumberingRows, list[Problem]]:
     rows = list(csv_rows(text.lstrip("\ufeff"), name))
     header = [c.strip().lower() for c in rows[0][1]] if rows else []
     if not {"device", "item", "value"} <= set(header):  # in any order, as an IPAM exports them
-        return NumberingRows(), [Problem(f"{name}:1", f"the header is {quoted(','.join(header)) if header else 'missing'}",
+        said = quoted(",".join(header)) if header else "missing"
+        return NumberingRows(), [Problem(f"{name}:1", f"the header is {said}",
                                          "write device,item,value (e.g. rtsw-g1-r0,asn,4200100101)")]
     at = [header.index(c) for c in ("device", "item", "value")]
     asns, loopbacks, ports, mgmt = [], [], [], []

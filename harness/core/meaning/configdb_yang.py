@@ -81,7 +81,8 @@ def described(spec: tuple) -> str:
     if kind == "bool":
         return "true or false"
     if kind == "ip":
-        return f"an {'IP' if not spec[1] else f'IPv{spec[1]}'} {spec[2]}{' with its length' if spec[2] == 'prefix' else ''}"
+        family = f"IPv{spec[1]}" if spec[1] else "IP"
+        return f"an {family} {spec[2]}" + (" with its length" if spec[2] == "prefix" else "")
     if kind == "str":
         lengths = " or ".join(f"{lo}..{hi}" for lo, hi in spec[2])
         return "a string" + (f" of {lengths} characters" if lengths else "") + (" of its pattern" if spec[1] else "")
