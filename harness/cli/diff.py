@@ -16,7 +16,6 @@ from rich.table import Table
 from harness.catalog import TOPOLOGY_HELP, load_fabric
 from harness.cli.console import out
 from harness.core.errors import InputError
-from harness.core.inputfile import read_text
 from harness.core.plan import Plan, make_plan
 
 if TYPE_CHECKING:
@@ -48,26 +47,24 @@ def directory_differences(topology: str, directory: Path) -> Found:
     from harness.core.meaning.frr_form import FrrForm
     from harness.plumbing.frr_reader import readings
     from harness.render import switch_configs
-    from harness.render.configs import frr_conf_of, refused_at
+    from harness.render.configs import numbered_by, read_configs, refused_at
 
     directory = Path(directory)
     if not directory.is_dir():
         raise InputError(f"{directory} is not a directory: give one laid out as `fablab render` writes it "
                          "(configs/<switch>/frr.conf and config_db.json), or a running lab's name")
     plan = make_plan(load_fabric(topology))
-    if (directory / "configs").is_dir():  # judged in the configs' own numbering, audited first
-        from harness.render.configs import load_configs, numbered_by
-        try:
-            configs = load_configs(plan, directory)
-        except InputError:
-            configs = None  # a switch without its frr.conf: named below, as a difference
-        if configs is not None:
-            plan = numbered_by(plan, configs)  # a numbering fault: exit 2, naming device and port
+    switches = [s.name for s in plan.switches]
+    routed = [h.name for h in plan.hosts if h.routed]
+    configs = read_configs(directory, switches + routed)  # the one reading of DIR (render/configs.py)
+    if all(name in configs.frr for name in switches):  # judged in the configs' own numbering, audited first
+        own = replace(configs, frr={n: configs.frr[n] for n in switches},
+                      config_db={n: t for n, t in configs.config_db.items() if n in switches})
+        plan = numbered_by(plan, own)  # a numbering fault: exit 2, naming device and port
     ours = switch_configs(plan)
     found: list[Difference] = _strays(plan, topology, directory)
-    routed = [h.name for h in plan.hosts if h.routed]
-    files = {name: directory / "configs" / name / "frr.conf" for name in [s.name for s in plan.switches] + routed}
-    theirs = {name: text for name in files if (text := frr_conf_of(directory / "configs" / name)) is not None}
+    files = {name: directory / "configs" / name / "frr.conf" for name in switches + routed}
+    theirs = dict(configs.frr)
     # FRR reads the engineer's files; fablab's render is already in FRR's form (a lab booted from it
     # diffs as the same as FRR runs it: `fablab diff T LAB`), and a file the same as the render to
     # the byte does the same, so FRR reads only the others
@@ -88,9 +85,9 @@ def directory_differences(topology: str, directory: Path) -> Found:
         if not files[name].is_file():  # BGP in CONFIG_DB (unified mode): the rows, not lines, say it
             label, yours = f"{db} (its BGP tables)", replace(yours, origin=())
         found += diff_frr(plan, name, forms[f"ours/{name}"], yours, label)
-        if name not in routed and db.is_file():  # optional: the netns runtime reads only frr.conf
+        if name not in routed and name in configs.config_db:  # optional: the netns runtime reads only frr.conf
             found += fold_uncabled(plan, name, diff_config_db(
-                name, json.loads(ours[f"configs/{name}/config_db.json"]), read_text(db), str(db)))
+                name, json.loads(ours[f"configs/{name}/config_db.json"]), configs.config_db[name], str(db)))
     refused = [refused_at(directory / "configs" / key.split("/", 1)[1], r) for key, r in read.refused()
                if key.startswith("theirs/")]
     return Found(found, len(plan.switches), refused, read.note)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from harness.core.errors import InputError
@@ -18,35 +19,48 @@ from harness.core.switchconfigs import SwitchConfigs
 from harness.core.plan import Plan
 
 
-def load_configs(plan: Plan, directory: str | Path) -> SwitchConfigs:
+def read_configs(directory: str | Path, names: Iterable[str], *, frr: bool = True) -> SwitchConfigs:
+    """The one reader of a configs directory (`diff`, `up --configs`, `show`/`import --configs`,
+    `audit`): for each node named, configs/<node>/frr.conf (or, without one, the frr.conf its
+    config_db.json's BGP tables make: frr_conf_of) and configs/<node>/config_db.json, each read
+    through harness/core/inputfile.py and checked (JSON, SONiC's shape and YANG) as it is read.
+    A node with neither file is left out: the caller says what that means. `frr=False`: the
+    config_db.json files alone (the lossless audit's)."""
     root = Path(directory)
     if not root.is_dir():
-        raise InputError(f"--configs {directory}: not a directory; give one laid out as `fablab render` writes it "
+        raise InputError(f"{directory}: not a directory; give one laid out as `fablab render` writes it "
                          "(configs/<switch>/frr.conf, and config_db.json where you have one)")
-    frr: dict[str, str] = {}
+    frrs: dict[str, str] = {}
     dbs: dict[str, str] = {}
-    missing = []
     h = hashlib.sha256()
-    for sw in plan.switches:
-        where = root / "configs" / sw.name
+    for name in names:
+        where = root / "configs" / name
         db = where / "config_db.json"
         if db.is_file():
             text = read_text(db)
             parse(text, str(db))
-            dbs[sw.name] = text
-            h.update(f"{sw.name}/config_db.json\0".encode() + text.encode())
-        found = frr_conf_of(where)
-        if found is None:
-            missing.append(sw.name)
-            continue
-        frr[sw.name] = found
-        h.update(f"{sw.name}/frr.conf\0".encode() + frr[sw.name].encode())
+            dbs[name] = text
+            h.update(f"{name}/config_db.json\0".encode() + text.encode())
+        found = frr_conf_of(where) if frr else None
+        if found is not None:
+            frrs[name] = found
+            h.update(f"{name}/frr.conf\0".encode() + found.encode())
+    return SwitchConfigs(str(directory), frrs, dbs, h.hexdigest())
+
+
+def load_configs(plan: Plan, directory: str | Path) -> SwitchConfigs:
+    """What `up --configs DIR` boots: every switch's configs, none missing."""
+    if not Path(directory).is_dir():
+        raise InputError(f"--configs {directory}: not a directory; give one laid out as `fablab render` writes it "
+                         "(configs/<switch>/frr.conf, and config_db.json where you have one)")
+    configs = read_configs(directory, [sw.name for sw in plan.switches])
+    missing = [sw.name for sw in plan.switches if sw.name not in configs.frr]
     if missing:
         raise InputError(f"--configs {directory}: no frr.conf for {len(missing)} of {len(plan.switches)} switches "
                          f"({', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''}); every switch of the "
                          f"declaration needs configs/<switch>/frr.conf, or a config_db.json holding its BGP as SONiC's "
                          f"unified mode does (BGP_GLOBALS, BGP_NEIGHBOR, ...); `fablab render TOPOLOGY -o DIR` lays one out")
-    return SwitchConfigs(str(directory), frr, dbs, h.hexdigest())
+    return configs
 
 
 def frr_conf_of(where: Path) -> str | None:

@@ -10,6 +10,7 @@ frame crosses (`tenants`), and every GPU NIC's MTU (the first and last hop of ev
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,11 +21,11 @@ from harness.checks.lossless.outcome import Finding, LosslessAudit
 from harness.checks.lossless.tenants import tenant_path_findings, tenant_table_findings
 from harness.core.errors import InputError
 from harness.core.meaning import configdb_qos
-from harness.core.inputfile import read_text
-from harness.core.meaning.configdb import parse, port_settings
+from harness.core.meaning.configdb import port_settings
 from harness.core.meaning.configdb_norm import check_shape
 from harness.core.plan import Plan
 from harness.plumbing.labview import LabView
+from harness.render.configs import read_configs
 from harness.render.lossless import Contract, contract_of
 
 Value = str | int | float | bool | None  # a field as SONiC takes it: "9100" or 9100, "true" or true
@@ -87,12 +88,8 @@ def load_dir(directory: Path, contract: Contract) -> dict[str, dict]:
     directory = Path(directory)
     if not directory.is_dir():
         raise InputError(f"{directory}: no such directory; give a `fablab render` output directory")
-    configs = {}
-    for name in contract.switches:
-        path = directory / "configs" / name / "config_db.json"
-        if path.is_file():
-            configs[name] = parse(read_text(path), str(path))
-    return configs
+    read = read_configs(directory, contract.switches, frr=False)  # checked as read: JSON, shape, YANG
+    return {name: json.loads(text) for name, text in read.config_db.items()}
 
 
 def configs_of_dir(directory: Path, contract: Contract) -> LosslessConfigs:
