@@ -18,6 +18,8 @@ REMOVED_IN = "0.2"
 
 MOVED: dict[str, str] = {  # old module -> where it lives now
     "harness.acl": "harness.core.acl",
+    "harness.checks.ecmp_bound": "harness.checks.common.bounds",
+    "harness.checks.lossless_drops": "harness.checks.common.drops",
     "harness.cli_audit": "harness.cli.audit",
     "harness.cli_lab": "harness.cli.labs",
     "harness.cli_rdma": "harness.cli.rdma",

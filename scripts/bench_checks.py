@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.checks.registry import case as check_case, run_case  # noqa: E402
-from harness.checks.ecmp_bound import qps_for  # noqa: E402
+from harness.checks.common.bounds import qps_for  # noqa: E402
 from harness.faults.sabotage import hash_seed, l3_hashing, weighted_uplink  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.core.model import Backend, Cluster, Frontend, GpuNodes  # noqa: E402

@@ -4,7 +4,7 @@ uplinks, and each spine spreads the QPs it got over its links to the super-spine
 The same method as harness/checks/ecmp/, one stage higher: every QP is its own 5-tuple;
 nftables on the source leaf's uplinks and on every spine above it see each QP's path at both
 stages (the observation). The judge holds each stage to the band a fair hash keeps to (exact
-binomial quantiles, ecmp_bound), the false-fail budget split over all the bands (Bonferroni);
+binomial quantiles, checks/common/bounds.py), the false-fail budget split over all the bands (Bonferroni);
 QPs are sent until every spine can expect enough to see a 2:1 weighting of its super-spine
 links. A second stage hashing like the first (the same function and seed on leaf and spine)
 sends every QP a leaf uplink carries to one super-spine link: the spine's band catches it.
@@ -22,7 +22,7 @@ from pathlib import Path
 from harness.checks.base import Case, Check, Observation, Outcome, needs_superspine_tier, pyplot, save
 from harness.checks.ecmp import PACKETS_PER_QP, PathCount, PortsSeen, distinct_sport_qpns, first_gpu_nic
 from harness.checks.ecmp.measure import send_qps_to
-from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
+from harness.checks.common.bounds import FALSE_FAIL, bound, qps_for
 from harness.core.cabling.apply import natural
 from harness.core.errors import HarnessError
 from harness.core.model import Role

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from harness.checks.collectives import IncastSeen
-from harness.checks.lossless_drops import Count, PauseTiming
+from harness.checks.common.drops import Count, PauseTiming
 from harness.report.recorded import judge
 
 import judge_tables as tables

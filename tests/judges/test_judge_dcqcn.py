@@ -13,7 +13,7 @@ import pytest
 
 from harness.checks.dcqcn import FAIR, DcqcnResult
 from harness.checks.pfc import Count
-from harness.checks.lossless_drops import PauseTiming
+from harness.checks.common.drops import PauseTiming
 from harness.plumbing.cpu_wait import CpuWait
 
 import judge_tables as tables

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from harness.checks.ecmp import EcmpSeen, PortsSeen
-from harness.checks.ecmp_bound import bound, qps_for
+from harness.checks.common.bounds import bound, qps_for
 
 import judge_tables as tables
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from harness.checks.ecmp import PortsSeen
-from harness.checks.ecmp_bound import bound
+from harness.checks.common.bounds import bound
 from harness.checks.ecmp_superspine import EcmpStagesSeen
 
 import judge_tables as tables

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from harness.checks.pfc import Count, PfcResult
-from harness.checks import lossless_drops
-from harness.checks.lossless_drops import PauseTiming
+from harness.checks.common import drops as lossless_drops
+from harness.checks.common.drops import PauseTiming
 from harness.core.asic import least_headroom
 from harness.checks.pfc.judge import MARGIN
 from harness.plumbing.cpu_wait import CpuWait

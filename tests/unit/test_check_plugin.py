@@ -42,7 +42,7 @@ def test_the_loader_takes_a_path_or_a_module_and_refuses_a_module_without_a_chec
     assert load(str(EXAMPLE)).name == "host-mtu"
     assert load("harness.checks.cabling").name == "cabling"
     with pytest.raises(InputError, match="exports CHECK"):
-        load("harness.checks.ecmp_bound")
+        load("harness.checks.common.bounds")
     with pytest.raises(InputError, match="no such check module"):
         load(str(ROOT / "docs" / "examples" / "missing.py"))
 

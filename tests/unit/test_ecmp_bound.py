@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.checks.ecmp import EcmpResult, PathCount, default_pair, distinct_sport_qpns, ports_seen
-from harness.checks.ecmp_bound import FALSE_FAIL, MISS, band, bound, qps_for
+from harness.checks.common.bounds import FALSE_FAIL, MISS, band, bound, qps_for
 from harness.core.errors import HarnessError
 from harness.observe.flowcount import FlowCounters, FlowPorts, paths_of
 from harness.traffic.roce import roce_sport

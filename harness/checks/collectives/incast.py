@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from harness.checks.base import MeasuredOutcome, Observation
 from harness.checks.collectives.delivery import rail_members
-from harness.checks.lossless_drops import Count, PauseTiming, late_pause_drops, lossless_counts, why_dropped
+from harness.checks.common.drops import Count, PauseTiming, late_pause_drops, lossless_counts, why_dropped
 from harness.core.asic import switch_programs
 from harness.core.capabilities import Feature
 from harness.core.errors import HarnessError

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from harness.checks.base import Outcome
 from harness.checks.dcqcn.measure import STEADY_MIN_S, DcqcnSeen, Depth, declared
-from harness.checks.lossless_drops import late_pause_drops, why_dropped
+from harness.checks.common.drops import late_pause_drops, why_dropped
 from harness.checks.pfc.judge import flow_mbit
 from harness.core.lossless_declaration import dcqcn_assumed
 from harness.core.plan import Plan

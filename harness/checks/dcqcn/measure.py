@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from harness.checks.base import NotMeasurable, Observation
 from harness.checks.collectives.delivery import rail_members
-from harness.checks.lossless_drops import Count, PauseTiming, lossless_counts
+from harness.checks.common.drops import Count, PauseTiming, lossless_counts
 from harness.checks.pfc.measure import FlowSeen, flows_seen, incast_senders, wire_bytes
 from harness.core.asic import Wred, switch_programs
 from harness.core.lossless_declaration import Dcqcn

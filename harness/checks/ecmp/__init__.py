@@ -8,7 +8,7 @@ QP's path directly (measure.py, observation.py). The verdict (judge.py), with no
 
 - every QP on exactly one uplink (a QP on two is split: named with its uplinks);
 - QPs per uplink inside the band a fair hash keeps to with probability 1 - 0.1 %
-  (exact binomial quantiles, Bonferroni over the uplinks: harness/checks/ecmp_bound.py),
+  (exact binomial quantiles, Bonferroni over the uplinks: harness/checks/common/bounds.py),
   with N chosen from the uplink count so that one uplink at twice the weight of the
   others, or L3-only hashing, falls outside it with probability >= 99.9 %;
 - no packet lost, none reordered at the receiver.

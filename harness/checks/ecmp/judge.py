@@ -2,8 +2,8 @@
 
 - every QP on exactly one uplink (a QP on two is split: named with its uplinks);
 - QPs per uplink inside the band a fair hash keeps to, computed here from the QPs sent and
-  the uplinks counted (ecmp_bound.bound), and enough QPs sent for that band to catch one
-  uplink at twice the weight of the others (ecmp_bound.qps_for);
+  the uplinks counted (common/bounds.py: bound), and enough QPs sent for that band to catch one
+  uplink at twice the weight of the others (common/bounds.py: qps_for);
 - no packet lost, none reordered at the receiver;
 - where the spread is wrong, the leaf's hash policy and route weights say why.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from harness.checks.base import Outcome
 from harness.checks.ecmp.observation import EcmpSeen
-from harness.checks.ecmp_bound import SKEW_WEIGHT, bound, qps_for
+from harness.checks.common.bounds import SKEW_WEIGHT, bound, qps_for
 from harness.core.plan import Plan
 
 

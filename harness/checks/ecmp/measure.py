@@ -1,7 +1,7 @@
 """ECMP's measurement: N RoCEv2 QPs between two GPUs of different groups (same rail), each
 with its own UDP source port, counted per (uplink, QP) on the source leaf and received at the
 far GPU; the leaf's hash policy and route weights read beside them. The QP count is chosen
-from the uplink count (ecmp_bound.qps_for); the judge (judge.py) holds the counts to the band.
+from the uplink count (common/bounds.py: qps_for); the judge (judge.py) holds the counts to the band.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 
 from harness.checks.ecmp.observation import EcmpSeen, ports_seen
-from harness.checks.ecmp_bound import FALSE_FAIL, SKEW_WEIGHT, qps_for
+from harness.checks.common.bounds import FALSE_FAIL, SKEW_WEIGHT, qps_for
 from harness.core.errors import HarnessError
 from harness.observe.flowcount import FlowCounters
 from harness.plumbing.labview import LabView
@@ -26,7 +26,7 @@ PACKETS_PER_QP = 3  # >= 2 so the receiver can see reordering; the sender's prob
 def measure_ecmp(lab: LabView, src: tuple[str, str] | None = None, dst: tuple[str, str] | None = None,
                  flows: int | None = None, packets_per_flow: int = PACKETS_PER_QP, first_qp: int = 0x100,
                  false_fail: float = FALSE_FAIL, measure_only: bool = False) -> EcmpSeen:
-    """`flows` None: as many QPs as the uplink count needs (ecmp_bound.qps_for); fewer than
+    """`flows` None: as many QPs as the uplink count needs (common/bounds.py: qps_for); fewer than
     that is refused, since the verdict could then miss a 2:1 weighting, unless `measure_only`
     (`fablab spread`: how a few QPs land is the lesson, not a verdict)."""
     t0 = time.monotonic()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from harness.checks.base import Observation, Outcome
 from harness.checks.ecmp import PortsSeen, ports_seen
-from harness.checks.ecmp_bound import FALSE_FAIL, bound, qps_for
+from harness.checks.common.bounds import FALSE_FAIL, bound, qps_for
 from harness.checks.fe_tcp.paths import fe_address, fe_pair, source_leaves, source_nics
 from harness.core.errors import HarnessError
 from harness.core.plan import Plan

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.checks.base import MeasuredOutcome
-from harness.checks.lossless_drops import late_pause_drops, why_dropped
+from harness.checks.common.drops import late_pause_drops, why_dropped
 from harness.checks.pfc.measure import FlowSeen, PfcSeen
 from harness.core.plan import Plan
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from harness.checks.base import NotMeasurable, Observation
 from harness.checks.collectives.delivery import rail_members
-from harness.checks.lossless_drops import Count, PauseTiming, lossless_counts
+from harness.checks.common.drops import Count, PauseTiming, lossless_counts
 from harness.plumbing.cpu_wait import CpuWait, cpu_wait_now
 from harness.plumbing.labview import LabView
 from harness.plumbing.priority import timed_turn

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from harness import rdma
 from harness.checks.base import Observation, Outcome
 from harness.checks.ecmp import default_pair
-from harness.checks.ecmp_bound import FALSE_FAIL, band
+from harness.checks.common.bounds import FALSE_FAIL, band
 from harness.checks.rdma.lane import PortFlow, flows_of, leaf_of, require_lane, uplinks_of
 from harness.core.plan import Plan
 from harness.observe.flowcount import FlowCounters
