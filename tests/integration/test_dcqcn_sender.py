@@ -186,5 +186,6 @@ def test_without_cnps_the_flow_keeps_line_rate(pair):
     assert all(rate == LINE for _, rate in cc.trace) and len(cc.trace) <= 200
     assert r.data == sent.packets and r.ecn == {ECT_0}  # the listener saw every packet
     # paced at the line rate, never above it; how close it gets is the machine's (Python beside
-    # four labs on 2 cores ran 14-26 % below), not DCQCN's, whose rate is the line's above
-    assert 0.5 * LINE <= sent.rate_pps * FRAME_BITS <= 1.05 * LINE
+    # four labs on 2 cores ran 14-26 % below in two clean-clone runs, 62 % below in a third), not
+    # DCQCN's, whose rate is the line's above: the floor only says the flow ran
+    assert 0.25 * LINE <= sent.rate_pps * FRAME_BITS <= 1.05 * LINE
